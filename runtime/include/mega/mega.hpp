@@ -1,0 +1,200 @@
+// Mega-chunk keyword spotting runtime: the C++ API.
+//
+// A Model holds immutable weights loaded (and fully validated) from a .mega
+// file; it is shared by any number of Sessions. A Session holds one stream's
+// state in memory allocated once at creation. Nothing here throws: failures
+// come back as a Status plus a message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mega {
+
+enum class Status : int32_t {
+  ok = 0,
+  invalid_argument = 1,   // a bad pointer, size or option from the caller
+  io_error = 2,           // the file could not be opened, read or mapped
+  bad_model = 3,          // the file is not a valid .mega model (message names the problem)
+  unsupported_model = 4,  // a valid file this runtime cannot run (newer schema, unknown option)
+  not_streamable = 5,     // streaming asked of a bidirectional model
+  too_long = 6,           // a clip longer than the session was sized for
+  out_of_memory = 7,
+  self_test_failed = 8,
+};
+
+const char* status_name(Status s);
+
+enum class EmaDirection : int32_t { unidirectional = 0, bidirectional = 1 };
+enum class AttentionFn : int32_t { laplace = 0, softmax = 1, relu2 = 2 };
+enum class NormType : int32_t { batch_norm = 0, layer_norm = 1, scale_norm = 2, rms_norm = 3 };
+enum class Activation : int32_t { silu = 0, relu = 1, gelu = 2, gelu_tanh = 3, linear = 4 };
+
+// Everything the spec names; counts of tokens unless said otherwise.
+struct HParams {
+  int32_t embed_dim = 0;       // D
+  int32_t hidden_dim = 0;      // H
+  int32_t ffn_hidden_dim = 0;  // F (0: no FFN sublayer)
+  int32_t z_dim = 0;           // Z
+  int32_t n_dim = 0;           // N
+  int32_t n_layers = 0;
+  int32_t chunk_size = 0;      // C
+  int32_t truncation = 0;      // K (0: untruncated)
+  EmaDirection ema_direction = EmaDirection::unidirectional;
+  AttentionFn attention_fn = AttentionFn::laplace;
+  NormType norm_type = NormType::batch_norm;
+  float norm_eps = 1e-5f;
+  bool prenorm = true;
+  Activation activation = Activation::silu;
+  int32_t classifier_layers = 1;
+  int32_t classifier_dim = 0;
+  Activation classifier_activation = Activation::gelu;
+  int32_t n_classes = 0;
+  int32_t patch_kernel = 1;    // samples per token window (k)
+  int32_t patch_stride = 1;    // samples per token (s)
+  int32_t window_chunks = 0;   // W
+  int32_t sample_rate = 16000;
+
+  int64_t chunk_samples() const { return int64_t(chunk_size) * patch_stride; }
+  int64_t window_samples() const { return chunk_samples() * window_chunks; }
+};
+
+struct DetectionDefaults {
+  std::vector<float> thresholds;  // per label; empty if the model carries none
+  int32_t smoothing_hops = 1;
+  int32_t refractory_ms = 1000;
+};
+
+struct ModelInfo {
+  uint32_t schema_version = 0;
+  HParams hparams;
+  std::vector<std::string> labels;
+  bool input_scaling = false;
+  float input_mean = 0.0f;
+  float input_std = 1.0f;
+  DetectionDefaults detection;
+  std::string converter_version, source_sha256, source_format, notes;
+  int64_t n_params = 0;
+  bool fp16 = false;
+  int64_t file_bytes = 0;
+  int64_t self_test_samples = 0;  // 0: the file has no self-test
+};
+
+struct ModelData;  // validated, derived weights (runtime/src/model_data.h)
+
+class Model {
+ public:
+  // Maps and validates a .mega file. Returns null and sets *error on failure
+  // (a message naming the culprit: the tensor, the field, the offset).
+  static std::shared_ptr<const Model> load(const std::string& path, std::string* error,
+                                           Status* status = nullptr);
+  // Same, from bytes in memory (copied).
+  static std::shared_ptr<const Model> load_from_memory(const void* data, size_t size,
+                                                       std::string* error, Status* status = nullptr);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelInfo& info() const;
+  const HParams& hparams() const { return info().hparams; }
+  const std::vector<std::string>& labels() const { return info().labels; }
+  bool streamable() const { return hparams().ema_direction == EmaDirection::unidirectional; }
+
+  const ModelData& data() const { return *data_; }
+  // Internal: used by the loader.
+  static std::shared_ptr<const Model> wrap(std::unique_ptr<ModelData> data);
+  // The converter's self-test input and logits (empty if absent).
+  const std::vector<float>& self_test_input() const;
+  const std::vector<float>& self_test_logits() const;
+  float self_test_tolerance() const;
+
+ private:
+  Model();
+  std::unique_ptr<ModelData> data_;
+};
+
+// Which CPU kernels a session runs: the plain scalar references (for tests)
+// or the optimized ones (OpenBLAS sgemm, vectorized math).
+enum class KernelImpl : int32_t { reference = 0, optimized = 1 };
+
+struct SessionOptions {
+  KernelImpl kernels = KernelImpl::optimized;
+  // Longest clip classify_clip() accepts for bidirectional models, in samples
+  // (0: one model window). Unidirectional models take clips of any length.
+  int64_t max_clip_samples = 0;
+};
+
+// What a session produces each time a chunk completes.
+struct ChunkResult {
+  int64_t chunk_index = 0;       // 0-based, since creation or reset
+  int64_t end_sample = 0;        // samples consumed when the chunk completed
+  int32_t n_chunks_pooled = 0;   // min(chunk_index + 1, W)
+  const float* logits = nullptr; // n_classes, over the last n_chunks_pooled chunks; valid until the next push
+};
+
+struct SessionState;
+
+class Session {
+ public:
+  // All memory this session will ever use is allocated here.
+  static std::unique_ptr<Session> create(std::shared_ptr<const Model> model, const SessionOptions& opts,
+                                         std::string* error, Status* status = nullptr);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Model& model() const { return *model_; }
+
+  // Streaming (unidirectional models). Consumes samples up to and including
+  // the one that completes the next chunk, or all of them; returns how many
+  // it consumed in *n_consumed and sets *chunk_done when a chunk completed
+  // (then last_result() describes it). Never allocates.
+  Status push(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done);
+
+  // Convenience: feeds all n samples, calling on_chunk for each completed chunk.
+  template <typename F>
+  Status push_all(const float* samples, int64_t n, F&& on_chunk) {
+    while (n > 0) {
+      int64_t used = 0;
+      bool done = false;
+      Status s = push(samples, n, &used, &done);
+      if (s != Status::ok) return s;
+      if (done) on_chunk(last_result());
+      samples += used;
+      n -= used;
+    }
+    return Status::ok;
+  }
+  const ChunkResult& last_result() const;
+
+  // Back to the state of a fresh session (cheap: clears buffers).
+  void reset();
+
+  // Offline forward of the official model on one clip: the clip is zero-padded
+  // to a multiple of the chunk and to at least one window, and pooled over all
+  // of it. Works for both EMA directions; does not disturb the streaming state
+  // of unidirectional sessions... it resets it (the session is reused).
+  // logits: n_classes floats. trace (tests only, may be null): receives the
+  // embedding and each layer's output, (n_layers + 1) x tokens x D floats, where
+  // tokens = padded length / patch_stride (see padded_clip_samples()).
+  Status classify_clip(const float* samples, int64_t n, float* logits, float* trace = nullptr);
+  int64_t padded_clip_samples(int64_t n) const;
+
+  // Runs the model file's self-test; *max_abs_diff gets the largest logit error.
+  Status self_test(float* max_abs_diff);
+
+  int64_t memory_bytes() const;
+
+ private:
+  Session();
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<SessionState> st_;
+};
+
+// Threads OpenBLAS may use for the optimized kernels (process-wide).
+void set_blas_threads(int n);
+
+}  // namespace mega

@@ -1,0 +1,435 @@
+// Elementwise float kernels; see elementwise.h for the contract.
+//
+// Fast path design:
+//   - every op is a small always-inline scalar function with no branches and no libm
+//     calls, applied by a driver that works in fixed blocks of k_block floats through a
+//     local buffer. The fixed trip count lets g++ vectorize even at -O2 (its very-cheap
+//     cost model refuses loops that would need a scalar epilogue or alias checks), the
+//     buffer makes out == in safe without __restrict, and the tail is padded into the
+//     same block code so every element gets bit-identical results wherever it sits.
+//   - exp: Cody-Waite reduction x = k ln2 + r, degree-6 polynomial, 2^k built in the
+//     exponent field. erf: odd polynomial below |z| = 1, above it erfc(|z|) =
+//     exp(-z^2) t Q(t) with t = 1/(1 + |z|/2). Coefficients were fitted for this file
+//     (iteratively reweighted least squares towards minimax relative error, then rounded
+//     to float and checked in float arithmetic); tests/test_elementwise.cpp checks bounds.
+//   - NaN flows through: clamps are selects on a compare (a NaN compare is false, so
+//     NaN keeps its value) rather than std::min/std::max.
+// Do not build this file with -ffast-math: the rounding and NaN handling rely on IEEE
+// semantics.
+#include "elementwise.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace mega::cpu {
+namespace {
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MEGA_EW_INLINE inline __attribute__((always_inline))
+#else
+#define MEGA_EW_INLINE inline
+#endif
+
+// On x86-64 Linux with g++, also build an AVX2 copy of each fast loop, picked at load
+// time by ifunc (8 floats per vector instead of 4). AVX2 does not enable FMA, so both
+// copies compute bit-identical results. Define MEGA_NO_TARGET_CLONES to turn it off.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(MEGA_NO_TARGET_CLONES)
+#define MEGA_EW_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MEGA_EW_CLONES
+#endif
+
+MEGA_EW_INLINE uint32_t to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+MEGA_EW_INLINE float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// c ? a : b without control flow. A plain ternary becomes a branch in g++'s IR, and PRE
+// then specialises the code after it per arm (e.g. folds exp of a clamp bound to a
+// constant whose evaluation would raise overflow), leaving conditional float operations
+// that if-conversion refuses, so the loop stays scalar. The mask form is one basic block
+// and vectorizes to compare + and/andnot/or (or a blend). NaN-safe: a false compare
+// picks b.
+MEGA_EW_INLINE float select(bool c, float a, float b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(c);
+  return from_bits((to_bits(a) & m) | (to_bits(b) & ~m));
+}
+
+// ---------------------------------------------------------------------------------------
+// exp
+
+constexpr float k_log2e = 1.44269502e+00f;
+// ln2 = k_ln2_hi + k_ln2_lo; k_ln2_hi = 355/512 has 9 significant bits, so k * k_ln2_hi is
+// exact for every k the clamp allows and x - k * k_ln2_hi loses nothing.
+constexpr float k_ln2_hi = 0.693359375f;
+constexpr float k_ln2_lo = -2.121944417e-04f;
+// Adding 1.5 * 2^23 rounds a float of magnitude < 2^22 to an integer held in the low
+// mantissa bits, so k comes out of the bit pattern without a float-to-int conversion.
+constexpr float k_round_magic = 12582912.0f;
+// Below -110 the result is 0 and above 89 it is inf anyway; the clamp keeps k in
+// [-159, 129] where the two-factor scaling below is exact.
+constexpr float k_exp_min = -110.0f;
+constexpr float k_exp_max = 89.0f;
+// exp(r) ~ 1 + r + r^2 (c2 + c3 r + c4 r^2 + c5 r^3 + c6 r^4) on |r| <= ln2/2;
+// fitted relative error 3e-9, far below float rounding.
+constexpr float k_exp_c2 = 4.999999404e-01f;
+constexpr float k_exp_c3 = 1.666651964e-01f;
+constexpr float k_exp_c4 = 4.166839272e-02f;
+constexpr float k_exp_c5 = 8.368778974e-03f;
+constexpr float k_exp_c6 = 1.381444628e-03f;
+
+// exp(hi + lo) for |lo| much smaller than 1: lo is added after range reduction, so a
+// caller that knows its argument to better than float precision (erfc) keeps it.
+MEGA_EW_INLINE float exp_split(float hi, float lo) {
+  hi = select(hi < k_exp_min, k_exp_min, hi);
+  hi = select(hi > k_exp_max, k_exp_max, hi);
+  const float t = hi * k_log2e + k_round_magic;
+  // k + 256 as unsigned, in [97, 385] for clamped input; for NaN it is garbage, but
+  // unsigned arithmetic keeps that free of UB and the NaN in r poisons the result.
+  const uint32_t kb = to_bits(t) - to_bits(k_round_magic) + 256u;
+  const float kf = static_cast<float>(static_cast<int32_t>(kb - 256u));
+  float r = hi - kf * k_ln2_hi;
+  r = r - kf * k_ln2_lo;
+  r = r + lo;
+  float p = k_exp_c6;
+  p = p * r + k_exp_c5;
+  p = p * r + k_exp_c4;
+  p = p * r + k_exp_c3;
+  p = p * r + k_exp_c2;
+  const float y = (r * r * p + r) + 1.0f;
+  // 2^k = 2^k1 * 2^k2 with k1 = floor(k / 2): both factors are normal floats for every
+  // clamped k, so the products overflow to inf or underflow through denormals to 0 just
+  // as the true value would, with a single rounding at the end.
+  const uint32_t k1b = kb >> 1;                        // k1 + 128
+  const float s1 = from_bits((k1b - 1u) << 23);        // biased exponent k1 + 127
+  const float s2 = from_bits((kb - k1b - 1u) << 23);   // biased exponent k - k1 + 127
+  return (y * s1) * s2;
+}
+
+MEGA_EW_INLINE float exp_fast(float x) { return exp_split(x, 0.0f); }
+
+// 1 / (1 + exp(-x)) computed from e = exp(-|x|) <= 1: nothing overflows, and for x < 0
+// the form e / (1 + e) keeps full relative accuracy down into the denormals.
+MEGA_EW_INLINE float sigmoid_fast(float x) {
+  const float e = exp_fast(-std::fabs(x));
+  const float num = select(x >= 0.0f, 1.0f, e);
+  return num / (1.0f + e);
+}
+
+// silu(x) is -0 long before -200; clamping there avoids -inf * 0 = NaN for x = -inf.
+constexpr float k_silu_min = -200.0f;
+
+MEGA_EW_INLINE float silu_fast(float x) {
+  const float xc = select(x < k_silu_min, k_silu_min, x);
+  return xc * sigmoid_fast(xc);
+}
+
+// ---------------------------------------------------------------------------------------
+// erf
+
+// Below k_erf_split: erf(a) = a + a q(a^2), accurate to ~1 ulp relative, even for tiny a.
+constexpr float k_erf_split = 1.0f;
+constexpr float k_erf_q0 = 1.283791661e-01f;  // 2/sqrt(pi) - 1
+constexpr float k_erf_q1 = -3.761262596e-01f;
+constexpr float k_erf_q2 = 1.128358543e-01f;
+constexpr float k_erf_q3 = -2.685381100e-02f;
+constexpr float k_erf_q4 = 5.188326817e-03f;
+constexpr float k_erf_q5 = -8.010184974e-04f;
+constexpr float k_erf_q6 = 7.853830175e-05f;
+// Above it: erfc(a) = exp(-a^2) t Q(t), t = 1 / (1 + a/2), fitted for relative error
+// 3e-9 on [1, 10.5]; Q(0) is close to 1/(2 sqrt(pi)) so the fit follows the asymptote.
+constexpr float k_erfc_p0 = 2.820853889e-01f;
+constexpr float k_erfc_p1 = 2.823569179e-01f;
+constexpr float k_erfc_p2 = 2.436998636e-01f;
+constexpr float k_erfc_p3 = 1.972742230e-01f;
+constexpr float k_erfc_p4 = -2.219762187e-03f;
+constexpr float k_erfc_p5 = 2.162352949e-01f;
+constexpr float k_erfc_p6 = -3.977071941e-01f;
+constexpr float k_erfc_p7 = 2.154338807e-01f;
+constexpr float k_erfc_p8 = -3.693506494e-02f;
+// erfc(10.5) is below the smallest denormal, so larger |z| changes nothing; the clamp
+// keeps inf out of the polynomials.
+constexpr float k_erf_clamp = 10.5f;
+
+// For z: a = min(|z|, clamp), small = erf(a) for a < k_erf_split (meaningless above),
+// tail = erfc(a) for a >= k_erf_split (meaningless below). Both are always computed and
+// then selected, which is what lets the loops vectorize.
+MEGA_EW_INLINE void erf_parts(float z, float& a, float& small, float& tail) {
+  a = std::fabs(z);
+  a = select(a > k_erf_clamp, k_erf_clamp, a);
+
+  const float s = a * a;
+  float q = k_erf_q6;
+  q = q * s + k_erf_q5;
+  q = q * s + k_erf_q4;
+  q = q * s + k_erf_q3;
+  q = q * s + k_erf_q2;
+  q = q * s + k_erf_q1;
+  q = q * s + k_erf_q0;
+  small = a + a * q;
+
+  // a^2 = ah^2 + al (a + ah) with ah = a cut to 12 significant bits: ah^2 is exact, and
+  // passing the small rest separately into exp keeps erfc's relative error near 1 ulp
+  // even where a^2 is ~100 (a single rounded a^2 would cost ~50 ulp there).
+  const float ah = from_bits(to_bits(a) & 0xFFFFF000u);
+  const float al = a - ah;
+  const float ex = exp_split(-(ah * ah), -(al * (a + ah)));
+  const float t = 1.0f / (1.0f + 0.5f * a);
+  float p = k_erfc_p8;
+  p = p * t + k_erfc_p7;
+  p = p * t + k_erfc_p6;
+  p = p * t + k_erfc_p5;
+  p = p * t + k_erfc_p4;
+  p = p * t + k_erfc_p3;
+  p = p * t + k_erfc_p2;
+  p = p * t + k_erfc_p1;
+  p = p * t + k_erfc_p0;
+  tail = ex * (t * p);
+}
+
+MEGA_EW_INLINE float erf_fast(float z) {
+  float a, small, tail;
+  erf_parts(z, a, small, tail);
+  const float big = 1.0f - tail;
+  const float e = select(a < k_erf_split, small, big);
+  return std::copysign(e, z);
+}
+
+// 1 + erf(z). For z < 0 this is erfc(|z|) taken directly, not 1 - erf(|z|), so GELU and
+// Laplace keep their relative accuracy in the negative tail instead of cancelling to 0.
+MEGA_EW_INLINE float one_plus_erf_fast(float z) {
+  float a, small, tail;
+  erf_parts(z, a, small, tail);
+  const float neg_small = 1.0f - small;
+  const float pos_small = 1.0f + small;
+  const float pos_big = 2.0f - tail;
+  const float neg = select(a < k_erf_split, neg_small, tail);
+  const float pos = select(a < k_erf_split, pos_small, pos_big);
+  return select(z < 0.0f, neg, pos);
+}
+
+// ---------------------------------------------------------------------------------------
+// Activations. Constants and operation order follow the PyTorch model code, where the
+// Python double constants are rounded to float once.
+
+constexpr float k_sqrt2 = 1.41421356f;            // x / math.sqrt(2.0)
+constexpr float k_sqrt_2_over_pi = 0.797884561f;  // math.sqrt(2.0 / math.pi)
+constexpr float k_gelu_tanh_cubic = 0.044715f;
+// GELU of anything below -20 is -0 in float; clamping avoids -inf * 0 = NaN.
+constexpr float k_gelu_min = -20.0f;
+
+MEGA_EW_INLINE float gelu_fast(float x) {
+  const float xc = select(x < k_gelu_min, k_gelu_min, x);
+  return (0.5f * xc) * one_plus_erf_fast(xc / k_sqrt2);
+}
+
+// 0.5 (1 + tanh(u)) == sigmoid(2u), which reuses the accurate sigmoid.
+MEGA_EW_INLINE float gelu_tanh_fast(float x) {
+  const float xc = select(x < k_gelu_min, k_gelu_min, x);
+  const float u = k_sqrt_2_over_pi * (xc + k_gelu_tanh_cubic * xc * xc * xc);
+  return xc * sigmoid_fast(2.0f * u);
+}
+
+MEGA_EW_INLINE float laplace_fast(float x) {
+  return 0.5f * one_plus_erf_fast((x - k_laplace_mu) / k_laplace_divisor);
+}
+
+// NaN stays NaN (like torch.relu); -0 becomes +0.
+MEGA_EW_INLINE float relu_op(float x) { return select(x <= 0.0f, 0.0f, x); }
+
+// ---------------------------------------------------------------------------------------
+// Drivers
+
+constexpr int64_t k_block = 16;
+
+template <typename Op>
+MEGA_EW_INLINE void map_unary(const float* in, float* out, int64_t n, Op op) {
+  int64_t i = 0;
+  for (; i + k_block <= n; i += k_block) {
+    float tmp[k_block];
+    for (int64_t j = 0; j < k_block; ++j) tmp[j] = op(in[i + j]);
+    std::memcpy(out + i, tmp, sizeof tmp);
+  }
+  const int64_t rem = n - i;
+  if (rem > 0) {
+    // Zero padding: op(0) is finite for every op, and no uninitialised reads.
+    float buf[k_block] = {};
+    std::memcpy(buf, in + i, static_cast<size_t>(rem) * sizeof(float));
+    for (int64_t j = 0; j < k_block; ++j) buf[j] = op(buf[j]);
+    std::memcpy(out + i, buf, static_cast<size_t>(rem) * sizeof(float));
+  }
+}
+
+template <typename Op>
+MEGA_EW_INLINE void map_binary(const float* a, const float* b, float* out, int64_t n, Op op) {
+  int64_t i = 0;
+  for (; i + k_block <= n; i += k_block) {
+    float tmp[k_block];
+    for (int64_t j = 0; j < k_block; ++j) tmp[j] = op(a[i + j], b[i + j]);
+    std::memcpy(out + i, tmp, sizeof tmp);
+  }
+  const int64_t rem = n - i;
+  if (rem > 0) {
+    float buf_a[k_block] = {};
+    float buf_b[k_block] = {};
+    std::memcpy(buf_a, a + i, static_cast<size_t>(rem) * sizeof(float));
+    std::memcpy(buf_b, b + i, static_cast<size_t>(rem) * sizeof(float));
+    for (int64_t j = 0; j < k_block; ++j) buf_a[j] = op(buf_a[j], buf_b[j]);
+    std::memcpy(out + i, buf_a, static_cast<size_t>(rem) * sizeof(float));
+  }
+}
+
+// Function objects rather than lambdas so the always_inline attribute is explicit.
+struct ExpOp {
+  MEGA_EW_INLINE float operator()(float x) const { return exp_fast(x); }
+};
+struct ErfOp {
+  MEGA_EW_INLINE float operator()(float x) const { return erf_fast(x); }
+};
+struct SigmoidOp {
+  MEGA_EW_INLINE float operator()(float x) const { return sigmoid_fast(x); }
+};
+struct SiluOp {
+  MEGA_EW_INLINE float operator()(float x) const { return silu_fast(x); }
+};
+struct GeluOp {
+  MEGA_EW_INLINE float operator()(float x) const { return gelu_fast(x); }
+};
+struct GeluTanhOp {
+  MEGA_EW_INLINE float operator()(float x) const { return gelu_tanh_fast(x); }
+};
+struct ReluOp {
+  MEGA_EW_INLINE float operator()(float x) const { return relu_op(x); }
+};
+struct LaplaceOp {
+  MEGA_EW_INLINE float operator()(float x) const { return laplace_fast(x); }
+};
+struct LaplaceScaledBiasOp {
+  float scale;
+  MEGA_EW_INLINE float operator()(float x, float b) const { return laplace_fast(x * scale + b); }
+};
+
+MEGA_EW_CLONES void exp_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, ExpOp{});
+}
+MEGA_EW_CLONES void erf_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, ErfOp{});
+}
+MEGA_EW_CLONES void sigmoid_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, SigmoidOp{});
+}
+MEGA_EW_CLONES void silu_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, SiluOp{});
+}
+MEGA_EW_CLONES void gelu_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, GeluOp{});
+}
+MEGA_EW_CLONES void gelu_tanh_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, GeluTanhOp{});
+}
+MEGA_EW_CLONES void relu_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, ReluOp{});
+}
+MEGA_EW_CLONES void laplace_fast_loop(const float* in, float* out, int64_t n) {
+  map_unary(in, out, n, LaplaceOp{});
+}
+MEGA_EW_CLONES void laplace_scaled_bias_fast_loop(const float* in, float scale, const float* bias,
+                                                  float* out, int64_t n) {
+  map_binary(in, bias, out, n, LaplaceScaledBiasOp{scale});
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference: libm in float, spelled like the PyTorch formulas.
+
+inline float laplace_ref(float x) {
+  return 0.5f * (1.0f + std::erf((x - k_laplace_mu) / k_laplace_divisor));
+}
+
+}  // namespace
+
+void vec_exp(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+  } else {
+    exp_fast_loop(in, out, n);
+  }
+}
+
+void vec_erf(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::erf(in[i]);
+  } else {
+    erf_fast_loop(in, out, n);
+  }
+}
+
+void vec_sigmoid(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) out[i] = 1.0f / (1.0f + std::exp(-in[i]));
+  } else {
+    sigmoid_fast_loop(in, out, n);
+  }
+}
+
+void vec_silu(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    // PyTorch's CPU kernel form: x / (1 + exp(-x)).
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] / (1.0f + std::exp(-in[i]));
+  } else {
+    silu_fast_loop(in, out, n);
+  }
+}
+
+void vec_gelu(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = in[i];
+      out[i] = 0.5f * x * (1.0f + std::erf(x / k_sqrt2));
+    }
+  } else {
+    gelu_fast_loop(in, out, n);
+  }
+}
+
+void vec_gelu_tanh(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = in[i];
+      out[i] = 0.5f * x *
+               (1.0f + std::tanh(k_sqrt_2_over_pi * (x + k_gelu_tanh_cubic * x * x * x)));
+    }
+  } else {
+    gelu_tanh_fast_loop(in, out, n);
+  }
+}
+
+void vec_relu(MathImpl /*impl*/, const float* in, float* out, int64_t n) {
+  relu_loop(in, out, n);
+}
+
+void vec_laplace(MathImpl impl, const float* in, float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) out[i] = laplace_ref(in[i]);
+  } else {
+    laplace_fast_loop(in, out, n);
+  }
+}
+
+void laplace_scaled_bias(MathImpl impl, const float* in, float scale, const float* bias,
+                         float* out, int64_t n) {
+  if (impl == MathImpl::Reference) {
+    for (int64_t i = 0; i < n; ++i) out[i] = laplace_ref(in[i] * scale + bias[i]);
+  } else {
+    laplace_scaled_bias_fast_loop(in, scale, bias, out, n);
+  }
+}
+
+}  // namespace mega::cpu

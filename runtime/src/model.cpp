@@ -1,0 +1,537 @@
+// Loading a .mega file: map it, verify it, check every hyper-parameter and
+// every tensor against them, derive what the kernels need. Anything wrong is
+// refused here with a message naming it; sessions then run without checks.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "mega_model_generated.h"
+#include "model_data.h"
+
+namespace mega {
+
+// Bump together with SCHEMA_VERSION in tools/convert/mega_convert.py.
+constexpr uint32_t kSchemaVersion = 1;
+constexpr size_t kMinFileBytes = 16;
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::invalid_argument: return "invalid argument";
+    case Status::io_error: return "i/o error";
+    case Status::bad_model: return "bad model file";
+    case Status::unsupported_model: return "unsupported model";
+    case Status::not_streamable: return "model cannot stream";
+    case Status::too_long: return "clip too long";
+    case Status::out_of_memory: return "out of memory";
+    case Status::self_test_failed: return "self-test failed";
+  }
+  return "unknown status";
+}
+
+namespace {
+
+struct LoadError {
+  Status status = Status::ok;
+  std::string message;
+  bool failed() const { return status != Status::ok; }
+  bool set(Status s, std::string m) {
+    if (!failed()) {
+      status = s;
+      message = std::move(m);
+    }
+    return false;
+  }
+};
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalize
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
+      bits = sign | uint32_t(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
+    }
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | man << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// Looks tensors up by name, checks shape, dtype, size and finiteness, and
+// tracks which file tensors were used so leftovers can be reported.
+class TensorTable {
+ public:
+  TensorTable(const fb::Model* m, ModelData* out, LoadError* err) : out_(out), err_(err) {
+    const auto* ts = m->tensors();
+    for (flatbuffers::uoffset_t i = 0; i < ts->size(); ++i) {
+      const fb::Tensor* t = ts->Get(i);
+      std::string name = t->name()->str();
+      if (!by_name_.emplace(name, t).second) {
+        err_->set(Status::bad_model, "tensor '" + name + "' appears twice");
+        return;
+      }
+    }
+  }
+
+  const float* get(const std::string& name, std::vector<int64_t> shape) {
+    if (err_->failed()) return nullptr;
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) {
+      err_->set(Status::bad_model, "missing tensor '" + name + "' (expected shape " + shape_str(shape) + ")");
+      return nullptr;
+    }
+    const fb::Tensor* t = it->second;
+    used_.emplace(name);
+    std::vector<int64_t> got(t->shape()->begin(), t->shape()->end());
+    if (got != shape) {
+      err_->set(Status::bad_model,
+                "tensor '" + name + "' has shape " + shape_str(got) + ", expected " + shape_str(shape));
+      return nullptr;
+    }
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    const int32_t dtype = int32_t(t->dtype());
+    if (dtype != fb::DType_F32 && dtype != fb::DType_F16) {
+      err_->set(Status::unsupported_model, "tensor '" + name + "' has unknown dtype " + std::to_string(dtype));
+      return nullptr;
+    }
+    const size_t elem = dtype == fb::DType_F32 ? 4 : 2;
+    if (t->data()->size() != size_t(count) * elem) {
+      err_->set(Status::bad_model, "tensor '" + name + "' holds " + std::to_string(t->data()->size()) +
+                                       " bytes, expected " + std::to_string(size_t(count) * elem));
+      return nullptr;
+    }
+    const uint8_t* raw = t->data()->data();
+    const float* p;
+    if (dtype == fb::DType_F16) {
+      out_->info.fp16 = true;
+      std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(count) + 1]);
+      if (!buf) {
+        err_->set(Status::out_of_memory, "no memory for tensor '" + name + "'");
+        return nullptr;
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, raw + 2 * i, 2);
+        buf[size_t(i)] = half_to_float(h);
+      }
+      p = buf.get();
+      out_->owned.push_back(std::move(buf));
+    } else if (reinterpret_cast<uintptr_t>(raw) % 64 != 0) {
+      // Written by a tool that did not align: copy rather than read misaligned.
+      std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(count) + 1]);
+      if (!buf) {
+        err_->set(Status::out_of_memory, "no memory for tensor '" + name + "'");
+        return nullptr;
+      }
+      std::memcpy(buf.get(), raw, size_t(count) * 4);
+      p = buf.get();
+      out_->owned.push_back(std::move(buf));
+    } else {
+      p = reinterpret_cast<const float*>(raw);
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      if (!std::isfinite(p[i])) {
+        err_->set(Status::bad_model, "tensor '" + name + "' contains a non-finite value at index " +
+                                         std::to_string(i));
+        return nullptr;
+      }
+    }
+    out_->info.n_params += count;
+    return p;
+  }
+
+  void check_all_used() {
+    if (err_->failed()) return;
+    for (const auto& kv : by_name_) {
+      if (!used_.count(kv.first)) {
+        err_->set(Status::bad_model, "unexpected tensor '" + kv.first + "' (not part of this configuration)");
+        return;
+      }
+    }
+  }
+
+ private:
+  ModelData* out_;
+  LoadError* err_;
+  std::map<std::string, const fb::Tensor*> by_name_;
+  std::set<std::string> used_;
+};
+
+bool check_range(LoadError* err, const char* name, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return err->set(Status::bad_model, std::string("hyper-parameter ") + name + " = " + std::to_string(v) +
+                                           " is out of range [" + std::to_string(lo) + ", " +
+                                           std::to_string(hi) + "]");
+  }
+  return true;
+}
+
+bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
+  hp->embed_dim = h->embed_dim();
+  hp->hidden_dim = h->hidden_dim();
+  hp->ffn_hidden_dim = h->ffn_hidden_dim();
+  hp->z_dim = h->z_dim();
+  hp->n_dim = h->n_dim();
+  hp->n_layers = h->n_layers();
+  hp->chunk_size = h->chunk_size();
+  hp->truncation = h->truncation();
+  hp->norm_eps = h->norm_eps();
+  hp->prenorm = h->prenorm();
+  hp->classifier_layers = h->classifier_layers();
+  hp->classifier_dim = h->classifier_dim();
+  hp->n_classes = h->n_classes();
+  hp->patch_kernel = h->patch_kernel();
+  hp->patch_stride = h->patch_stride();
+  hp->window_chunks = h->window_chunks();
+  constexpr int64_t kMaxDim = 1 << 14;
+  bool ok = check_range(err, "embed_dim", hp->embed_dim, 1, kMaxDim) &&
+            check_range(err, "hidden_dim", hp->hidden_dim, 1, kMaxDim) &&
+            check_range(err, "ffn_hidden_dim", hp->ffn_hidden_dim, 0, kMaxDim) &&
+            check_range(err, "z_dim", hp->z_dim, 1, kMaxDim) && check_range(err, "n_dim", hp->n_dim, 1, 1024) &&
+            check_range(err, "n_layers", hp->n_layers, 1, 256) &&
+            check_range(err, "chunk_size", hp->chunk_size, 1, 1 << 14) &&
+            check_range(err, "truncation", hp->truncation, 0, 1 << 20) &&
+            check_range(err, "classifier_layers", hp->classifier_layers, 1, 64) &&
+            check_range(err, "classifier_dim", hp->classifier_dim, 1, kMaxDim) &&
+            check_range(err, "n_classes", hp->n_classes, 1, 1 << 12) &&
+            check_range(err, "patch_stride", hp->patch_stride, 1, 1 << 14) &&
+            check_range(err, "patch_kernel", hp->patch_kernel, hp->patch_stride, 1 << 14) &&
+            check_range(err, "window_chunks", hp->window_chunks, 1, 1 << 12) &&
+            check_range(err, "window samples", hp->window_samples(), 1, int64_t(1) << 28);
+  if (!ok) return false;
+  if (!(hp->norm_eps > 0.0f && std::isfinite(hp->norm_eps))) {
+    return err->set(Status::bad_model, "hyper-parameter norm_eps must be a positive number");
+  }
+  const int32_t dir = h->ema_direction(), attn = h->attention_fn(), norm = h->norm_type();
+  const int32_t act = h->activation(), cact = h->classifier_activation(), pool = h->pooling();
+  if (dir < 0 || dir > 1) return err->set(Status::unsupported_model, "unknown ema_direction " + std::to_string(dir));
+  if (attn < 0 || attn > 2) return err->set(Status::unsupported_model, "unknown attention_fn " + std::to_string(attn));
+  if (norm < 0 || norm > 3) return err->set(Status::unsupported_model, "unknown norm_type " + std::to_string(norm));
+  if (act < 0 || act > 4) return err->set(Status::unsupported_model, "unknown activation " + std::to_string(act));
+  if (cact < 0 || cact > 4) {
+    return err->set(Status::unsupported_model, "unknown classifier_activation " + std::to_string(cact));
+  }
+  if (pool != 0) return err->set(Status::unsupported_model, "unknown pooling " + std::to_string(pool));
+  hp->ema_direction = EmaDirection(dir);
+  hp->attention_fn = AttentionFn(attn);
+  hp->norm_type = NormType(norm);
+  hp->activation = Activation(act);
+  hp->classifier_activation = Activation(cact);
+  return true;
+}
+
+void load_norm(TensorTable& tt, const std::string& prefix, const HParams& hp, NormWeights* n, LoadError* err) {
+  const int64_t d = hp.embed_dim;
+  n->type = hp.norm_type;
+  n->eps = hp.norm_eps;
+  switch (hp.norm_type) {
+    case NormType::batch_norm: {
+      const float* w = tt.get(prefix + "weight", {d});
+      const float* b = tt.get(prefix + "bias", {d});
+      const float* mean = tt.get(prefix + "running_mean", {d});
+      const float* var = tt.get(prefix + "running_var", {d});
+      if (err->failed()) return;
+      n->bn_scale.resize(size_t(d));
+      n->bn_shift.resize(size_t(d));
+      for (int64_t i = 0; i < d; ++i) {
+        if (!(var[i] >= 0.0f)) {
+          err->set(Status::bad_model, "tensor '" + prefix + "running_var' has a negative variance");
+          return;
+        }
+        const double scale = double(w[i]) / std::sqrt(double(var[i]) + double(hp.norm_eps));
+        n->bn_scale[size_t(i)] = float(scale);
+        n->bn_shift[size_t(i)] = float(double(b[i]) - double(mean[i]) * scale);
+      }
+      break;
+    }
+    case NormType::layer_norm:
+      n->weight = tt.get(prefix + "weight", {d});
+      n->bias = tt.get(prefix + "bias", {d});
+      break;
+    case NormType::scale_norm: {
+      const float* s = tt.get(prefix + "scalar", {1});
+      if (s) n->scalar = s[0];
+      break;
+    }
+    case NormType::rms_norm:
+      n->weight = tt.get(prefix + "weight", {d});
+      break;
+  }
+}
+
+LinearWeights load_linear(TensorTable& tt, const std::string& prefix, int32_t n_out, int32_t n_in, bool bias) {
+  LinearWeights l;
+  l.n_out = n_out;
+  l.n_in = n_in;
+  l.w = tt.get(prefix + "weight", {n_out, n_in});
+  if (bias) l.b = tt.get(prefix + "bias", {n_out});
+  return l;
+}
+
+void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, EmaWeights* e, LoadError* err) {
+  const int32_t rows = hp.ema_direction == EmaDirection::bidirectional ? 2 * hp.embed_dim : hp.embed_dim;
+  const int32_t n = hp.n_dim;
+  const float* delta = tt.get(prefix + "delta", {rows, n});
+  const float* alpha = tt.get(prefix + "alpha", {rows, n});
+  const float* beta = tt.get(prefix + "beta", {rows, n});
+  const float* gamma = tt.get(prefix + "gamma", {rows, n});
+  e->omega = tt.get(prefix + "omega", {hp.embed_dim});
+  if (err->failed()) return;
+  e->n_rows = rows;
+  e->n_dim = n;
+  e->truncation = hp.truncation;
+  const size_t count = size_t(rows) * size_t(n);
+  e->gain.resize(count);
+  e->decay.resize(count);
+  e->decay_k.resize(count);
+  e->out.resize(count);
+  const double scale = std::sqrt(1.0 / double(n));
+  for (size_t i = 0; i < count; ++i) {
+    const double p = 1.0 / (1.0 + std::exp(-double(delta[i])));
+    const double a = 1.0 / (1.0 + std::exp(-double(alpha[i])));
+    const double q = 1.0 - p * a;
+    e->gain[i] = p * double(beta[i]);
+    e->decay[i] = q;
+    e->decay_k[i] = hp.truncation > 0 ? std::pow(q, double(hp.truncation)) : 0.0;
+    e->out[i] = double(gamma[i]) * scale;
+  }
+}
+
+bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) {
+  if (size < kMinFileBytes) {
+    return err->set(Status::bad_model, "file is too small to be a model (" + std::to_string(size) + " bytes)");
+  }
+  if (!fb::ModelBufferHasIdentifier(buf)) {
+    char id[5] = {0};
+    std::memcpy(id, buf + 4, 4);
+    for (char& c : id) c = (c >= 32 && c < 127) ? c : '?';
+    return err->set(Status::bad_model,
+                    std::string("not a .mega model file (identifier '") + id + "', expected 'MEGA')");
+  }
+  flatbuffers::Verifier verifier(buf, size, 64, 1000000);
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return err->set(Status::bad_model, "file structure is corrupt or truncated (FlatBuffers verification failed)");
+  }
+  const fb::Model* m = fb::GetModel(buf);
+  ModelInfo& info = md->info;
+  info.schema_version = m->schema_version();
+  if (info.schema_version > kSchemaVersion) {
+    return err->set(Status::unsupported_model, "schema version " + std::to_string(info.schema_version) +
+                                                   " is newer than this runtime supports (" +
+                                                   std::to_string(kSchemaVersion) + "); upgrade the runtime");
+  }
+  if (info.schema_version < 1) return err->set(Status::bad_model, "schema version 0 is not valid");
+  HParams& hp = info.hparams;
+  if (!read_hparams(m->hparams(), &hp, err)) return false;
+  hp.sample_rate = m->sample_rate();
+  if (!check_range(err, "sample_rate", hp.sample_rate, 1000, 384000)) return false;
+
+  info.input_scaling = m->input_scaling();
+  info.input_mean = m->input_mean();
+  info.input_std = m->input_std();
+  if (info.input_scaling &&
+      !(std::isfinite(info.input_mean) && std::isfinite(info.input_std) && info.input_std >= 0.0f)) {
+    return err->set(Status::bad_model, "input scaling has a non-finite mean or a negative std");
+  }
+  const auto* labels = m->labels();
+  if (int64_t(labels->size()) != hp.n_classes) {
+    return err->set(Status::bad_model, "file has " + std::to_string(labels->size()) + " labels for " +
+                                           std::to_string(hp.n_classes) + " classes");
+  }
+  for (flatbuffers::uoffset_t i = 0; i < labels->size(); ++i) {
+    const auto* s = labels->Get(i);
+    if (!s || s->size() == 0) return err->set(Status::bad_model, "label " + std::to_string(i) + " is empty");
+    info.labels.push_back(s->str());
+  }
+  if (const fb::Detection* d = m->detection()) {
+    if (d->thresholds() && d->thresholds()->size() > 0) {
+      if (int64_t(d->thresholds()->size()) != hp.n_classes) {
+        return err->set(Status::bad_model, "detection thresholds: " + std::to_string(d->thresholds()->size()) +
+                                               " values for " + std::to_string(hp.n_classes) + " labels");
+      }
+      for (float t : *d->thresholds()) {
+        if (!(t >= 0.0f && t <= 1.0f)) return err->set(Status::bad_model, "detection threshold outside [0, 1]");
+        info.detection.thresholds.push_back(t);
+      }
+    }
+    info.detection.smoothing_hops = d->smoothing_hops();
+    info.detection.refractory_ms = d->refractory_ms();
+    if (!check_range(err, "detection smoothing_hops", d->smoothing_hops(), 1, 1024) ||
+        !check_range(err, "detection refractory_ms", d->refractory_ms(), 0, 600000)) {
+      return false;
+    }
+  }
+  if (const fb::Provenance* p = m->provenance()) {
+    if (p->converter_version()) info.converter_version = p->converter_version()->str();
+    if (p->source_sha256()) info.source_sha256 = p->source_sha256()->str();
+    if (p->source_format()) info.source_format = p->source_format()->str();
+    if (p->notes()) info.notes = p->notes()->str();
+  }
+  if (const fb::SelfTest* st = m->self_test()) {
+    if (st->input() && st->expected_logits()) {
+      const int64_t n_in = st->input()->size();
+      if (n_in <= 0 || n_in > (int64_t(1) << 24) || int64_t(st->expected_logits()->size()) != hp.n_classes) {
+        return err->set(Status::bad_model, "self-test has " + std::to_string(n_in) + " samples and " +
+                                               std::to_string(st->expected_logits()->size()) + " logits for " +
+                                               std::to_string(hp.n_classes) + " classes");
+      }
+      md->self_test_input.assign(st->input()->begin(), st->input()->end());
+      md->self_test_logits.assign(st->expected_logits()->begin(), st->expected_logits()->end());
+      md->self_test_tolerance = st->tolerance();
+      for (float v : md->self_test_input) {
+        if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test input has a non-finite sample");
+      }
+      for (float v : md->self_test_logits) {
+        if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test logits are not finite");
+      }
+      if (!(md->self_test_tolerance > 0.0f && md->self_test_tolerance < 1.0f)) {
+        return err->set(Status::bad_model, "self-test tolerance must be in (0, 1)");
+      }
+      info.self_test_samples = n_in;
+    }
+  }
+
+  // Tensors, in the order the forward pass uses them.
+  TensorTable tt(m, md, err);
+  const int32_t d = hp.embed_dim, h = hp.hidden_dim, z = hp.z_dim, f = hp.ffn_hidden_dim;
+  md->embed_w = tt.get("embed_tokens.weight", {d, hp.patch_kernel});
+  md->embed_b = tt.get("embed_tokens.bias", {d});
+  md->layers.resize(size_t(hp.n_layers));
+  for (int32_t i = 0; i < hp.n_layers && !err->failed(); ++i) {
+    LayerWeights& L = md->layers[size_t(i)];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    const std::string ml = p + "mega_layer.";
+    load_norm(tt, ml + "norm.norm.", hp, &L.norm, err);
+    load_ema(tt, ml + "move.", hp, &L.ema, err);
+    L.v_proj = load_linear(tt, ml + "v_proj.", h, d, true);
+    L.mx_proj = load_linear(tt, ml + "mx_proj.", z + h + 2 * d, d, true);
+    L.h_proj = load_linear(tt, ml + "h_proj.", d, h, true);
+    L.qk_gamma = tt.get(ml + "gamma", {2, z});
+    L.qk_beta = tt.get(ml + "beta", {2, z});
+    L.rel_pos_bias = tt.get(ml + "rel_pos_bias.rel_pos_bias", {2 * int64_t(hp.chunk_size) - 1});
+    L.has_ffn = f > 0;
+    if (L.has_ffn) {
+      load_norm(tt, p + "nffn.norm.norm.", hp, &L.ffn_norm, err);
+      L.fc1 = load_linear(tt, p + "nffn.fc1.", f, d, true);
+      L.fc2 = load_linear(tt, p + "nffn.fc2.", d, f, true);
+    }
+  }
+  md->has_final_norm = hp.prenorm;
+  if (hp.prenorm) load_norm(tt, "final_norm.norm.", hp, &md->final_norm, err);
+  for (int32_t j = 0; j < hp.classifier_layers; ++j) {
+    const int32_t n_in = j == 0 ? d : hp.classifier_dim;
+    md->classifier.push_back(
+        load_linear(tt, "classifier." + std::to_string(j) + ".0.", hp.classifier_dim, n_in, true));
+  }
+  md->projection = load_linear(tt, "sentence_projection_layer.", hp.n_classes, hp.classifier_dim, false);
+  tt.check_all_used();
+  return !err->failed();
+}
+
+std::shared_ptr<const Model> finish(std::unique_ptr<ModelData> md, LoadError& err, const std::string& what,
+                                    std::string* error, Status* status) {
+  if (status) *status = err.status;
+  if (err.failed()) {
+    if (error) *error = what + ": " + err.message;
+    return nullptr;
+  }
+  return Model::wrap(std::move(md));
+}
+
+}  // namespace
+
+Model::Model() = default;
+Model::~Model() = default;
+
+std::shared_ptr<const Model> Model::wrap(std::unique_ptr<ModelData> md) {
+  std::shared_ptr<Model> m(new Model());
+  m->data_ = std::move(md);
+  return m;
+}
+
+const ModelInfo& Model::info() const { return data_->info; }
+const std::vector<float>& Model::self_test_input() const { return data_->self_test_input; }
+const std::vector<float>& Model::self_test_logits() const { return data_->self_test_logits; }
+float Model::self_test_tolerance() const { return data_->self_test_tolerance; }
+
+std::shared_ptr<const Model> Model::load(const std::string& path, std::string* error, Status* status) {
+  LoadError err;
+  auto md = std::make_unique<ModelData>();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    err.set(Status::io_error, std::string("cannot open: ") + std::strerror(errno));
+    return finish(nullptr, err, path, error, status);
+  }
+  struct stat sb;
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    err.set(Status::io_error, "not a regular file");
+    return finish(nullptr, err, path, error, status);
+  }
+  const size_t size = size_t(sb.st_size);
+  if (size < kMinFileBytes) {
+    ::close(fd);
+    err.set(Status::bad_model, "file is too small to be a model (" + std::to_string(size) + " bytes)");
+    return finish(nullptr, err, path, error, status);
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    err.set(Status::io_error, std::string("cannot map: ") + std::strerror(errno));
+    return finish(nullptr, err, path, error, status);
+  }
+  md->mapping = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  md->info.file_bytes = int64_t(size);
+  load_model(static_cast<const uint8_t*>(p), size, md.get(), &err);
+  return finish(std::move(md), err, path, error, status);
+}
+
+std::shared_ptr<const Model> Model::load_from_memory(const void* data, size_t size, std::string* error,
+                                                     Status* status) {
+  LoadError err;
+  auto md = std::make_unique<ModelData>();
+  if (!data && size) {
+    err.set(Status::invalid_argument, "null data");
+    return finish(nullptr, err, "<memory>", error, status);
+  }
+  // Copy into 64-byte aligned storage so tensors can be used in place.
+  void* p = nullptr;
+  if (::posix_memalign(&p, 64, size ? size : 1) != 0) {
+    err.set(Status::out_of_memory, "cannot allocate " + std::to_string(size) + " bytes");
+    return finish(nullptr, err, "<memory>", error, status);
+  }
+  if (size) std::memcpy(p, data, size);
+  md->mapping = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  md->info.file_bytes = int64_t(size);
+  load_model(static_cast<const uint8_t*>(p), size, md.get(), &err);
+  return finish(std::move(md), err, "<memory>", error, status);
+}
+
+}  // namespace mega

@@ -1,0 +1,515 @@
+"""PyTorch reference of the Mega-chunk keyword spotter (our own code).
+
+Module and parameter names follow the official fairseq Speech Commands model
+(`encoder.encoder.` prefix stripped), so official state dicts load by name.
+The math is written out in `docs/../shared/docs/mega-spec.md`; this file is the
+executable form the converter, the golden fixtures and training rely on.
+
+Works in any float dtype: float32 for training, float64 for golden data.
+"""
+
+import dataclasses
+import math
+from typing import List, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ATTENTION_FNS = ("laplace", "softmax", "relu2")
+NORM_TYPES = ("batchnorm", "layernorm", "scalenorm", "rmsnorm")
+ACTIVATIONS = ("silu", "relu", "gelu", "gelu_accurate", "linear")
+
+LAPLACE_MU = 0.707107
+LAPLACE_SIGMA = 0.282095
+
+
+@dataclasses.dataclass
+class MegaConfig:
+    embed_dim: int = 60
+    hidden_dim: int = 120
+    ffn_hidden_dim: int = 120      # 0: no FFN sublayer
+    z_dim: int = 30
+    n_dim: int = 16
+    n_layers: int = 6
+    chunk_size: int = 1000         # tokens
+    truncation: int = 1000         # EMA taps in tokens; 0: untruncated
+    bidirectional: bool = False
+    attention_fn: str = "laplace"
+    norm_type: str = "batchnorm"
+    norm_eps: float = 1e-5
+    prenorm: bool = True
+    activation: str = "silu"
+    classifier_layers: int = 1
+    classifier_dim: int = 120
+    classifier_activation: str = "gelu"
+    n_classes: int = 10
+    patch_kernel: int = 1
+    patch_stride: int = 1
+    window_chunks: int = 16
+    sample_rate: int = 16000
+
+    def check(self) -> None:
+        """Raises ValueError naming the first option we cannot represent."""
+        positive = ("embed_dim", "hidden_dim", "z_dim", "n_dim", "n_layers", "chunk_size",
+                    "classifier_layers", "classifier_dim", "n_classes", "patch_kernel",
+                    "patch_stride", "window_chunks", "sample_rate")
+        for name in positive:
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"option {name} = {getattr(self, name)} must be positive")
+        if self.ffn_hidden_dim < 0 or self.truncation < 0:
+            raise ValueError("options ffn_hidden_dim and truncation must be >= 0")
+        if self.patch_kernel < self.patch_stride:
+            raise ValueError(f"option patch_kernel = {self.patch_kernel} must be >= patch_stride = {self.patch_stride}")
+        if self.attention_fn not in ATTENTION_FNS:
+            raise ValueError(f"option attention_fn = {self.attention_fn!r} is not supported (supported: {', '.join(ATTENTION_FNS)})")
+        if self.norm_type not in NORM_TYPES:
+            raise ValueError(f"option norm_type = {self.norm_type!r} is not supported (supported: {', '.join(NORM_TYPES)})")
+        for name in ("activation", "classifier_activation"):
+            if getattr(self, name) not in ACTIVATIONS:
+                raise ValueError(f"option {name} = {getattr(self, name)!r} is not supported (supported: {', '.join(ACTIVATIONS)})")
+
+    @property
+    def chunk_samples(self) -> int:
+        return self.chunk_size * self.patch_stride
+
+    @property
+    def window_samples(self) -> int:
+        return self.window_chunks * self.chunk_samples
+
+
+def activation_fn(name: str):
+    if name == "silu":
+        return F.silu
+    if name == "relu":
+        return F.relu
+    if name == "gelu":
+        return lambda x: 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    if name == "gelu_accurate":
+        c = math.sqrt(2.0 / math.pi)
+        return lambda x: 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * x * x * x)))
+    if name == "linear":
+        return lambda x: x
+    raise ValueError(f"unknown activation {name!r}")
+
+
+def laplace(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * (1.0 + torch.erf((x - LAPLACE_MU) / (LAPLACE_SIGMA * math.sqrt(2.0))))
+
+
+class ScaleNorm(nn.Module):
+    def __init__(self, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.scalar = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        ms = torch.mean(x * x, dim=-1, keepdim=True)
+        return self.scalar * x * torch.rsqrt(ms + self.eps)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        ms = torch.mean(x * x, dim=-1, keepdim=True)
+        return x * self.weight * torch.rsqrt(ms + self.eps)
+
+
+class SeqNorm(nn.Module):
+    """Norm over channels of a (B, T, D) tensor; BatchNorm uses running stats in eval."""
+
+    def __init__(self, norm_type: str, dim: int, eps: float):
+        super().__init__()
+        self.norm_type = norm_type
+        if norm_type == "batchnorm":
+            self.norm = nn.BatchNorm1d(dim, eps=eps)
+        elif norm_type == "layernorm":
+            self.norm = nn.LayerNorm(dim, eps=eps)
+        elif norm_type == "scalenorm":
+            self.norm = ScaleNorm(eps)
+        elif norm_type == "rmsnorm":
+            self.norm = RMSNorm(dim, eps)
+        else:
+            raise ValueError(f"unknown norm type {norm_type!r}")
+
+    def forward(self, x):
+        if self.norm_type == "batchnorm":
+            return self.norm(x.transpose(1, 2)).transpose(1, 2)
+        return self.norm(x)
+
+
+class PatchEmbedding(nn.Module):
+    """Strided causal patch embedding; k = s = 1 is the official x * w + b."""
+
+    def __init__(self, dim: int, kernel: int, stride: int):
+        super().__init__()
+        self.kernel, self.stride = kernel, stride
+        self.weight = nn.Parameter(torch.randn(dim, kernel) / math.sqrt(kernel))
+        self.bias = nn.Parameter(torch.randn(dim) * 0.1)
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T/stride, D)
+        if self.kernel == 1 and self.stride == 1:
+            return s.unsqueeze(-1) * self.weight[:, 0] + self.bias
+        padded = F.pad(s, (self.kernel - self.stride, 0))
+        patches = padded.unfold(1, self.kernel, self.stride)  # (B, T/s, k)
+        return patches @ self.weight.t() + self.bias
+
+
+class MultiHeadEMA(nn.Module):
+    """Damped multi-dimensional EMA, truncated to `truncation` taps."""
+
+    def __init__(self, dim: int, ndim: int, bidirectional: bool, truncation: int):
+        super().__init__()
+        self.dim, self.ndim = dim, ndim
+        self.bidirectional = bidirectional
+        self.truncation = truncation
+        rows = 2 * dim if bidirectional else dim
+        self.delta = nn.Parameter(torch.randn(rows, ndim, 1) * 0.2)
+        self.alpha = nn.Parameter(torch.randn(rows, ndim, 1) * 0.2)
+        sign = torch.tensor([1.0 if n % 2 == 0 else -1.0 for n in range(ndim)]).view(ndim, 1)
+        self.beta = nn.Parameter(torch.randn(rows, ndim, 1) * 0.02 + sign)
+        self.gamma = nn.Parameter(torch.randn(rows, ndim))
+        self.omega = nn.Parameter(torch.randn(dim))
+
+    def kernel(self, length: int) -> torch.Tensor:
+        """(rows, length) kernel: sum_n p*beta*q^l*gamma/sqrt(N)."""
+        p = torch.sigmoid(self.delta)
+        q = 1.0 - p * torch.sigmoid(self.alpha)
+        lags = torch.arange(length, dtype=p.dtype, device=p.device).view(1, 1, length)
+        vander = torch.exp(lags * torch.log(q))
+        k = (p * self.beta) * vander
+        return torch.einsum("dnl,dn->dl", k, self.gamma * math.sqrt(1.0 / self.ndim))
+
+    @staticmethod
+    def _causal_conv(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        # x (B, D, T), k (D, K) -> y[t] = sum_{l<K} k[l] x[t-l]
+        t = x.size(-1)
+        n = t + k.size(-1)
+        y = torch.fft.irfft(torch.fft.rfft(x, n=n) * torch.fft.rfft(k, n=n), n=n)
+        return y[..., :t]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> silu(EMA(x) + omega x)
+        t = x.size(1)
+        taps = t if self.truncation <= 0 else min(self.truncation, t)
+        k = self.kernel(taps)
+        xt = x.transpose(1, 2)
+        if self.bidirectional:
+            k1, k2 = k[: self.dim], k[self.dim:]
+            y = self._causal_conv(xt, k1) + self._causal_conv(xt.flip(-1), k2).flip(-1)
+        else:
+            y = self._causal_conv(xt, k)
+        return F.silu(y.transpose(1, 2) + x * self.omega)
+
+
+class RelPosBias(nn.Module):
+    def __init__(self, chunk: int):
+        super().__init__()
+        self.chunk = chunk
+        self.rel_pos_bias = nn.Parameter(torch.randn(2 * chunk - 1) * 0.02)
+
+    def forward(self) -> torch.Tensor:  # (C, C): bias[i, j] = rel[C - 1 + j - i]
+        c = self.chunk
+        idx = torch.arange(c).view(1, c) - torch.arange(c).view(c, 1) + (c - 1)
+        return self.rel_pos_bias[idx]
+
+
+class MegaLayer(nn.Module):
+    """The Mega sublayer: EMA + single-head gated chunk attention."""
+
+    def __init__(self, cfg: MegaConfig):
+        super().__init__()
+        d, h, z = cfg.embed_dim, cfg.hidden_dim, cfg.z_dim
+        self.cfg = cfg
+        self.norm = SeqNorm(cfg.norm_type, d, cfg.norm_eps)
+        self.move = MultiHeadEMA(d, cfg.n_dim, cfg.bidirectional, cfg.truncation)
+        self.v_proj = nn.Linear(d, h)
+        self.mx_proj = nn.Linear(d, z + h + 2 * d)
+        self.h_proj = nn.Linear(h, d)
+        self.gamma = nn.Parameter(torch.randn(2, z) * 0.02)
+        self.beta = nn.Parameter(torch.zeros(2, z))
+        self.rel_pos_bias = RelPosBias(cfg.chunk_size)
+        self.act = activation_fn(cfg.activation)
+
+    def attention(self, q, k, v):
+        cfg = self.cfg
+        b, t, _ = q.shape
+        c = cfg.chunk_size
+        q = q.reshape(b, t // c, c, -1)
+        k = k.reshape(b, t // c, c, -1)
+        v = v.reshape(b, t // c, c, -1)
+        bias = self.rel_pos_bias()
+        if cfg.attention_fn == "softmax":
+            scores = torch.matmul(q * cfg.z_dim ** -0.5, k.transpose(2, 3)) + bias
+            weights = torch.softmax(scores, dim=-1)
+        else:
+            scores = torch.matmul(q, k.transpose(2, 3)) / c + bias
+            weights = laplace(scores) if cfg.attention_fn == "laplace" else torch.square(F.relu(scores))
+        return torch.matmul(weights, v).reshape(b, t, -1)
+
+    def forward(self, x):
+        cfg = self.cfg
+        d, z, h = cfg.embed_dim, cfg.z_dim, cfg.hidden_dim
+        residual = x
+        if cfg.prenorm:
+            x = self.norm(x)
+        v = self.act(self.v_proj(x))
+        mx = self.move(x)
+        base = self.mx_proj(mx)
+        u, zr, hx = torch.split(base, [d, z + h, d], dim=-1)
+        u = torch.sigmoid(u)
+        zz, r = torch.split(F.silu(zr), [z, h], dim=-1)
+        qk = zz.unsqueeze(2) * self.gamma + self.beta
+        q, k = torch.unbind(qk, dim=2)
+        o = self.attention(q, k, v)
+        hh = self.act(hx + self.h_proj(o * r))
+        out = residual + u * (hh - residual)
+        if not cfg.prenorm:
+            out = self.norm(out)
+        return out
+
+
+class NormalizedFFN(nn.Module):
+    def __init__(self, cfg: MegaConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.norm = SeqNorm(cfg.norm_type, cfg.embed_dim, cfg.norm_eps)
+        self.fc1 = nn.Linear(cfg.embed_dim, cfg.ffn_hidden_dim)
+        self.fc2 = nn.Linear(cfg.ffn_hidden_dim, cfg.embed_dim)
+        self.act = activation_fn(cfg.activation)
+
+    def forward(self, x):
+        residual = x
+        if self.cfg.prenorm:
+            x = self.norm(x)
+        x = self.fc2(self.act(self.fc1(x))) + residual
+        if not self.cfg.prenorm:
+            x = self.norm(x)
+        return x
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: MegaConfig):
+        super().__init__()
+        self.mega_layer = MegaLayer(cfg)
+        self.nffn = NormalizedFFN(cfg) if cfg.ffn_hidden_dim > 0 else None
+
+    def forward(self, x):
+        x = self.mega_layer(x)
+        return self.nffn(x) if self.nffn is not None else x
+
+
+class MegaKWS(nn.Module):
+    """Raw audio (B, T) -> logits (B, n_classes). T must be a multiple of C * s."""
+
+    def __init__(self, cfg: MegaConfig, input_mean: Optional[float] = None, input_std: Optional[float] = None):
+        super().__init__()
+        cfg.check()
+        self.cfg = cfg
+        self.input_mean, self.input_std = input_mean, input_std
+        self.embed_tokens = PatchEmbedding(cfg.embed_dim, cfg.patch_kernel, cfg.patch_stride)
+        self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
+        self.final_norm = SeqNorm(cfg.norm_type, cfg.embed_dim, cfg.norm_eps) if cfg.prenorm else None
+        dims = [cfg.embed_dim] + [cfg.classifier_dim] * cfg.classifier_layers
+        self.classifier = nn.ModuleList(
+            [nn.Sequential(nn.Linear(dims[i], dims[i + 1])) for i in range(cfg.classifier_layers)])
+        self.classifier_act = activation_fn(cfg.classifier_activation)
+        self.sentence_projection_layer = nn.Linear(cfg.classifier_dim, cfg.n_classes, bias=False)
+
+    def scale_input(self, s: torch.Tensor) -> torch.Tensor:
+        if self.input_mean is None:
+            return s
+        return (s - self.input_mean) / (self.input_std + 1e-5)
+
+    def features(self, s: torch.Tensor, trace: Optional[List[torch.Tensor]] = None) -> torch.Tensor:
+        """Final-normed token features (B, T/s, D); appends per-layer outputs to `trace`."""
+        cfg = self.cfg
+        if s.size(1) % cfg.chunk_samples != 0:
+            raise ValueError(f"input length {s.size(1)} is not a multiple of the chunk ({cfg.chunk_samples} samples)")
+        x = self.embed_tokens(self.scale_input(s))
+        if trace is not None:
+            trace.append(x)
+        for layer in self.layers:
+            x = layer(x)
+            if trace is not None:
+                trace.append(x)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return x
+
+    def head(self, rep: torch.Tensor) -> torch.Tensor:
+        for layer in self.classifier:
+            rep = self.classifier_act(layer(rep))
+        return self.sentence_projection_layer(rep)
+
+    def forward(self, s: torch.Tensor, trace: Optional[List[torch.Tensor]] = None) -> torch.Tensor:
+        x = self.features(s, trace)
+        return self.head(x.mean(dim=1))
+
+
+def config_from_fairseq_args(args, state_dict) -> MegaConfig:
+    """MegaConfig from an official checkpoint's argparse Namespace (+ shapes)."""
+    def arg(name, default=None):
+        return getattr(args, name, default)
+
+    sen_rep = arg("sen_rep_type", "mp")
+    if sen_rep != "mp":
+        raise ValueError(f"option sen_rep_type = {sen_rep!r} is not supported (only 'mp', mean pooling)")
+    rel = arg("rel_pos_bias", "simple")
+    if rel != "simple":
+        raise ValueError(f"option rel_pos_bias = {rel!r} is not supported (only 'simple')")
+    layer_type = arg("layer_type", "mega")
+    if layer_type != "mega":
+        raise ValueError(f"option layer_type = {layer_type!r} is not supported (only 'mega')")
+    chunk = int(arg("chunk_size", 1000))
+    if chunk <= 0:
+        raise ValueError(f"option chunk_size = {chunk} is not supported (unchunked attention cannot stream)")
+    norm = arg("norm_type", "batchnorm")
+    if norm == "syncbatchnorm":
+        norm = "batchnorm"  # identical in eval
+    trunc = arg("truncation_length", None)
+    delta = state_dict.get("encoder.encoder.layers.0.mega_layer.move.delta")
+    d = int(arg("encoder_embed_dim", 60))
+    if delta is None:
+        raise ValueError("missing tensor encoder.encoder.layers.0.mega_layer.move.delta")
+    if delta.shape[0] not in (d, 2 * d):
+        raise ValueError(f"tensor encoder.encoder.layers.0.mega_layer.move.delta has shape {tuple(delta.shape)}, "
+                         f"expected first dim {d} (uni) or {2 * d} (bi)")
+    h = int(arg("encoder_hidden_dim", 120))
+    max_pos = int(arg("max_positions", 16000))
+    cfg = MegaConfig(
+        embed_dim=d, hidden_dim=h,
+        ffn_hidden_dim=int(arg("encoder_ffn_embed_dim", h) or 0),
+        z_dim=int(arg("z_dim", 30)), n_dim=int(arg("n_dim", 16)),
+        n_layers=int(arg("encoder_layers", 6)), chunk_size=chunk,
+        truncation=int(trunc) if trunc else 0,
+        bidirectional=delta.shape[0] == 2 * d,
+        attention_fn=arg("attention_activation_fn", "laplace"), norm_type=norm,
+        prenorm=bool(arg("encoder_normalize_before", True)),
+        activation=arg("activation_fn", "silu"),
+        classifier_layers=int(arg("classifier_layers", 1)),
+        classifier_dim=int(arg("classifier_out_dim", 2 * d)),
+        classifier_activation=arg("classifier_activation_fn", "gelu"),
+        n_classes=int(arg("sentence_class_num", 10)),
+        window_chunks=max(1, max_pos // chunk))
+    cfg.check()
+    return cfg
+
+
+FAIRSEQ_PREFIX = "encoder.encoder."
+IGNORED_SUFFIXES = ("num_batches_tracked", "_float_tensor")
+
+
+def strip_fairseq_names(state_dict) -> dict:
+    """Official state-dict names -> ours (drop the encoder prefix and bookkeeping buffers)."""
+    out = {}
+    for name, value in state_dict.items():
+        if name.endswith(IGNORED_SUFFIXES):
+            continue
+        if name.startswith(FAIRSEQ_PREFIX):
+            name = name[len(FAIRSEQ_PREFIX):]
+        out[name] = value
+    return out
+
+
+def load_weights(model: MegaKWS, weights: dict) -> None:
+    """Strict load with messages naming the tensor; reshapes the official (D,) embedding."""
+    expected = {k: v for k, v in model.state_dict().items() if not k.endswith(IGNORED_SUFFIXES)}
+    given = dict(weights)
+    emb = given.get("embed_tokens.weight")
+    if emb is not None and emb.dim() == 1:
+        given["embed_tokens.weight"] = emb.view(-1, 1)
+    elif emb is not None and emb.dim() == 3:  # Conv1d (D, 1, k)
+        given["embed_tokens.weight"] = emb.reshape(emb.shape[0], emb.shape[2])
+    for name, ref in expected.items():
+        if name not in given:
+            raise ValueError(f"missing tensor {name}")
+        if tuple(given[name].shape) != tuple(ref.shape):
+            raise ValueError(f"tensor {name} has shape {tuple(given[name].shape)}, expected {tuple(ref.shape)}")
+    extra = sorted(set(given) - set(expected))
+    if extra:
+        raise ValueError(f"unexpected tensor {extra[0]} (not part of this configuration)")
+    model.load_state_dict({k: given[k] for k in expected}, strict=False)
+
+
+def load_checkpoint(path: str):
+    """Returns (model in eval mode, float32, with weights; source format; extra dict)."""
+    ckpt = torch.load(path, map_location="cpu")
+    if not isinstance(ckpt, dict) or "model" not in ckpt:
+        raise ValueError(f"{path}: not a checkpoint (expected a dict with a 'model' state dict)")
+    if "args" in ckpt and ckpt["args"] is not None:
+        cfg = config_from_fairseq_args(ckpt["args"], ckpt["model"])
+        model = MegaKWS(cfg)
+        load_weights(model, strip_fairseq_names(ckpt["model"]))
+        fmt, extra = "fairseq", {}
+    elif "config" in ckpt:
+        known = {f.name for f in dataclasses.fields(MegaConfig)}
+        unknown = sorted(set(ckpt["config"]) - known)
+        if unknown:
+            raise ValueError(f"option {unknown[0]} in the checkpoint config is not supported")
+        cfg = MegaConfig(**ckpt["config"])
+        cfg.check()
+        model = MegaKWS(cfg)
+        load_weights(model, strip_fairseq_names(ckpt["model"]))
+        fmt, extra = "mega-kws", ckpt
+    else:
+        raise ValueError(f"{path}: unknown checkpoint format (neither fairseq 'args' nor mega-kws 'config')")
+    model.eval()
+    return model, fmt, extra
+
+
+def randomize_for_testing(model: MegaKWS, seed: int) -> None:
+    """Random weights where every parameter visibly matters (for parity fixtures).
+
+    Unlike the training init: BatchNorm statistics are non-trivial, some EMA
+    channels decay slowly enough that the truncation changes the output, and the
+    attention scores land where laplace is neither 0 nor 1.
+    """
+    cfg = model.cfg
+    g = torch.Generator().manual_seed(seed)
+
+    def normal(shape, std, mean=0.0):
+        return torch.randn(shape, generator=g) * std + mean
+
+    def uniform(shape, lo, hi):
+        return torch.rand(shape, generator=g) * (hi - lo) + lo
+
+    with torch.no_grad():
+        for name, p in model.state_dict().items():
+            leaf = name.rsplit(".", 1)[-1]
+            shape = p.shape
+            if name.endswith("num_batches_tracked"):
+                continue
+            if ".norm." in name or name.startswith("final_norm"):
+                new = {"weight": lambda: uniform(shape, 0.5, 1.5), "scalar": lambda: uniform(shape, 0.5, 1.5),
+                       "bias": lambda: normal(shape, 0.1), "running_mean": lambda: normal(shape, 0.3),
+                       "running_var": lambda: uniform(shape, 0.5, 2.0)}[leaf]()
+            elif ".move." in name:
+                new = {"delta": lambda: uniform(shape, -3.0, 1.0), "alpha": lambda: uniform(shape, -7.0, 1.0),
+                       "beta": lambda: p + normal(shape, 0.1), "gamma": lambda: normal(shape, 1.0),
+                       "omega": lambda: normal(shape, 1.0)}[leaf]()
+            elif name.endswith("mega_layer.gamma") or name.endswith("mega_layer.beta"):
+                # q.k / C must vary around the laplace centre, not sit at a constant offset
+                std = 0.5 if cfg.attention_fn == "softmax" else 0.3 * math.sqrt(cfg.chunk_size)
+                new = normal(shape, std if name.endswith("gamma") else 0.1 * std)
+            elif name.endswith("rel_pos_bias"):
+                new = uniform(shape, 0.2, 1.2) if cfg.attention_fn == "laplace" else normal(shape, 0.5)
+            elif name.endswith("h_proj.weight") and cfg.attention_fn != "softmax":
+                # unnormalized attention sums ~C weighted values: keep h in range
+                new = normal(shape, 4.0 / (math.sqrt(shape[1]) * cfg.chunk_size))
+            elif leaf == "weight" and p.dim() == 2:
+                new = normal(shape, 1.0 / math.sqrt(shape[1]))
+            elif leaf == "bias":
+                new = normal(shape, 0.1)
+            else:
+                raise AssertionError(f"randomize_for_testing: no rule for {name}")
+            p.copy_(new)
+        for layer in model.layers:
+            # scale each EMA component to unit DC gain: slow channels would otherwise blow up
+            ema = layer.mega_layer.move
+            gain = torch.sigmoid(ema.delta)[..., 0]
+            decay = 1.0 - gain * torch.sigmoid(ema.alpha)[..., 0]
+            ema.gamma.mul_((1.0 - decay) / gain * math.sqrt(ema.ndim) * (0.5 if cfg.bidirectional else 1.0))
