@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -19,7 +21,8 @@ namespace mega {
 
 // Bump together with SCHEMA_VERSION in tools/convert/mega_convert.py.
 constexpr uint32_t kSchemaVersion = 1;
-constexpr size_t kMinFileBytes = 16;
+constexpr size_t kTrailerBytes = 12;  // "MGCK", u32 file length, u32 CRC-32 of the rest
+constexpr size_t kMinFileBytes = 16 + kTrailerBytes;
 
 const char* status_name(Status s) {
   switch (s) {
@@ -184,6 +187,25 @@ class TensorTable {
   std::set<std::string> used_;
 };
 
+uint32_t crc32(const uint8_t* p, size_t n) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+uint32_t read_u32(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
 bool check_range(LoadError* err, const char* name, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi) {
     return err->set(Status::bad_model, std::string("hyper-parameter ") + name + " = " + std::to_string(v) +
@@ -331,9 +353,25 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   if (!fb::ModelBufferHasIdentifier(buf)) {
     char id[5] = {0};
     std::memcpy(id, buf + 4, 4);
-    for (char& c : id) c = (c >= 32 && c < 127) ? c : '?';
+    for (int i = 0; i < 4; ++i) id[i] = (id[i] >= 32 && id[i] < 127) ? id[i] : '?';
     return err->set(Status::bad_model,
                     std::string("not a .mega model file (identifier '") + id + "', expected 'MEGA')");
+  }
+  const uint8_t* trailer = buf + size - kTrailerBytes;
+  if (std::memcmp(trailer, "MGCK", 4) != 0) {
+    return err->set(Status::bad_model, "file is truncated or incomplete (no end marker)");
+  }
+  if (read_u32(trailer + 4) != size) {
+    return err->set(Status::bad_model, "file is " + std::to_string(size) + " bytes but its end marker says " +
+                                           std::to_string(read_u32(trailer + 4)) + " (truncated or altered)");
+  }
+  size -= kTrailerBytes;
+  const uint32_t stored = read_u32(trailer + 8), actual = crc32(buf, size);
+  if (stored != actual) {
+    char msg[128];
+    std::snprintf(msg, sizeof msg, "file is corrupted: checksum mismatch (stored %08x, computed %08x)", stored,
+                  actual);
+    return err->set(Status::bad_model, msg);
   }
   flatbuffers::Verifier verifier(buf, size, 64, 1000000);
   if (!fb::VerifyModelBuffer(verifier)) {

@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include "cpu/denormals.h"
 #include "cpu/kernels.h"
 #include "model_data.h"
 
@@ -413,6 +414,7 @@ Status Session::push(const float* samples, int64_t n, int64_t* n_consumed, bool*
   st.samples_seen += take;
   *n_consumed = take;
   if (st.n_pending == cs) {
+    cpu::ScopedFlushDenormals ftz;
     st.process_pending_chunk(nullptr, 0);
     st.window_logits();
     *chunk_done = true;
@@ -439,6 +441,7 @@ Status Session::classify_clip(const float* samples, int64_t n, float* logits, fl
   const int64_t cs = st.hp.chunk_samples();
   const int64_t n_tok = total / st.hp.patch_stride;
   auto sample = [&](int64_t j) { return st.scale_sample(j < n ? samples[j] : 0.0f); };
+  cpu::ScopedFlushDenormals ftz;
   st.reset_stream();
   double* sum = st.rep;
   std::fill(sum, sum + D, 0.0);

@@ -16,7 +16,7 @@ copied by name into the official model (strict load), saved as an official
 checkpoint {'args', 'model'} and read back with mega_torch.load_checkpoint; then
 both models classify the same input (batch 2, N(0, 0.5^2), float32). Reported:
 max |logit diff| and max |final feature diff|, ours in float32 and in float64.
-Exit status 1 if any difference exceeds its tolerance (see TOLERANCES).
+Exit status 1 if any difference exceeds its tolerance (see ABS_TOL, NOISE_FACTOR).
 """
 
 import argparse
@@ -83,13 +83,18 @@ STUBS = {
     "fairseq/models/speech_commands/__init__.py": "",
 }
 
-# Max abs differences allowed. float32 vs float32: both sides round differently
-# (FFT sizes, summation order) through 6 layers of 16000-tap convolutions and
-# 1000-term attention sums, so ~1e-6 relative per op grows to ~1e-5 on logits of
-# size ~1-10; 1e-4 leaves a 5-10x margin yet catches any real op mismatch (those
-# show up at 1e-2..1). Against ours-float64 the official float32 rounding is the
-# whole difference, so the same bound applies. Features are BN outputs of O(1).
-TOLERANCES = {"tiny": {"logits": 1e-4, "features": 1e-4}, "base": {"logits": 1e-4, "features": 1e-4}}
+# Pass criterion, per quantity q (logits, final features) and per ours in {f32, f64}:
+#   max|official - ours| <= max(ABS_TOL[size], NOISE_FACTOR * max|ours_f32 - ours_f64|)
+# The official code computes in float32 only, so even a perfect reference differs
+# from it by float32 rounding. That rounding is measured on the spot as the
+# float32 noise floor of this network (our own float32 vs float64). It is ~1e-7 on
+# tiny nets, ~1e-5..1e-4 on base (6 layers of 16000-point FFT convolutions and
+# 1000-term unnormalized attention sums), and far larger where random weights make
+# activations explode (base uni reaches features ~1e5 at some seeds: then float32
+# itself is off by ~1e2 and no absolute bound is meaningful). A wrong op shows up as a relative
+# error of 1e-3..1 of the output, orders above NOISE_FACTOR times the floor.
+ABS_TOL = {"tiny": 1e-5, "base": 1e-4}
+NOISE_FACTOR = 8.0
 
 
 def read_official(repo, rev):
@@ -203,6 +208,7 @@ def max_abs(a, b):
 
 
 def run_case(case, sc_model, mega_layer_mod, tmp, seed):
+    torch.manual_seed(seed)  # randomize_for_testing perturbs the constructor's (global RNG) EMA beta
     ours = mega_torch.MegaKWS(copy.deepcopy(case.cfg))
     mega_torch.randomize_for_testing(ours, seed)
     args = official_args(case.cfg, case.samples)
@@ -219,19 +225,27 @@ def run_case(case, sc_model, mega_layer_mod, tmp, seed):
     g = torch.Generator().manual_seed(seed + 1)
     s = torch.randn(2, case.samples, generator=g) * 0.5
     lengths = torch.full((2,), case.samples, dtype=torch.long)
+    captured = []  # official final-normed features (T, B, D), from the same forward as the logits
+    hook = official.encoder.register_forward_hook(lambda mod, inp, out: captured.append(out[0][0]))
     with torch.no_grad():
         off_logits = official({"net_input": {"src_tokens": s, "src_lengths": lengths}})["encoder_out"]
-        off_feats = official.encoder(s, lengths)[0][0].transpose(0, 1)
-        row = {"config": case.name, "size": case.size, "samples": case.samples,
-               "max_abs_logit": float(off_logits.abs().max())}
+        hook.remove()
+        got = {"logit": off_logits, "feat": captured[0].transpose(0, 1)}
+        ours_out = {}
         for tag, model, x in (("f32", ours32, s), ("f64", ours64, s.double())):
             feats = model.features(x)
-            logits = model.head(feats.mean(dim=1))
-            row[f"logit_diff_{tag}"] = max_abs(off_logits, logits)
-            row[f"feat_diff_{tag}"] = max_abs(off_feats, feats)
-    tol = TOLERANCES[case.size]
-    row["ok"] = all(row[f"logit_diff_{t}"] <= tol["logits"] and row[f"feat_diff_{t}"] <= tol["features"]
-                    for t in ("f32", "f64"))
+            ours_out[tag] = {"logit": model.head(feats.mean(dim=1)), "feat": feats}
+    row = {"config": case.name, "size": case.size, "samples": case.samples, "seed": seed,
+           "max_abs_logit": float(off_logits.abs().max()), "max_abs_feat": float(got["feat"].abs().max())}
+    ok = True
+    for q in ("logit", "feat"):
+        noise = max_abs(ours_out["f32"][q], ours_out["f64"][q])
+        tol = max(ABS_TOL[case.size], NOISE_FACTOR * noise)
+        row[f"{q}_f32_noise"], row[f"{q}_tol"] = noise, tol
+        for tag in ("f32", "f64"):
+            row[f"{q}_diff_{tag}"] = max_abs(got[q], ours_out[tag][q])
+            ok = ok and row[f"{q}_diff_{tag}"] <= tol
+    row["ok"] = ok
     return row
 
 
@@ -241,40 +255,46 @@ def main(argv=None):
     ap.add_argument("--rev", default="HEAD", help="revision to read from a git dir (default HEAD)")
     ap.add_argument("--sizes", default="tiny,base", help="comma list of tiny, base (default both)")
     ap.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--seed", type=int, default=3,
+                    help="base seed (default 3: O(1) activations in both base models; some seeds make "
+                         "base uni explode, e.g. 1234 gives features ~1e5, still checked via the noise floor)")
     opts = ap.parse_args(argv)
     sizes = [s for s in opts.sizes.split(",") if s]
     for s in sizes:
-        if s not in TOLERANCES:
-            ap.error(f"unknown size {s!r} (known: {', '.join(TOLERANCES)})")
+        if s not in ABS_TOL:
+            ap.error(f"unknown size {s!r} (known: {', '.join(ABS_TOL)})")
     torch.set_num_threads(max(1, min(8, os.cpu_count() or 1)))
 
     t0 = time.time()
     files, source = read_official(opts.official_repo, opts.rev)
-    cases = [c for s in sizes for c in (tiny_cases() if s == "tiny" else base_cases())]
+    cases = [(c, opts.seed + 10 * i) for s in sizes
+             for i, c in enumerate(tiny_cases() if s == "tiny" else base_cases())]
+    cols = ("max_abs_logit", "logit_diff_f32", "logit_diff_f64", "logit_f32_noise",
+            "max_abs_feat", "feat_diff_f32", "feat_diff_f64", "feat_f32_noise")
     failed = 0
     with tempfile.TemporaryDirectory(prefix="mega_official_") as tmp:
         sc_model, mega_layer_mod = import_official(files, os.path.join(tmp, "src"))
         if not opts.json:
             print(f"official source: {source}")
-            print(f"{'config':58s} {'T':>6s} {'max|logit|':>10s} {'dlogit f32':>10s} {'dfeat f32':>10s} "
-                  f"{'dlogit f64':>10s} {'dfeat f64':>10s}  ok")
-        for i, case in enumerate(cases):
+            print("diff_f32/diff_f64: max|official - ours in float32/float64|; noise: max|ours f32 - ours f64|")
+            heads = ("|logit|", "dlogit f32", "dlogit f64", "noise", "|feat|", "dfeat f32", "dfeat f64", "noise")
+            print(f"{'config':58s} {'T':>5s} " + " ".join(f"{h:>10s}" for h in heads) + "  ok")
+        for case, seed in cases:
             t1 = time.time()
-            row = run_case(case, sc_model, mega_layer_mod, tmp, opts.seed + 10 * i)
+            row = run_case(case, sc_model, mega_layer_mod, tmp, seed)
             row["seconds"] = round(time.time() - t1, 3)
             failed += not row["ok"]
             if opts.json:
                 print(json.dumps(row), flush=True)
             else:
-                print(f"{row['config']:58s} {row['samples']:6d} {row['max_abs_logit']:10.3g} "
-                      f"{row['logit_diff_f32']:10.3g} {row['feat_diff_f32']:10.3g} {row['logit_diff_f64']:10.3g} "
-                      f"{row['feat_diff_f64']:10.3g}  {'ok' if row['ok'] else 'FAIL'}", flush=True)
+                print(f"{row['config']:58s} {row['samples']:5d} " + " ".join(f"{row[c]:10.3g}" for c in cols)
+                      + f"  {'ok' if row['ok'] else 'FAIL'}", flush=True)
     summary = {"cases": len(cases), "failed": failed, "seconds": round(time.time() - t0, 1),
-               "tolerances": {s: TOLERANCES[s] for s in sizes}, "official_source": source}
+               "abs_tol": {s: ABS_TOL[s] for s in sizes}, "noise_factor": NOISE_FACTOR,
+               "official_source": source}
     print(json.dumps({"summary": summary}) if opts.json else
-          f"{len(cases) - failed}/{len(cases)} configurations within tolerance "
-          f"({', '.join(f'{s}: {TOLERANCES[s]}' for s in sizes)}); {summary['seconds']} s")
+          f"{len(cases) - failed}/{len(cases)} configurations within tolerance (max(abs {summary['abs_tol']}, "
+          f"{NOISE_FACTOR:g} x float32 noise)); {summary['seconds']} s")
     return 1 if failed else 0
 
 

@@ -12,8 +12,10 @@ import argparse
 import hashlib
 import math
 import os
+import struct
 import sys
 import tempfile
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -30,6 +32,13 @@ from mega.fb import (DType, EmaDirection, AttentionFn, NormType, Activation,  # 
 CONVERTER_VERSION = "0.1.0"
 SCHEMA_VERSION = 1           # keep in step with runtime/src/model.cpp
 TENSOR_ALIGN = 64
+# After the FlatBuffer: b"MGCK", u32 total file length, u32 CRC-32 of the FlatBuffer
+# bytes. Lets the runtime refuse truncated or bit-flipped files, whatever byte is hit.
+TRAILER_MAGIC = b"MGCK"
+
+
+def add_trailer(flatbuffer: bytes) -> bytes:
+    return flatbuffer + TRAILER_MAGIC + struct.pack("<II", len(flatbuffer) + 12, zlib.crc32(flatbuffer))
 SELFTEST_TOLERANCE = 1e-3    # max abs logit difference; parity tests use a tighter bound
 
 _ATTN = {"laplace": AttentionFn.AttentionFn.Laplace, "softmax": AttentionFn.AttentionFn.Softmax,
@@ -105,8 +114,12 @@ def _offset_vector(builder, offsets):
 
 def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=False,
                      source_sha256="", source_format="", notes="", detection=None,
-                     schema_version=SCHEMA_VERSION) -> bytes:
-    """Serializes a model (weights, hparams, labels, self-test) into .mega bytes."""
+                     schema_version=SCHEMA_VERSION, tensor_hook=None):
+    """Serializes a model (weights, hparams, labels, self-test) into .mega bytes.
+
+    Returns (file bytes, self-test logits). tensor_hook (tests only) may edit
+    the (name, array) list just before it is written.
+    """
     cfg = model.cfg
     if len(labels) != cfg.n_classes:
         raise ConvertError(f"--labels has {len(labels)} labels but the model has {cfg.n_classes} classes")
@@ -125,6 +138,8 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     model.input_mean, model.input_std = input_mean, input_std
     st_logits = reference_logits(model, st_input)
 
+    if tensor_hook is not None:
+        tensors = tensor_hook(tensors)
     b = flatbuffers.Builder(1 << 20)
     # tensors (data first, aligned for SIMD loads)
     t_offsets = []
@@ -208,7 +223,7 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     Model.AddSelfTest(b, st_off)
     root = Model.End(b)
     b.Finish(root, file_identifier=b"MEGA")
-    return bytes(b.Output()), st_logits
+    return add_trailer(bytes(b.Output())), st_logits
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -489,7 +489,9 @@ def randomize_for_testing(model: MegaKWS, seed: int) -> None:
                        "running_var": lambda: uniform(shape, 0.5, 2.0)}[leaf]()
             elif ".move." in name:
                 new = {"delta": lambda: uniform(shape, -3.0, 1.0), "alpha": lambda: uniform(shape, -7.0, 1.0),
-                       "beta": lambda: p + normal(shape, 0.1), "gamma": lambda: normal(shape, 1.0),
+                       "beta": lambda: torch.tensor([1.0 if n % 2 == 0 else -1.0 for n in range(shape[1])]
+                                                    ).view(1, shape[1], 1) + normal(shape, 0.1),
+                       "gamma": lambda: normal(shape, 1.0),
                        "omega": lambda: normal(shape, 1.0)}[leaf]()
             elif name.endswith("mega_layer.gamma") or name.endswith("mega_layer.beta"):
                 # q.k / C must vary around the laplace centre, not sit at a constant offset
@@ -500,6 +502,8 @@ def randomize_for_testing(model: MegaKWS, seed: int) -> None:
             elif name.endswith("h_proj.weight") and cfg.attention_fn != "softmax":
                 # unnormalized attention sums ~C weighted values: keep h in range
                 new = normal(shape, 4.0 / (math.sqrt(shape[1]) * cfg.chunk_size))
+            elif name == "sentence_projection_layer.weight":
+                new = normal(shape, 0.2 / math.sqrt(shape[1]))  # logits of order 10, as trained models have
             elif leaf == "weight" and p.dim() == 2:
                 new = normal(shape, 1.0 / math.sqrt(shape[1]))
             elif leaf == "bias":

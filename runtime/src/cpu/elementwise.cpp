@@ -2,11 +2,12 @@
 //
 // Fast path design:
 //   - every op is a small always-inline scalar function with no branches and no libm
-//     calls, applied by a driver that works in fixed blocks of k_block floats through a
-//     local buffer. The fixed trip count lets g++ vectorize even at -O2 (its very-cheap
-//     cost model refuses loops that would need a scalar epilogue or alias checks), the
-//     buffer makes out == in safe without __restrict, and the tail is padded into the
-//     same block code so every element gets bit-identical results wherever it sits.
+//     calls, applied by a driver that works in fixed blocks of k_block floats. The fixed
+//     trip count lets g++ vectorize even at -O2 (its very-cheap cost model refuses loops
+//     that would need a scalar epilogue or a runtime alias check); in-place and
+//     out-of-place calls take separate loops so __restrict is only used where it holds;
+//     the tail is padded into a local block and run through the same block code, so an
+//     element's result never depends on its position, alignment or the call's length.
 //   - exp: Cody-Waite reduction x = k ln2 + r, degree-6 polynomial, 2^k built in the
 //     exponent field. erf: odd polynomial below |z| = 1, above it erfc(|z|) =
 //     exp(-z^2) t Q(t) with t = 1/(1 + |z|/2). Coefficients were fitted for this file
@@ -19,6 +20,7 @@
 #include "elementwise.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 namespace mega::cpu {
@@ -74,9 +76,13 @@ constexpr float k_ln2_lo = -2.121944417e-04f;
 // Adding 1.5 * 2^23 rounds a float of magnitude < 2^22 to an integer held in the low
 // mantissa bits, so k comes out of the bit pattern without a float-to-int conversion.
 constexpr float k_round_magic = 12582912.0f;
-// Below -110 the result is 0 and above 89 it is inf anyway; the clamp keeps k in
-// [-159, 129] where the two-factor scaling below is exact.
-constexpr float k_exp_min = -110.0f;
+// Below k_exp_min, the float just above ln FLT_MIN = -87.3365448, the result is flushed
+// to 0: denormal arithmetic takes a microcode assist costing ~100 cycles per instruction
+// on many x86 cores, and softmax / attention rows with very negative entries would hit it
+// on every element. exp(k_exp_min) = FLT_MIN (1 + 4.5e-6) is still normal. Above 89 the
+// result is inf anyway. The clamp keeps k in [-126, 128], where the two-factor scaling
+// below is exact.
+constexpr float k_exp_min = -87.3365402f;
 constexpr float k_exp_max = 89.0f;
 // exp(r) ~ 1 + r + r^2 (c2 + c3 r + c4 r^2 + c5 r^3 + c6 r^4) on |r| <= ln2/2;
 // fitted relative error 3e-9, far below float rounding.
@@ -89,10 +95,11 @@ constexpr float k_exp_c6 = 1.381444628e-03f;
 // exp(hi + lo) for |lo| much smaller than 1: lo is added after range reduction, so a
 // caller that knows its argument to better than float precision (erfc) keeps it.
 MEGA_EW_INLINE float exp_split(float hi, float lo) {
-  hi = select(hi < k_exp_min, k_exp_min, hi);
+  const bool flush = hi < k_exp_min;  // false for NaN, which then flows through
+  hi = select(flush, k_exp_min, hi);
   hi = select(hi > k_exp_max, k_exp_max, hi);
   const float t = hi * k_log2e + k_round_magic;
-  // k + 256 as unsigned, in [97, 385] for clamped input; for NaN it is garbage, but
+  // k + 256 as unsigned, in [130, 384] for clamped input; for NaN it is garbage, but
   // unsigned arithmetic keeps that free of UB and the NaN in r poisons the result.
   const uint32_t kb = to_bits(t) - to_bits(k_round_magic) + 256u;
   const float kf = static_cast<float>(static_cast<int32_t>(kb - 256u));
@@ -106,18 +113,19 @@ MEGA_EW_INLINE float exp_split(float hi, float lo) {
   p = p * r + k_exp_c2;
   const float y = (r * r * p + r) + 1.0f;
   // 2^k = 2^k1 * 2^k2 with k1 = floor(k / 2): both factors are normal floats for every
-  // clamped k, so the products overflow to inf or underflow through denormals to 0 just
-  // as the true value would, with a single rounding at the end.
+  // clamped k (k = 128 near the overflow threshold does not fit one exponent field), and
+  // the products overflow to inf just as the true value would.
   const uint32_t k1b = kb >> 1;                        // k1 + 128
   const float s1 = from_bits((k1b - 1u) << 23);        // biased exponent k1 + 127
   const float s2 = from_bits((kb - k1b - 1u) << 23);   // biased exponent k - k1 + 127
-  return (y * s1) * s2;
+  return select(flush, 0.0f, (y * s1) * s2);
 }
 
 MEGA_EW_INLINE float exp_fast(float x) { return exp_split(x, 0.0f); }
 
 // 1 / (1 + exp(-x)) computed from e = exp(-|x|) <= 1: nothing overflows, and for x < 0
-// the form e / (1 + e) keeps full relative accuracy down into the denormals.
+// the form e / (1 + e) keeps full relative accuracy down to FLT_MIN (below which the
+// result is flushed to 0 along with exp).
 MEGA_EW_INLINE float sigmoid_fast(float x) {
   const float e = exp_fast(-std::fabs(x));
   const float num = select(x >= 0.0f, 1.0f, e);
@@ -155,16 +163,18 @@ constexpr float k_erfc_p5 = 2.162352949e-01f;
 constexpr float k_erfc_p6 = -3.977071941e-01f;
 constexpr float k_erfc_p7 = 2.154338807e-01f;
 constexpr float k_erfc_p8 = -3.693506494e-02f;
-// erfc(10.5) is below the smallest denormal, so larger |z| changes nothing; the clamp
-// keeps inf out of the polynomials.
-constexpr float k_erf_clamp = 10.5f;
+// erfc(9.1) = 6.7e-38 is the last value kept; beyond it erfc is flushed to 0 (it drops
+// below FLT_MIN by 9.2), so no denormal arithmetic happens (see k_exp_min). The clamp
+// also keeps inf out of the polynomials.
+constexpr float k_erf_clamp = 9.1f;
 
 // For z: a = min(|z|, clamp), small = erf(a) for a < k_erf_split (meaningless above),
-// tail = erfc(a) for a >= k_erf_split (meaningless below). Both are always computed and
-// then selected, which is what lets the loops vectorize.
+// tail = erfc(|z|) for |z| >= k_erf_split (meaningless below; 0 beyond the clamp). Both
+// are always computed and then selected, which is what lets the loops vectorize.
 MEGA_EW_INLINE void erf_parts(float z, float& a, float& small, float& tail) {
   a = std::fabs(z);
-  a = select(a > k_erf_clamp, k_erf_clamp, a);
+  const bool flush = a > k_erf_clamp;  // false for NaN
+  a = select(flush, k_erf_clamp, a);
 
   const float s = a * a;
   float q = k_erf_q6;
@@ -192,7 +202,7 @@ MEGA_EW_INLINE void erf_parts(float z, float& a, float& small, float& tail) {
   p = p * t + k_erfc_p2;
   p = p * t + k_erfc_p1;
   p = p * t + k_erfc_p0;
-  tail = ex * (t * p);
+  tail = select(flush, 0.0f, ex * (t * p));
 }
 
 MEGA_EW_INLINE float erf_fast(float z) {
@@ -250,40 +260,89 @@ MEGA_EW_INLINE float relu_op(float x) { return select(x <= 0.0f, 0.0f, x); }
 
 constexpr int64_t k_block = 16;
 
+// Keep g++ -O3 from fully unrolling the block loops of cheap ops (relu) into straight
+// scalar code before the loop vectorizer sees them.
+#if defined(__GNUC__) && !defined(__clang__)
+#define MEGA_EW_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define MEGA_EW_NO_UNROLL
+#endif
+
+// One block of k_block elements. The fixed trip count is what lets g++ -O2 vectorize
+// (no epilogue), and __restrict spares it a runtime overlap check, which -O2 would also
+// refuse. The callers only pass pointers that really do not overlap, or a single pointer
+// for in-place work.
+template <typename Op>
+MEGA_EW_INLINE void block_unary(const float* __restrict in, float* __restrict out, Op op) {
+  MEGA_EW_NO_UNROLL
+  for (int64_t j = 0; j < k_block; ++j) out[j] = op(in[j]);
+}
+
+template <typename Op>
+MEGA_EW_INLINE void block_unary_inplace(float* p, Op op) {
+  MEGA_EW_NO_UNROLL
+  for (int64_t j = 0; j < k_block; ++j) p[j] = op(p[j]);
+}
+
+template <typename Op>
+MEGA_EW_INLINE void block_binary(const float* __restrict a, const float* __restrict b,
+                                 float* __restrict out, Op op) {
+  MEGA_EW_NO_UNROLL
+  for (int64_t j = 0; j < k_block; ++j) out[j] = op(a[j], b[j]);
+}
+
+// out == a, b elsewhere.
+template <typename Op>
+MEGA_EW_INLINE void block_binary_inplace(float* __restrict p, const float* __restrict b, Op op) {
+  MEGA_EW_NO_UNROLL
+  for (int64_t j = 0; j < k_block; ++j) p[j] = op(p[j], b[j]);
+}
+
+// The tail goes through a zero-padded local block and the same block code, so an
+// element's result never depends on where it sits in the array. op(0) is finite for
+// every op, and the padding avoids reading uninitialised floats.
 template <typename Op>
 MEGA_EW_INLINE void map_unary(const float* in, float* out, int64_t n, Op op) {
   int64_t i = 0;
-  for (; i + k_block <= n; i += k_block) {
-    float tmp[k_block];
-    for (int64_t j = 0; j < k_block; ++j) tmp[j] = op(in[i + j]);
-    std::memcpy(out + i, tmp, sizeof tmp);
+  if (in == out) {
+    for (; i + k_block <= n; i += k_block) block_unary_inplace(out + i, op);
+  } else {
+    for (; i + k_block <= n; i += k_block) block_unary(in + i, out + i, op);
   }
   const int64_t rem = n - i;
   if (rem > 0) {
-    // Zero padding: op(0) is finite for every op, and no uninitialised reads.
     float buf[k_block] = {};
-    std::memcpy(buf, in + i, static_cast<size_t>(rem) * sizeof(float));
-    for (int64_t j = 0; j < k_block; ++j) buf[j] = op(buf[j]);
-    std::memcpy(out + i, buf, static_cast<size_t>(rem) * sizeof(float));
+    std::memcpy(buf, in + i, static_cast<std::size_t>(rem) * sizeof(float));
+    block_unary_inplace(buf, op);
+    std::memcpy(out + i, buf, static_cast<std::size_t>(rem) * sizeof(float));
   }
 }
 
 template <typename Op>
 MEGA_EW_INLINE void map_binary(const float* a, const float* b, float* out, int64_t n, Op op) {
   int64_t i = 0;
-  for (; i + k_block <= n; i += k_block) {
-    float tmp[k_block];
-    for (int64_t j = 0; j < k_block; ++j) tmp[j] = op(a[i + j], b[i + j]);
-    std::memcpy(out + i, tmp, sizeof tmp);
+  if (out != a && out != b) {
+    for (; i + k_block <= n; i += k_block) block_binary(a + i, b + i, out + i, op);
+  } else if (out == a && out != b) {
+    for (; i + k_block <= n; i += k_block) block_binary_inplace(out + i, b + i, op);
+  } else {
+    // out == b (or all three the same; rare): stage the inputs so out may overwrite them.
+    for (; i + k_block <= n; i += k_block) {
+      float buf_a[k_block];
+      float buf_b[k_block];
+      std::memcpy(buf_a, a + i, sizeof buf_a);
+      std::memcpy(buf_b, b + i, sizeof buf_b);
+      block_binary(buf_a, buf_b, out + i, op);
+    }
   }
   const int64_t rem = n - i;
   if (rem > 0) {
     float buf_a[k_block] = {};
     float buf_b[k_block] = {};
-    std::memcpy(buf_a, a + i, static_cast<size_t>(rem) * sizeof(float));
-    std::memcpy(buf_b, b + i, static_cast<size_t>(rem) * sizeof(float));
-    for (int64_t j = 0; j < k_block; ++j) buf_a[j] = op(buf_a[j], buf_b[j]);
-    std::memcpy(out + i, buf_a, static_cast<size_t>(rem) * sizeof(float));
+    std::memcpy(buf_a, a + i, static_cast<std::size_t>(rem) * sizeof(float));
+    std::memcpy(buf_b, b + i, static_cast<std::size_t>(rem) * sizeof(float));
+    block_binary_inplace(buf_a, buf_b, op);
+    std::memcpy(out + i, buf_a, static_cast<std::size_t>(rem) * sizeof(float));
   }
 }
 
