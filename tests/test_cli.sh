@@ -1,0 +1,140 @@
+#!/bin/bash
+# End-to-end tests of keyword_spotter: usage, exit codes, classify (offline and
+# streamed), audio formats, and bad inputs that must be reported while the
+# other files are still processed.
+#   test_cli.sh PATH/TO/keyword_spotter REPO_ROOT
+set -u
+KS=$1
+ROOT=$2
+PY=/usr/bin/python3
+FIX=$ROOT/tests/fixtures/data
+MODEL=$ROOT/models/sc10-random-init.mega
+T=$(mktemp -d /tmp/ks_cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; }
+# expect_rc WANT DESCRIPTION -- command...
+expect_rc() {
+  local want=$1 what=$2; shift 3
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq "$want" ]; then pass "$what (exit $rc)"; else fail "$what: exit $rc, wanted $want"; cat "$T/err"; fi
+}
+expect_in() {  # FILE NEEDLE DESCRIPTION
+  if grep -qF -- "$2" "$1"; then pass "$3"; else fail "$3: '$2' not in $(basename "$1")"; cat "$1"; fi
+}
+
+expect_rc 0 "--help" -- "$KS" --help
+expect_in "$T/out" "classify" "--help lists classify"
+expect_in "$T/out" "[0 = whole clip, offline]" "--help shows defaults"
+expect_rc 0 "classify --help" -- "$KS" classify --help
+expect_rc 2 "no command" -- "$KS"
+expect_rc 2 "unknown command" -- "$KS" frobnicate
+expect_rc 2 "classify without a model" -- "$KS" classify "$ROOT/samples/yes.wav"
+expect_rc 2 "unknown option" -- "$KS" classify -m "$MODEL" --bogus x.wav
+expect_rc 2 "bad block size" -- "$KS" classify -m "$MODEL" --block-size 0 x.wav
+expect_rc 2 "classify without files" -- "$KS" classify -m "$MODEL"
+
+expect_rc 0 "info" -- "$KS" info -m "$MODEL"
+expect_in "$T/out" "PLACEHOLDER" "info shows the model notes"
+expect_in "$T/out" "yes,no,up,down,left,right,on,off,stop,go" "info shows labels"
+expect_rc 0 "selftest on the bundled model" -- "$KS" selftest -m "$MODEL"
+expect_in "$T/out" "self-test passed" "selftest says passed"
+for m in "$FIX"/tiny_*.mega; do expect_rc 0 "selftest $(basename "$m")" -- "$KS" selftest -m "$m"; done
+$PY "$ROOT/tools/convert/mega_convert.py" "$FIX/tiny_uni.pt" -o "$T/fp16.mega" --labels class0,class1,class2,class3 \
+  --fp16 >/dev/null || fail "fp16 conversion"
+expect_rc 0 "selftest on a float16 model" -- "$KS" selftest -m "$T/fp16.mega"
+expect_rc 0 "info on a float16 model" -- "$KS" info -m "$T/fp16.mega"
+expect_in "$T/out" "float16" "info says float16"
+expect_rc 3 "newer schema refused" -- "$KS" selftest -m "$FIX/bad_schema_newer.mega"
+expect_in "$T/err" "newer than this runtime supports" "schema message"
+expect_rc 3 "missing model file" -- "$KS" info -m "$T/none.mega"
+expect_in "$T/err" "cannot open" "missing model message"
+expect_rc 3 "audio file as model" -- "$KS" info -m "$ROOT/samples/yes.wav"
+expect_in "$T/err" "not a .mega model file" "audio-as-model message"
+
+# classify: offline and streamed in several block sizes give the same logits
+expect_rc 0 "classify --json" -- "$KS" classify -m "$MODEL" --json "$ROOT"/samples/*.wav
+cp "$T/out" "$T/offline.jsonl"
+n=$(wc -l <"$T/offline.jsonl")
+[ "$n" -eq 10 ] && pass "one JSON line per file" || fail "expected 10 lines, got $n"
+for b in 1 7 999 1000 1001 16000; do
+  expect_rc 0 "classify --block-size $b" -- "$KS" classify -m "$MODEL" --json --block-size "$b" "$ROOT"/samples/*.wav
+  if $PY - "$T/offline.jsonl" "$T/out" <<'PY'; then pass "block $b logits equal offline"; else fail "block $b logits differ"; fi
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 10
+for x, y in zip(a, b):
+    assert set(x) == {"file", "label", "score", "logits"} and len(x["logits"]) == 10
+    assert x["file"] == y["file"] and x["label"] == y["label"]
+    assert max(abs(p - q) for p, q in zip(x["logits"], y["logits"])) <= 1e-4 * max(1, max(map(abs, x["logits"])))
+PY
+done
+expect_rc 0 "reference kernels" -- "$KS" classify -m "$MODEL" --json --kernels reference "$ROOT/samples/yes.wav"
+if $PY - "$T/offline.jsonl" "$T/out" <<'PY'; then pass "reference kernels agree"; else fail "reference kernels differ"; fi
+import json, sys
+a = json.loads(open(sys.argv[1]).readline()); b = json.loads(open(sys.argv[2]).readline())
+assert a["file"].endswith("down.wav") or True
+ref = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["file"] == b["file"]][0]
+assert max(abs(p - q) for p, q in zip(ref["logits"], b["logits"])) <= 1e-3
+PY
+
+# formats: 24-bit, float, FLAC and stereo versions of one clip give the same label
+src=$ROOT/samples/stop.wav
+sox "$src" -b 24 "$T/s24.wav" && sox "$src" -e floating-point -b 32 "$T/f32.wav" && sox "$src" "$T/s.flac" &&
+  sox "$src" -c 2 "$T/stereo.wav" && sox "$src" -b 8 -e unsigned "$T/u8.wav" ||
+  fail "sox could not make format variants"
+expect_rc 0 "classify format variants" -- "$KS" classify -m "$MODEL" --json "$src" "$T/s24.wav" "$T/f32.wav" "$T/s.flac" "$T/stereo.wav" "$T/u8.wav"
+if $PY - "$T/out" <<'PY'; then pass "all formats agree"; else fail "formats disagree"; fi
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+base = rows[0]["logits"]
+for r in rows[1:]:
+    tol = 0.5 if r["file"].endswith("u8.wav") else 2e-2  # 8-bit quantization moves logits more
+    assert r["label"] == rows[0]["label"], r
+    assert max(abs(p - q) for p, q in zip(base, r["logits"])) <= tol * max(1, max(map(abs, base))), r["file"]
+PY
+
+# bad inputs: each reported, the good file still classified, exit 1
+mkdir "$T/adir"
+echo "this is not audio" >"$T/notaudio.wav"
+head -c 30 "$src" >"$T/trunc_header.wav"
+sox "$src" -r 8000 "$T/rate8k.wav"
+$PY - "$T" <<'PY'
+import struct, sys, wave
+d = sys.argv[1]
+with wave.open(d + "/empty.wav", "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(b"")
+def float_wav(path, samples):
+    data = struct.pack("<%df" % len(samples), *samples)
+    fmt = struct.pack("<HHIIHH", 3, 1, 16000, 64000, 4, 32)
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE")
+        f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data)
+float_wav(d + "/nan.wav", [0.0] * 100 + [float("nan")] + [0.0] * 100)
+float_wav(d + "/inf.wav", [0.0] * 100 + [float("inf")] + [0.0] * 100)
+PY
+expect_rc 1 "bad files among good ones" -- "$KS" classify -m "$MODEL" --json "$T/missing.wav" "$T/adir" "$T/notaudio.wav" \
+  "$T/empty.wav" "$T/trunc_header.wav" "$T/nan.wav" "$T/inf.wav" "$T/rate8k.wav" "$src"
+if $PY - "$T/out" <<'PY'; then pass "each bad file has its own message"; else fail "bad-file messages"; cat "$T/out"; fi
+import json, sys
+rows = {json.loads(l)["file"].rsplit("/", 1)[-1]: json.loads(l) for l in open(sys.argv[1])}
+want = {"missing.wav": "no such file", "adir": "is a directory", "notaudio.wav": "not a readable audio file",
+        "empty.wav": "0 frames", "trunc_header.wav": "", "nan.wav": "not a finite number",
+        "inf.wav": "not a finite number", "rate8k.wav": "sample rate is 8000 Hz"}
+for f, needle in want.items():
+    assert "error" in rows[f] and needle in rows[f]["error"], (f, rows.get(f))
+assert "label" in rows["stop.wav"]
+PY
+expect_rc 1 "plain output reports errors on stderr" -- "$KS" classify -m "$MODEL" "$T/missing.wav" "$src"
+expect_in "$T/err" "missing.wav: no such file" "stderr names the file"
+expect_in "$T/out" "stop.wav" "the good file is still classified"
+
+expect_rc 2 "bidirectional model cannot stream" -- "$KS" classify -m "$FIX/tiny_bi.mega" --block-size 5 "$src"
+expect_in "$T/err" "bidirectional" "message says why"
+
+if [ "$failures" -ne 0 ]; then echo "$failures CLI test(s) failed"; exit 1; fi
+echo "all CLI tests passed"

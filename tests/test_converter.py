@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Converter tests: reproduces the committed model, refuses what it cannot
+represent with a message naming it, and never leaves a half-written file."""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FIX = os.path.join(HERE, "fixtures", "data")
+CONVERT = os.path.join(ROOT, "tools", "convert", "mega_convert.py")
+sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "convert", "generated"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from mega.fb import Model  # noqa: E402
+
+LABELS4 = "class0,class1,class2,class3"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, CONVERT, *args], capture_output=True, text=True)
+
+
+def parse(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    m = Model.Model.GetRootAs(data[:-12], 0)
+    hp = m.Hparams()
+    hparams = {name: getattr(hp, name)() for name in dir(hp)
+               if name[0].isupper() and name not in ("Init",) and not name.startswith("GetRoot")
+               and callable(getattr(hp, name)) and getattr(hp, name).__code__.co_argcount == 1}
+    tensors = {}
+    for i in range(m.TensorsLength()):
+        t = m.Tensors(i)
+        tensors[t.Name().decode()] = (tuple(t.ShapeAsNumpy()), t.Dtype(), t.DataAsNumpy().tobytes())
+    st = m.SelfTest()
+    return dict(version=m.SchemaVersion(), hparams=hparams, tensors=tensors,
+                labels=[m.Labels(i).decode() for i in range(m.LabelsLength())],
+                scaling=(m.InputScaling(), m.InputMean(), m.InputStd()),
+                st_input=st.InputAsNumpy().copy(), st_logits=st.ExpectedLogitsAsNumpy().copy())
+
+
+class ConverterTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def out(self, name="out.mega"):
+        return os.path.join(self.dir, name)
+
+    def official(self, edit_args=None, edit_model=None):
+        ckpt = torch.load(os.path.join(FIX, "tiny_uni.pt"))
+        args = argparse.Namespace(**vars(ckpt["args"]))
+        if edit_args:
+            edit_args(args)
+        sd = dict(ckpt["model"])
+        if edit_model:
+            edit_model(sd)
+        path = os.path.join(self.dir, "ckpt.pt")
+        torch.save({"args": args, "model": sd}, path)
+        return path
+
+    def expect_refusal(self, ckpt, needle, extra=()):
+        with open(self.out(), "wb") as f:
+            f.write(b"previous model")
+        r = run(ckpt, "-o", self.out(), "--labels", LABELS4, *extra)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(needle, r.stderr)
+        with open(self.out(), "rb") as f:
+            self.assertEqual(f.read(), b"previous model", "existing output was touched")
+        self.assertEqual([f for f in os.listdir(self.dir) if f.startswith(".mega-convert-")], [], "temp file left")
+
+    def test_reproduces_the_committed_model(self):
+        r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", self.out(), "--labels", LABELS4,
+                "--input-mean", "0.01", "--input-std", "0.2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for word in ("dims", "parameters", "labels", "EMA direction", "file size"):
+            self.assertIn(word, r.stdout)
+        a, b = parse(self.out()), parse(os.path.join(FIX, "tiny_uni.mega"))
+        for key in ("version", "hparams", "tensors", "labels", "scaling"):
+            self.assertEqual(a[key], b[key], key)
+        np.testing.assert_array_equal(a["st_input"], b["st_input"])
+        np.testing.assert_allclose(a["st_logits"], b["st_logits"], rtol=1e-6, atol=1e-7)
+
+    def test_own_checkpoint_carries_its_labels(self):
+        r = run(os.path.join(FIX, "tiny_patch.pt"), "-o", self.out())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a = parse(self.out())
+        self.assertEqual(a["labels"], LABELS4.split(","))
+        self.assertEqual((a["hparams"]["PatchKernel"], a["hparams"]["PatchStride"]), (5, 2))
+
+    def test_fp16_halves_the_tensors(self):
+        r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", self.out(), "--labels", LABELS4, "--fp16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a = parse(self.out())
+        name = "layers.0.mega_layer.v_proj.weight"
+        self.assertEqual(a["tensors"][name][1], 1)  # DType.F16
+        self.assertEqual(len(a["tensors"][name][2]), 2 * 12 * 8)
+
+    def test_missing_tensor_is_named(self):
+        ckpt = self.official(edit_model=lambda sd: sd.pop("encoder.encoder.layers.1.mega_layer.h_proj.bias"))
+        self.expect_refusal(ckpt, "missing tensor layers.1.mega_layer.h_proj.bias")
+
+    def test_wrong_shape_is_named(self):
+        def edit(sd):
+            sd["encoder.encoder.layers.0.nffn.fc1.weight"] = torch.zeros(12, 9)
+        self.expect_refusal(self.official(edit_model=edit), "tensor layers.0.nffn.fc1.weight has shape (12, 9)")
+
+    def test_unexpected_tensor_is_named(self):
+        def edit(sd):
+            sd["encoder.encoder.layers.0.mega_layer.extra"] = torch.zeros(3)
+        self.expect_refusal(self.official(edit_model=edit), "unexpected tensor layers.0.mega_layer.extra")
+
+    def test_unsupported_options_are_named(self):
+        cases = [("rel_pos_bias", "rotary", "option rel_pos_bias = 'rotary'"),
+                 ("sen_rep_type", "cls", "option sen_rep_type = 'cls'"),
+                 ("attention_activation_fn", "cosine", "option attention_fn = 'cosine'"),
+                 ("norm_type", "groupnorm", "option norm_type = 'groupnorm'"),
+                 ("chunk_size", -1, "option chunk_size = -1")]
+        for field, value, needle in cases:
+            with self.subTest(field=field):
+                self.expect_refusal(self.official(edit_args=lambda a: setattr(a, field, value)), needle)
+
+    def test_label_count_must_match(self):
+        r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", self.out(), "--labels", "a,b,c")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--labels has 3 labels but the model has 4 classes", r.stderr)
+        self.assertFalse(os.path.exists(self.out()))
+
+    def test_bad_inputs(self):
+        r = run(os.path.join(self.dir, "nope.pt"), "-o", self.out(), "--labels", LABELS4)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no such file", r.stderr)
+        junk = os.path.join(self.dir, "junk.pt")
+        torch.save({"weights": 1}, junk)
+        r = run(junk, "-o", self.out(), "--labels", LABELS4)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not a checkpoint", r.stderr)
+        r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", self.out(), "--labels", LABELS4, "--input-mean", "0")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--input-mean and --input-std go together", r.stderr)
+        notpt = os.path.join(self.dir, "x.pt")
+        with open(notpt, "w") as f:
+            f.write("hello")
+        r = run(notpt, "-o", self.out(), "--labels", LABELS4)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("mega_convert: error:", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
