@@ -3,7 +3,10 @@
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config
       libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev libsndfile1-dev
-      python3 python3-torch python3-numpy python3-flatbuffers sox)
+      libsamplerate0-dev portaudio19-dev
+      python3 python3-torch python3-numpy python3-flatbuffers
+      sox espeak-ng flite
+      pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,14 +1,17 @@
 #include "audio_file.h"
 
+#include <samplerate.h>
 #include <sndfile.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
-#include <memory>
 
 namespace kws {
 
 namespace {
+
+constexpr int64_t kBlockFrames = 4096;
 
 std::string format_name(int format) {
   SF_FORMAT_INFO fi;
@@ -20,24 +23,26 @@ std::string format_name(int format) {
   return out;
 }
 
-}  // namespace
+using SndFile = std::unique_ptr<SNDFILE, int (*)(SNDFILE*)>;
+using SrcState = std::unique_ptr<SRC_STATE, SRC_STATE* (*)(SRC_STATE*)>;
 
-bool read_audio_file(const std::string& path, int32_t want_rate, int64_t max_frames, std::vector<float>* samples,
-                     AudioInfo* info, std::string* error) {
+// Opens and checks a file; shared by the whole-file and streaming readers.
+SndFile open_checked(const std::string& path, AudioInfo* info, std::string* error) {
+  SndFile none(nullptr, sf_close);
   struct stat sb;
   if (::stat(path.c_str(), &sb) != 0) {
     *error = "no such file";
-    return false;
+    return none;
   }
   if (S_ISDIR(sb.st_mode)) {
     *error = "is a directory";
-    return false;
+    return none;
   }
   SF_INFO sfi = {};
-  std::unique_ptr<SNDFILE, int (*)(SNDFILE*)> f(sf_open(path.c_str(), SFM_READ, &sfi), sf_close);
+  SndFile f(sf_open(path.c_str(), SFM_READ, &sfi), sf_close);
   if (!f) {
     *error = std::string("not a readable audio file (") + sf_strerror(nullptr) + ")";
-    return false;
+    return none;
   }
   info->sample_rate = sfi.samplerate;
   info->channels = sfi.channels;
@@ -45,41 +50,152 @@ bool read_audio_file(const std::string& path, int32_t want_rate, int64_t max_fra
   info->format = format_name(sfi.format);
   if (sfi.frames <= 0) {
     *error = "no audio in the file (0 frames)";
-    return false;
+    return none;
   }
   if (sfi.channels <= 0 || sfi.channels > 64) {
     *error = "unsupported channel count " + std::to_string(sfi.channels);
-    return false;
+    return none;
   }
-  if (sfi.samplerate != want_rate) {
-    *error = "sample rate is " + std::to_string(sfi.samplerate) + " Hz; the model needs " +
-             std::to_string(want_rate) + " Hz (convert it first, e.g. sox in.wav -r " +
-             std::to_string(want_rate) + " out.wav)";
-    return false;
+  if (sfi.samplerate < 1000 || sfi.samplerate > 768000) {
+    *error = "unsupported sample rate " + std::to_string(sfi.samplerate) + " Hz";
+    return none;
   }
-  if (sfi.frames > max_frames) {
-    *error = "too long to classify as one clip (" + std::to_string(sfi.frames / double(sfi.samplerate)) +
-             " s; the limit is " + std::to_string(max_frames / want_rate) + " s)";
-    return false;
-  }
-  std::vector<float> inter(size_t(sfi.frames) * size_t(sfi.channels));
-  // Float data is normally scaled to [-1, 1]; integer data read as float is divided by 2^(bits-1).
-  const sf_count_t got = sf_readf_float(f.get(), inter.data(), sfi.frames);
-  if (got < sfi.frames) {
-    *error = "file is truncated: the header announces " + std::to_string(sfi.frames) + " frames, only " +
-             std::to_string(got > 0 ? got : 0) + " could be read";
-    return false;
-  }
-  samples->assign(size_t(got), 0.0f);
-  for (sf_count_t i = 0; i < got; ++i) {
-    double acc = 0.0;
-    for (int c = 0; c < sfi.channels; ++c) acc += inter[size_t(i) * size_t(sfi.channels) + size_t(c)];
-    const float v = float(acc / sfi.channels);
-    if (!std::isfinite(v)) {
-      *error = "sample " + std::to_string(i) + " is not a finite number (NaN or Inf)";
+  return f;
+}
+
+}  // namespace
+
+struct AudioFileStream::Impl {
+  SndFile file{nullptr, sf_close};
+  SrcState src{nullptr, src_delete};
+  AudioInfo info;
+  double ratio = 1.0;
+  std::vector<float> inter, mono, pending;  // pending: mono input not yet consumed by the resampler
+  size_t pending_off = 0;
+  int64_t frames_read = 0;
+  bool eof = false, done = false;
+
+  // Reads the next block of mono input into pending; false on error.
+  bool fill(std::string* error) {
+    const int ch = info.channels;
+    const sf_count_t got = sf_readf_float(file.get(), inter.data(), kBlockFrames);
+    if (got < 0) {
+      *error = sf_strerror(file.get());
       return false;
     }
-    (*samples)[size_t(i)] = v;
+    if (got == 0) {
+      eof = true;
+      if (frames_read < info.frames) {
+        *error = "file is truncated: the header announces " + std::to_string(info.frames) + " frames, only " +
+                 std::to_string(frames_read) + " could be read";
+        return false;
+      }
+      pending.clear();
+      pending_off = 0;
+      return true;
+    }
+    pending.resize(size_t(got));
+    pending_off = 0;
+    for (sf_count_t i = 0; i < got; ++i) {
+      double acc = 0.0;
+      for (int c = 0; c < ch; ++c) acc += inter[size_t(i) * size_t(ch) + size_t(c)];
+      const float v = float(acc / ch);
+      if (!std::isfinite(v)) {
+        char at[64];
+        std::snprintf(at, sizeof at, "%.3f s", double(frames_read + i) / info.sample_rate);
+        *error = "sample " + std::to_string(frames_read + i) + " (at " + at + ") is not a finite number (NaN or Inf)";
+        return false;
+      }
+      pending[size_t(i)] = v;
+    }
+    frames_read += got;
+    return true;
+  }
+};
+
+std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, int32_t want_rate, AudioInfo* info,
+                                                       std::string* error) {
+  std::unique_ptr<AudioFileStream> s(new AudioFileStream());
+  s->impl_ = std::make_unique<Impl>();
+  Impl& im = *s->impl_;
+  im.file = open_checked(path, &im.info, error);
+  if (!im.file) return nullptr;
+  im.inter.resize(size_t(kBlockFrames) * size_t(im.info.channels));
+  if (im.info.sample_rate != want_rate) {
+    int err = 0;
+    im.src.reset(src_new(SRC_SINC_MEDIUM_QUALITY, 1, &err));
+    if (!im.src) {
+      *error = std::string("cannot create a resampler: ") + src_strerror(err);
+      return nullptr;
+    }
+    im.ratio = double(want_rate) / im.info.sample_rate;
+    im.info.resampled = true;
+  }
+  *info = im.info;
+  return s;
+}
+
+AudioFileStream::~AudioFileStream() = default;
+
+int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
+  Impl& im = *impl_;
+  int64_t written = 0;
+  while (written < max && !im.done) {
+    if (im.pending_off >= im.pending.size() && !im.eof) {
+      if (!im.fill(error)) return -1;
+    }
+    const long avail = long(im.pending.size() - im.pending_off);
+    if (!im.src) {
+      if (avail == 0) {
+        im.done = im.eof;
+        continue;
+      }
+      const long n = long(std::min<int64_t>(avail, max - written));
+      std::copy(im.pending.begin() + long(im.pending_off), im.pending.begin() + long(im.pending_off) + n,
+                out + written);
+      im.pending_off += size_t(n);
+      written += n;
+      continue;
+    }
+    SRC_DATA d = {};
+    d.data_in = avail ? im.pending.data() + im.pending_off : nullptr;
+    d.input_frames = avail;
+    d.data_out = out + written;
+    d.output_frames = long(max - written);
+    d.end_of_input = im.eof ? 1 : 0;
+    d.src_ratio = im.ratio;
+    const int err = src_process(im.src.get(), &d);
+    if (err) {
+      *error = std::string("resampling failed: ") + src_strerror(err);
+      return -1;
+    }
+    im.pending_off += size_t(d.input_frames_used);
+    written += d.output_frames_gen;
+    if (im.eof && d.output_frames_gen == 0 && d.input_frames_used == 0) im.done = true;
+  }
+  return written;
+}
+
+bool read_audio_file(const std::string& path, int32_t want_rate, double max_seconds, std::vector<float>* samples,
+                     AudioInfo* info, std::string* error) {
+  auto stream = AudioFileStream::open(path, want_rate, info, error);
+  if (!stream) return false;
+  const double seconds = double(info->frames) / info->sample_rate;
+  if (seconds > max_seconds) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "too long to classify as one clip (%.1f s; the limit is %.0f s; use scan)",
+                  seconds, max_seconds);
+    *error = msg;
+    return false;
+  }
+  samples->clear();
+  samples->reserve(size_t(double(info->frames) * want_rate / info->sample_rate) + 1024);
+  std::vector<float> block(kBlockFrames);
+  for (;;) {
+    const int64_t n = stream->read(block.data(), kBlockFrames, error);
+    if (n < 0) return false;
+    if (n == 0) break;
+    samples->insert(samples->end(), block.begin(), block.begin() + n);
   }
   return true;
 }

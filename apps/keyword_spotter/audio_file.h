@@ -1,23 +1,43 @@
-// Reading audio files for the CLI (libsndfile).
+// Reading audio files for the CLI: libsndfile for every format it knows,
+// libsamplerate to bring any rate to the model's.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kws {
 
 struct AudioInfo {
-  int32_t sample_rate = 0;
+  int32_t sample_rate = 0;  // of the file
   int32_t channels = 0;
-  int64_t frames = 0;
-  std::string format;  // e.g. "WAV PCM_16"
+  int64_t frames = 0;       // of the file
+  std::string format;       // e.g. "WAV (Microsoft) Signed 16 bit PCM"
+  bool resampled = false;
 };
 
-// Reads a whole file as mono float samples in [-1, 1) (channels averaged).
-// Refuses, with a message: unreadable or non-audio files, 0 frames, files over
-// max_frames, a sample rate other than want_rate, non-finite samples.
-bool read_audio_file(const std::string& path, int32_t want_rate, int64_t max_frames, std::vector<float>* samples,
+// Reads a whole file as mono float samples at want_rate (channels averaged,
+// other rates resampled). Refuses, with a message: missing files, directories,
+// non-audio files, 0 frames, files longer than max_seconds, truncated data,
+// non-finite samples.
+bool read_audio_file(const std::string& path, int32_t want_rate, double max_seconds, std::vector<float>* samples,
                      AudioInfo* info, std::string* error);
+
+// Streams a file of any length in blocks, as mono at want_rate, with bounded
+// memory (scan). read() returns the samples written (0 at the end, -1 on
+// error with *error set).
+class AudioFileStream {
+ public:
+  static std::unique_ptr<AudioFileStream> open(const std::string& path, int32_t want_rate, AudioInfo* info,
+                                               std::string* error);
+  ~AudioFileStream();
+  int64_t read(float* out, int64_t max, std::string* error);
+
+ private:
+  AudioFileStream() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace kws

@@ -1,56 +1,54 @@
 // keyword_spotter: the command-line front end of the runtime.
 //
 //   keyword_spotter classify -m MODEL [--json] [--block-size N] FILE...
-//   keyword_spotter info -m MODEL
+//   keyword_spotter scan     -m MODEL [--json] FILE
+//   keyword_spotter listen   -m MODEL [--device NAME|INDEX] [--json]
+//   keyword_spotter devices
+//   keyword_spotter bench    -m MODEL [--threads N] [--seconds S] [--json]
+//   keyword_spotter info     -m MODEL
 //   keyword_spotter selftest -m MODEL
-//
-// Exit codes: 0 success; 1 a file failed or the self-test failed; 2 usage
-// error; 3 the model could not be loaded.
-#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <string>
-#include <vector>
 
-#include "audio_file.h"
-#include "mega/mega.hpp"
+#include "commands.h"
+
+namespace kws {
 
 namespace {
 
-constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitModel = 3;
-constexpr int64_t kMaxClipSeconds = 600;
-
-struct Params {
-  std::string command;
-  std::string model_path;
-  bool json = false;
-  int64_t block_size = 0;  // 0: the whole clip at once (offline)
-  std::string kernels = "optimized";
-  int threads = 1;
-  std::vector<std::string> files;
-};
-
 void print_usage(FILE* out) {
   std::fprintf(out,
-               "usage: keyword_spotter COMMAND -m MODEL [options] [FILE...]\n"
-               "\n"
-               "commands:\n"
-               "  classify   classify whole audio clips (WAV/FLAC/OGG at the model's rate)\n"
-               "  info       print the model's metadata\n"
-               "  selftest   run the self-test stored in the model file (exit 0 if it passes)\n"
-               "\n"
-               "options:\n"
-               "  -m, --model PATH      model file (.mega)                       [required]\n"
-               "  -j, --json            one JSON object per line                 [off]\n"
-               "  -b, --block-size N    stream the clip N samples at a time      [0 = whole clip, offline]\n"
-               "  -k, --kernels NAME    optimized | reference                    [optimized]\n"
-               "  -t, --threads N       BLAS threads                             [1]\n"
-               "  -h, --help            this help\n"
-               "\n"
-               "exit codes: 0 ok, 1 a file or the self-test failed, 2 usage error, 3 model not loadable\n");
+      "usage: keyword_spotter COMMAND [options] [FILE...]\n"
+      "\n"
+      "commands:\n"
+      "  classify   classify audio clips (any format libsndfile reads, any rate, mono or stereo)\n"
+      "  scan       stream a recording of any length and print each keyword detection\n"
+      "  listen     spot keywords live on a microphone (PortAudio)\n"
+      "  devices    list audio input devices\n"
+      "  bench      real-time factor, per-chunk latency, memory and load time\n"
+      "  info       print the model's metadata\n"
+      "  selftest   run the self-test stored in the model file (exit 0 if it passes)\n"
+      "\n"
+      "options:                                                        [default]\n"
+      "  -m, --model PATH        model file (.mega)                      [required, except devices]\n"
+      "  -j, --json              machine-readable output, one JSON object per line   [off]\n"
+      "  -b, --block-size N      classify: stream the clip N samples at a time      [whole clip]\n"
+      "  -k, --kernels NAME      optimized | reference (plain scalar loops)         [optimized]\n"
+      "  -t, --threads N         BLAS threads                                       [1]\n"
+      "  -d, --device NAME|IDX   listen: input device (name substring or index)     [default input]\n"
+      "  -s, --seconds S         listen: stop after S s; bench: audio to process    [listen: until Ctrl-C; bench: 10]\n"
+      "      --threshold T       detection threshold for every keyword, 0..1        [from the model]\n"
+      "      --smoothing H       posteriors averaged over H chunk hops              [from the model]\n"
+      "      --refractory-ms MS  quiet time after a detection                       [from the model]\n"
+      "      --sensitivity S     0..1; 0.5 keeps the thresholds, higher fires more  [0.5]\n"
+      "  -h, --help              this help\n"
+      "\n"
+      "exit codes: 0 ok; 1 a file, the self-test or a stream failed; 2 usage error;\n"
+      "            3 model not loadable; 4 audio device error\n");
 }
 
 bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
@@ -61,6 +59,23 @@ bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
   if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
   *out = v;
   return true;
+}
+
+bool parse_float(const char* s, double lo, double hi, double* out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+int usage_error(const char* fmt, const char* arg = "") {
+  std::fprintf(stderr, "keyword_spotter: ");
+  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, " (try --help)\n");
+  return kExitUsage;
 }
 
 // Returns -1 to continue, else an exit code.
@@ -74,71 +89,75 @@ int parse_args(int argc, char** argv, Params* p) {
     print_usage(stdout);
     return kExitOk;
   }
-  if (p->command != "classify" && p->command != "info" && p->command != "selftest") {
-    std::fprintf(stderr, "keyword_spotter: unknown command '%s' (try --help)\n", argv[1]);
-    return kExitUsage;
-  }
+  static const char* kCommands[] = {"classify", "scan", "listen", "devices", "bench", "info", "selftest"};
+  bool known = false;
+  for (const char* c : kCommands) known = known || p->command == c;
+  if (!known) return usage_error("unknown command '%s'", argv[1]);
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "keyword_spotter: %s needs a value\n", name);
-        return nullptr;
-      }
-      return argv[++i];
+    const char* v = nullptr;
+    auto value = [&]() -> bool {
+      if (i + 1 >= argc) return false;
+      v = argv[++i];
+      return true;
     };
+    int64_t iv = 0;
+    double fv = 0.0;
     if (a == "-h" || a == "--help") {
       print_usage(stdout);
       return kExitOk;
     } else if (a == "-m" || a == "--model") {
-      const char* v = value("--model");
-      if (!v) return kExitUsage;
+      if (!value()) return usage_error("%s needs a value", a.c_str());
       p->model_path = v;
     } else if (a == "-j" || a == "--json") {
       p->json = true;
     } else if (a == "-b" || a == "--block-size") {
-      const char* v = value("--block-size");
-      if (!v || !parse_int(v, 1, int64_t(1) << 30, &p->block_size)) {
-        std::fprintf(stderr, "keyword_spotter: --block-size needs a positive integer\n");
-        return kExitUsage;
-      }
+      if (!value() || !parse_int(v, 1, int64_t(1) << 30, &iv)) return usage_error("--block-size needs a positive integer");
+      p->block_size = iv;
     } else if (a == "-k" || a == "--kernels") {
-      const char* v = value("--kernels");
-      if (!v) return kExitUsage;
+      if (!value() || (std::strcmp(v, "optimized") != 0 && std::strcmp(v, "reference") != 0)) {
+        return usage_error("--kernels must be 'optimized' or 'reference'");
+      }
       p->kernels = v;
-      if (p->kernels != "optimized" && p->kernels != "reference") {
-        std::fprintf(stderr, "keyword_spotter: --kernels must be 'optimized' or 'reference'\n");
-        return kExitUsage;
-      }
     } else if (a == "-t" || a == "--threads") {
-      int64_t t = 0;
-      const char* v = value("--threads");
-      if (!v || !parse_int(v, 1, 256, &t)) {
-        std::fprintf(stderr, "keyword_spotter: --threads needs an integer in [1, 256]\n");
-        return kExitUsage;
-      }
-      p->threads = int(t);
+      if (!value() || !parse_int(v, 1, 256, &iv)) return usage_error("--threads needs an integer in [1, 256]");
+      p->threads = int(iv);
+    } else if (a == "-d" || a == "--device") {
+      if (!value()) return usage_error("--device needs a name or an index");
+      p->device = v;
+    } else if (a == "-s" || a == "--seconds") {
+      if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a positive number");
+      p->seconds = fv;
+    } else if (a == "--threshold") {
+      if (!value() || !parse_float(v, 0.001, 1.0, &fv)) return usage_error("--threshold needs a number in (0, 1]");
+      p->threshold = float(fv);
+    } else if (a == "--smoothing") {
+      if (!value() || !parse_int(v, 1, 1024, &iv)) return usage_error("--smoothing needs an integer in [1, 1024]");
+      p->smoothing = int32_t(iv);
+    } else if (a == "--refractory-ms") {
+      if (!value() || !parse_int(v, 0, 600000, &iv)) return usage_error("--refractory-ms needs an integer in [0, 600000]");
+      p->refractory_ms = int32_t(iv);
+    } else if (a == "--sensitivity") {
+      if (!value() || !parse_float(v, 0.0, 1.0, &fv)) return usage_error("--sensitivity needs a number in [0, 1]");
+      p->sensitivity = float(fv);
     } else if (a.size() > 1 && a[0] == '-') {
-      std::fprintf(stderr, "keyword_spotter: unknown option '%s' (try --help)\n", a.c_str());
-      return kExitUsage;
+      return usage_error("unknown option '%s'", a.c_str());
     } else {
       p->files.push_back(a);
     }
   }
-  if (p->model_path.empty()) {
-    std::fprintf(stderr, "keyword_spotter: -m MODEL is required (try --help)\n");
-    return kExitUsage;
+  const bool needs_model = p->command != "devices";
+  if (needs_model && p->model_path.empty()) return usage_error("-m MODEL is required");
+  if (p->command == "classify" && p->files.empty()) return usage_error("classify needs at least one audio file");
+  if (p->command == "scan" && p->files.size() != 1) return usage_error("scan takes exactly one audio file");
+  if (p->command != "classify" && p->command != "scan" && !p->files.empty()) {
+    return usage_error("%s takes no files", p->command.c_str());
   }
-  if (p->command == "classify" && p->files.empty()) {
-    std::fprintf(stderr, "keyword_spotter: classify needs at least one audio file\n");
-    return kExitUsage;
-  }
-  if (p->command != "classify" && !p->files.empty()) {
-    std::fprintf(stderr, "keyword_spotter: %s takes no files\n", p->command.c_str());
-    return kExitUsage;
-  }
+  if (p->block_size > 0 && p->command != "classify") return usage_error("--block-size is for classify");
   return -1;
 }
+
+}  // namespace
 
 std::string json_escape(const std::string& s) {
   std::string out;
@@ -162,15 +181,57 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-void softmax(const float* logits, int n, std::vector<float>* out) {
-  out->resize(size_t(n));
-  const float mx = *std::max_element(logits, logits + n);
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += std::exp(double(logits[i] - mx));
-  for (int i = 0; i < n; ++i) (*out)[size_t(i)] = float(std::exp(double(logits[i] - mx)) / sum);
+std::shared_ptr<const mega::Model> load_model(const Params& p) {
+  std::string err;
+  auto model = mega::Model::load(p.model_path, &err);
+  if (!model) std::fprintf(stderr, "keyword_spotter: cannot load model: %s\n", err.c_str());
+  return model;
 }
 
-int cmd_info(const mega::Model& m, const Params& p) {
+std::unique_ptr<mega::Session> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
+                                            int64_t max_clip_samples) {
+  mega::SessionOptions opts;
+  opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
+  opts.max_clip_samples = max_clip_samples;
+  std::string err;
+  auto s = mega::Session::create(m, opts, &err);
+  if (!s) std::fprintf(stderr, "keyword_spotter: cannot create a session: %s\n", err.c_str());
+  return s;
+}
+
+std::unique_ptr<mega::Detector> make_detector(const mega::Model& m, const Params& p) {
+  const mega::ModelInfo& info = m.info();
+  mega::DetectorConfig c;
+  const size_t n = info.labels.size();
+  // Untuned models get 0.5 (the README says so); a threshold flag overrides both.
+  c.thresholds = info.detection.thresholds.empty() ? std::vector<float>(n, 0.5f) : info.detection.thresholds;
+  if (p.threshold > 0.0f) c.thresholds.assign(n, p.threshold);
+  if (p.sensitivity >= 0.0f) c.thresholds = mega::Detector::apply_sensitivity(c.thresholds, p.sensitivity);
+  c.smoothing_hops = p.smoothing > 0 ? p.smoothing : info.detection.smoothing_hops;
+  c.refractory_ms = p.refractory_ms >= 0 ? p.refractory_ms : info.detection.refractory_ms;
+  c.hop_ms = int32_t(std::lround(1000.0 * double(info.hparams.chunk_samples()) / info.hparams.sample_rate));
+  if (c.hop_ms < 1) c.hop_ms = 1;
+  std::string err;
+  auto d = mega::Detector::create(info.labels, c, &err);
+  if (!d) std::fprintf(stderr, "keyword_spotter: bad detection settings: %s\n", err.c_str());
+  return d;
+}
+
+void print_detection(const mega::Model& m, const Params& p, double time_s, const mega::Detection& d) {
+  const std::string& label = m.labels()[size_t(d.label)];
+  if (p.json) {
+    std::printf("{\"time_s\": %.4f, \"label\": \"%s\", \"score\": %.4f}\n", time_s, json_escape(label).c_str(),
+                d.score);
+  } else {
+    std::printf("%.3f\t%s\t%.3f\n", time_s, label.c_str(), d.score);
+  }
+  std::fflush(stdout);
+}
+
+int cmd_info(const Params& p) {
+  auto model = load_model(p);
+  if (!model) return kExitModel;
+  const mega::Model& m = *model;
   const mega::ModelInfo& in = m.info();
   const mega::HParams& h = in.hparams;
   static const char* attn[] = {"laplace", "softmax", "relu2"};
@@ -218,13 +279,17 @@ int cmd_info(const mega::Model& m, const Params& p) {
   return kExitOk;
 }
 
-int cmd_selftest(const std::shared_ptr<const mega::Model>& m, mega::Session& s) {
+int cmd_selftest(const Params& p) {
+  auto m = load_model(p);
+  if (!m) return kExitModel;
   if (m->info().self_test_samples == 0) {
     std::fprintf(stderr, "keyword_spotter: the model file has no self-test\n");
     return kExitFailed;
   }
+  auto s = make_session(m, p, m->info().self_test_samples);
+  if (!s) return kExitModel;
   float diff = 0.0f;
-  const mega::Status st = s.self_test(&diff);
+  const mega::Status st = s->self_test(&diff);
   if (st == mega::Status::ok) {
     std::printf("self-test passed: max abs logit difference %.3g (tolerance %.3g)\n", diff, m->self_test_tolerance());
     return kExitOk;
@@ -234,96 +299,18 @@ int cmd_selftest(const std::shared_ptr<const mega::Model>& m, mega::Session& s) 
   return kExitFailed;
 }
 
-// Streams the (padded) clip in blocks; the result is the last window's logits.
-mega::Status classify_streaming(mega::Session& s, const std::vector<float>& clip, int64_t block,
-                                std::vector<float>* logits) {
-  std::vector<float> padded(clip);
-  padded.resize(size_t(s.padded_clip_samples(int64_t(clip.size()))), 0.0f);
-  s.reset();
-  bool any = false;
-  for (size_t off = 0; off < padded.size(); off += size_t(block)) {
-    const int64_t n = std::min<int64_t>(block, int64_t(padded.size() - off));
-    const mega::Status st = s.push_all(padded.data() + off, n, [&](const mega::ChunkResult& r) {
-      std::copy(r.logits, r.logits + logits->size(), logits->begin());
-      any = true;
-    });
-    if (st != mega::Status::ok) return st;
-  }
-  return any ? mega::Status::ok : mega::Status::invalid_argument;
-}
-
-int cmd_classify(const std::shared_ptr<const mega::Model>& m, mega::Session& s, const Params& p) {
-  const int n_classes = m->hparams().n_classes;
-  const int32_t rate = m->hparams().sample_rate;
-  if (p.block_size > 0 && !m->streamable()) {
-    std::fprintf(stderr, "keyword_spotter: --block-size needs a streaming (unidirectional) model; this one is "
-                         "bidirectional and classifies whole clips only\n");
-    return kExitUsage;
-  }
-  int failures = 0;
-  std::vector<float> audio, probs;
-  std::vector<float> logits(static_cast<size_t>(n_classes));
-  for (const std::string& path : p.files) {
-    kws::AudioInfo ai;
-    std::string err;
-    mega::Status st = mega::Status::ok;
-    if (!kws::read_audio_file(path, rate, kMaxClipSeconds * rate, &audio, &ai, &err)) {
-      st = mega::Status::io_error;
-    } else if (p.block_size > 0) {
-      st = classify_streaming(s, audio, p.block_size, &logits);
-    } else {
-      st = s.classify_clip(audio.data(), int64_t(audio.size()), logits.data());
-    }
-    if (st != mega::Status::ok && err.empty()) err = mega::status_name(st);
-    if (!err.empty()) {
-      ++failures;
-      if (p.json) {
-        std::printf("{\"file\": \"%s\", \"error\": \"%s\"}\n", json_escape(path).c_str(), json_escape(err).c_str());
-      } else {
-        std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
-      }
-      std::fflush(stdout);
-      continue;
-    }
-    softmax(logits.data(), n_classes, &probs);
-    const int best = int(std::max_element(probs.begin(), probs.end()) - probs.begin());
-    const std::string& label = m->labels()[size_t(best)];
-    if (p.json) {
-      std::printf("{\"file\": \"%s\", \"label\": \"%s\", \"score\": %.6f, \"logits\": [", json_escape(path).c_str(),
-                  json_escape(label).c_str(), probs[size_t(best)]);
-      for (int i = 0; i < n_classes; ++i) std::printf("%s%.7g", i ? ", " : "", logits[size_t(i)]);
-      std::printf("]}\n");
-    } else {
-      std::printf("%s\t%s\t%.3f\n", path.c_str(), label.c_str(), probs[size_t(best)]);
-    }
-    std::fflush(stdout);
-  }
-  return failures ? kExitFailed : kExitOk;
-}
-
-}  // namespace
+}  // namespace kws
 
 int main(int argc, char** argv) {
-  Params p;
-  const int rc = parse_args(argc, argv, &p);
+  kws::Params p;
+  const int rc = kws::parse_args(argc, argv, &p);
   if (rc >= 0) return rc;
   mega::set_blas_threads(p.threads);
-  std::string err;
-  mega::Status st = mega::Status::ok;
-  auto model = mega::Model::load(p.model_path, &err, &st);
-  if (!model) {
-    std::fprintf(stderr, "keyword_spotter: cannot load model: %s\n", err.c_str());
-    return kExitModel;
-  }
-  if (p.command == "info") return cmd_info(*model, p);
-  mega::SessionOptions opts;
-  opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
-  opts.max_clip_samples = kMaxClipSeconds * model->hparams().sample_rate;
-  auto session = mega::Session::create(model, opts, &err, &st);
-  if (!session) {
-    std::fprintf(stderr, "keyword_spotter: cannot create a session: %s\n", err.c_str());
-    return kExitModel;
-  }
-  if (p.command == "selftest") return cmd_selftest(model, *session);
-  return cmd_classify(model, *session, p);
+  if (p.command == "info") return kws::cmd_info(p);
+  if (p.command == "selftest") return kws::cmd_selftest(p);
+  if (p.command == "classify") return kws::cmd_classify(p);
+  if (p.command == "scan") return kws::cmd_scan(p);
+  if (p.command == "bench") return kws::cmd_bench(p);
+  if (p.command == "listen") return kws::cmd_listen(p);
+  return kws::cmd_devices(p);
 }

@@ -283,6 +283,8 @@ def main(argv=None) -> int:
     ap.add_argument("--input-std", type=float, help="training-set std of the samples (official pipeline)")
     ap.add_argument("--fp16", action="store_true", help="store tensors as float16 (half the size)")
     ap.add_argument("--notes", default="", help="free text stored in the file's provenance")
+    ap.add_argument("--detection", help="JSON file with detection defaults: "
+                    '{"thresholds": [per label], "smoothing_hops": N, "refractory_ms": MS}')
     args = ap.parse_args(argv)
 
     try:
@@ -298,10 +300,18 @@ def main(argv=None) -> int:
             raise ConvertError("--labels is required for this checkpoint (labels are not stored in it)")
         if any(not x or x != x.strip() for x in labels) or len(set(labels)) != len(labels):
             raise ConvertError("--labels must be distinct, non-empty names without surrounding spaces")
+        detection = extra.get("detection")
+        if args.detection:
+            import json
+            with open(args.detection) as f:
+                detection = json.load(f)
+            thr = detection.get("thresholds", [])
+            if thr and (len(thr) != len(labels) or not all(0 < float(t) <= 1 for t in thr)):
+                raise ConvertError(f"--detection: need {len(labels)} thresholds in (0, 1]")
         data, logits = build_model_file(
             model, labels, input_mean=args.input_mean, input_std=args.input_std, fp16=args.fp16,
             source_sha256=sha256_of(args.checkpoint), source_format=fmt, notes=args.notes,
-            detection=extra.get("detection"))
+            detection=detection)
         write_atomic(args.output, data)
     except (ConvertError, ValueError) as e:
         print(f"mega_convert: error: {e}", file=sys.stderr)

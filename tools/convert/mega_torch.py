@@ -138,7 +138,7 @@ class SeqNorm(nn.Module):
 
     def forward(self, x):
         if self.norm_type == "batchnorm":
-            return self.norm(x.transpose(1, 2)).transpose(1, 2)
+            return self.norm(x.transpose(1, 2)).transpose(1, 2).contiguous()
         return self.norm(x)
 
 
@@ -154,9 +154,9 @@ class PatchEmbedding(nn.Module):
     def forward(self, s: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T/stride, D)
         if self.kernel == 1 and self.stride == 1:
             return s.unsqueeze(-1) * self.weight[:, 0] + self.bias
-        padded = F.pad(s, (self.kernel - self.stride, 0))
-        patches = padded.unfold(1, self.kernel, self.stride)  # (B, T/s, k)
-        return patches @ self.weight.t() + self.bias
+        padded = F.pad(s, (self.kernel - self.stride, 0)).unsqueeze(1)  # (B, 1, T + k - s)
+        y = F.conv1d(padded, self.weight.unsqueeze(1), self.bias, stride=self.stride)  # (B, D, T/s)
+        return y.transpose(1, 2).contiguous()
 
 
 class MultiHeadEMA(nn.Module):
@@ -348,6 +348,14 @@ class MegaKWS(nn.Module):
     def forward(self, s: torch.Tensor, trace: Optional[List[torch.Tensor]] = None) -> torch.Tensor:
         x = self.features(s, trace)
         return self.head(x.mean(dim=1))
+
+    def window_logits(self, s: torch.Tensor) -> torch.Tensor:
+        """Logits over the last W chunks only, as a streaming session reports
+        them after the last chunk of s (earlier audio still reaches the window
+        through the EMA state). Equals forward() when s is exactly one window."""
+        x = self.features(s)
+        tokens = self.cfg.window_chunks * self.cfg.chunk_size
+        return self.head(x[:, -tokens:].mean(dim=1))
 
 
 def config_from_fairseq_args(args, state_dict) -> MegaConfig:

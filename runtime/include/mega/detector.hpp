@@ -1,0 +1,63 @@
+// Turning per-hop window posteriors into keyword detections.
+//
+// Per chunk hop the session's window logits become posteriors (softmax); they
+// are averaged over the last `smoothing_hops` hops; a keyword fires when its
+// smoothed score reaches its threshold and it is the best keyword above
+// threshold. After a detection every keyword is suppressed for
+// `refractory_ms`, and the keyword that fired must fall back below its
+// threshold before it can fire again, so one spoken word gives one
+// detection. Labels starting with '_' (_silence_, _unknown_) never fire.
+// All memory is allocated by create(); update() allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mega {
+
+struct DetectorConfig {
+  std::vector<float> thresholds;  // per label, in (0, 1]
+  int32_t smoothing_hops = 1;     // >= 1
+  int32_t refractory_ms = 1000;   // >= 0
+  int32_t hop_ms = 0;             // duration of one hop (the model's chunk), > 0
+};
+
+struct Detection {
+  int32_t label = -1;      // index into the model's labels
+  float score = 0.0f;      // smoothed posterior when it fired
+  int64_t hop_index = 0;   // hop that fired (0-based since reset)
+};
+
+class Detector {
+ public:
+  // Null and *error set if the config is invalid (thresholds count/range, ...).
+  static std::unique_ptr<Detector> create(const std::vector<std::string>& labels, const DetectorConfig& cfg,
+                                          std::string* error);
+  // One hop: logits (n_labels). Returns true and fills *out when a keyword fires.
+  bool update(const float* logits, Detection* out);
+  // Smoothed posteriors after the last update (n_labels).
+  const float* smoothed() const { return smoothed_.data(); }
+  void reset();
+
+  // Thresholds after a sensitivity in [0, 1]: 0.5 keeps them, 1 lowers every
+  // threshold by 0.5, 0 raises it by 0.5 (clamped to [0.01, 0.99]).
+  static std::vector<float> apply_sensitivity(const std::vector<float>& thresholds, float sensitivity);
+
+ private:
+  Detector() = default;
+  std::vector<bool> can_fire_;      // label does not start with '_'
+  std::vector<bool> armed_;         // fell below threshold since it last fired
+  std::vector<float> thresholds_;
+  std::vector<float> history_;      // (smoothing_hops x n) posteriors, ring
+  std::vector<float> smoothed_;
+  std::vector<float> probs_;
+  int32_t n_ = 0;
+  int32_t hops_ = 1;
+  int64_t refractory_hops_ = 0;
+  int64_t hop_ = 0;
+  int64_t suppressed_until_ = 0;    // first hop allowed to fire again
+};
+
+}  // namespace mega

@@ -1,0 +1,132 @@
+// The detector on synthetic posterior sequences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mega/detector.hpp"
+
+namespace {
+
+const std::vector<std::string> kLabels = {"yes", "no", "_silence_", "_unknown_"};
+
+// logits whose softmax is (about) the given probabilities
+std::vector<float> logits_for(std::vector<float> p) {
+  std::vector<float> l;
+  for (float v : p) l.push_back(std::log(std::max(v, 1e-6f)));
+  return l;
+}
+
+std::unique_ptr<mega::Detector> make(float thr, int smooth, int refractory_ms, int hop_ms = 250) {
+  mega::DetectorConfig c;
+  c.thresholds.assign(kLabels.size(), thr);
+  c.smoothing_hops = smooth;
+  c.refractory_ms = refractory_ms;
+  c.hop_ms = hop_ms;
+  std::string err;
+  auto d = mega::Detector::create(kLabels, c, &err);
+  EXPECT_TRUE(d) << err;
+  return d;
+}
+
+// runs a sequence of posterior rows; returns (hop, label) of each detection
+std::vector<std::pair<int64_t, int>> run(mega::Detector& d, const std::vector<std::vector<float>>& rows) {
+  std::vector<std::pair<int64_t, int>> out;
+  for (const auto& r : rows) {
+    mega::Detection det;
+    auto l = logits_for(r);
+    if (d.update(l.data(), &det)) out.emplace_back(det.hop_index, det.label);
+  }
+  return out;
+}
+
+const std::vector<float> kQuiet = {0.01f, 0.01f, 0.97f, 0.01f};
+const std::vector<float> kYes = {0.9f, 0.04f, 0.03f, 0.03f};
+const std::vector<float> kNo = {0.04f, 0.9f, 0.03f, 0.03f};
+const std::vector<float> kUnknown = {0.02f, 0.02f, 0.01f, 0.95f};
+
+}  // namespace
+
+TEST(Detector, FiresOncePerWordAboveThreshold) {
+  auto d = make(0.8f, 1, 500);
+  auto got = run(*d, {kQuiet, kYes, kYes, kYes, kYes, kQuiet, kQuiet});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], std::make_pair(int64_t(1), 0));
+}
+
+TEST(Detector, BelowThresholdNeverFires) {
+  auto d = make(0.95f, 1, 0);
+  EXPECT_TRUE(run(*d, {kYes, kYes, kNo, kQuiet}).empty());
+}
+
+TEST(Detector, UnderscoreLabelsNeverFire) {
+  auto d = make(0.5f, 1, 0);
+  EXPECT_TRUE(run(*d, {kQuiet, kUnknown, kQuiet, kUnknown}).empty());
+}
+
+TEST(Detector, SmoothingDelaysAndFiltersSpikes) {
+  auto d = make(0.6f, 3, 0);
+  // a one-hop spike averages to ~0.31 over 3 hops: no detection
+  EXPECT_TRUE(run(*d, {kQuiet, kQuiet, kYes, kQuiet, kQuiet}).empty());
+  auto d2 = make(0.6f, 3, 0);
+  auto got = run(*d2, {kQuiet, kQuiet, kYes, kYes, kYes, kQuiet});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, 3);  // mean of (quiet, yes, yes) = 0.6033 >= 0.6 at hop 3
+}
+
+TEST(Detector, RefractorySuppressesOtherKeywordsThenReleases) {
+  auto d = make(0.8f, 1, 1000, 250);  // 4 hops
+  // yes, then "no" right after (a confusable tail): suppressed; later "no" fires
+  auto got = run(*d, {kYes, kQuiet, kNo, kQuiet, kQuiet, kQuiet, kNo, kQuiet});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], std::make_pair(int64_t(0), 0));
+  EXPECT_EQ(got[1], std::make_pair(int64_t(6), 1));
+}
+
+TEST(Detector, LongWordAfterRefractoryDoesNotRetrigger) {
+  auto d = make(0.8f, 1, 250, 250);  // 1 hop of refractory
+  std::vector<std::vector<float>> rows(10, kYes);
+  auto got = run(*d, rows);
+  EXPECT_EQ(got.size(), 1u) << "stays above threshold: must not fire again until it drops";
+  auto more = run(*d, {kQuiet, kYes});
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0].first, 11);
+}
+
+TEST(Detector, RunnerUpAboveThresholdDuringSuppressionStaysQuiet) {
+  auto d = make(0.45f, 1, 250, 250);
+  const std::vector<float> both = {0.48f, 0.48f, 0.02f, 0.02f};
+  auto got = run(*d, {both, both, both, kQuiet});
+  ASSERT_EQ(got.size(), 1u);
+}
+
+TEST(Detector, ResetAndSensitivity) {
+  auto d = make(0.8f, 1, 10000);
+  EXPECT_EQ(run(*d, {kYes}).size(), 1u);
+  EXPECT_EQ(run(*d, {kQuiet, kYes}).size(), 0u);  // refractory
+  d->reset();
+  EXPECT_EQ(run(*d, {kYes}).size(), 1u);
+  auto t = mega::Detector::apply_sensitivity({0.8f, 0.3f}, 0.5f);
+  EXPECT_FLOAT_EQ(t[0], 0.8f);
+  t = mega::Detector::apply_sensitivity({0.8f, 0.3f}, 1.0f);
+  EXPECT_FLOAT_EQ(t[0], 0.3f);
+  EXPECT_FLOAT_EQ(t[1], 0.01f);
+  t = mega::Detector::apply_sensitivity({0.8f}, 0.0f);
+  EXPECT_FLOAT_EQ(t[0], 0.99f);
+}
+
+TEST(Detector, InvalidConfigsAreRefused) {
+  std::string err;
+  mega::DetectorConfig c;
+  c.hop_ms = 250;
+  c.thresholds = {0.5f};
+  EXPECT_FALSE(mega::Detector::create(kLabels, c, &err));
+  EXPECT_NE(err.find("thresholds"), std::string::npos);
+  c.thresholds.assign(4, 1.5f);
+  EXPECT_FALSE(mega::Detector::create(kLabels, c, &err));
+  c.thresholds.assign(4, 0.5f);
+  c.smoothing_hops = 0;
+  EXPECT_FALSE(mega::Detector::create(kLabels, c, &err));
+  c.smoothing_hops = 1;
+  c.hop_ms = 0;
+  EXPECT_FALSE(mega::Detector::create(kLabels, c, &err));
+}

@@ -1,0 +1,700 @@
+#!/usr/bin/python3
+"""Generate a synthetic Speech Commands-style keyword dataset (SC10 + _unknown_ + _silence_).
+
+  make_sc10.py --out DIR [--seed 1] [--per-word 1000] [--unknown 3000] [--silence 1200] [--jobs 2]
+
+Layout (the same as Speech Commands v0.02, so tools/train/train.py reads it as is):
+
+  DIR/<label>/<name>.wav       1.000 s, 16 kHz, mono, 16-bit PCM
+  DIR/validation_list.txt      "label/name.wav" per line (~10 %)
+  DIR/testing_list.txt         "label/name.wav" per line (~10 %); every other clip is training
+  DIR/manifest.csv             one row per clip: how it was made (see MANIFEST_FIELDS)
+  DIR/README.txt               the generation command, tool versions and counts
+
+Labels: yes no up down left right on off stop go, _unknown_ (the other Speech
+Commands words plus near-miss and common words, so that a live detector learns
+to stay quiet on other speech) and _silence_ (noise, hum, near-silence, clicks;
+no speech).
+
+Speech sources (ONLY these; other engines and voices are kept for evaluation):
+  * espeak-ng, English gmw voices (ESPEAK_VOICES; not the mbrola ones), each clip
+    with a random variant from espeak-ng's variant folder (voices/!v: m1..m8,
+    f1..f5, klatt*, whisper, croak, ...) or none, rate -s 110..220, pitch -p 20..80.
+  * flite, voices kal (8 kHz) and kal16, duration_stretch 0.8..1.3 and
+    int_f0_target_mean 90..160.
+  About 85 % espeak-ng, 15 % flite.
+
+Per speech clip: synthesize -> resample to 16 kHz (sox) -> trim leading and
+trailing silence (energy based) -> if the word is longer than 0.95 s, speed it
+up with sox `tempo` (pitch kept; at most 1.6x, otherwise re-drawn) -> place at
+a random offset inside the second (the whole word fits, >= 20 ms from the
+edges where it is short enough) -> reverberation
+(p=0.3; exponentially decaying noise impulse response, RT60 0.1..0.6 s) ->
+band-limiting (p=0.3; telephone 300-3400 Hz or low-pass 2.5-6 kHz, FFT-domain
+mask with raised-cosine edges) -> background noise (p=0.7; white, pink,
+brown, babble or 50/60 Hz hum with harmonics at an SNR of 0, 5, 10, 20 or 30 dB;
+SNR = speech RMS over the word / noise RMS) -> speech peak scaled to -20..-3 dBFS
+-> TPDF-dithered 16-bit quantization (the mix is kept inside [-1, 1)).
+Babble is the sum of 4..8 quiet, unrelated, overlapping TTS words drawn from a
+bank rendered once per run (never keywords).
+
+Silence clips: white / pink / brown noise at -60..-20 dBFS RMS, hum, noise+hum,
+near-digital silence (tiny dither), optional band-limiting, and occasionally
+clicks or short noise bursts.
+
+Determinism: every clip is drawn from its own generator
+np.random.default_rng(SeedSequence([seed, label_index, clip_index])), so the
+output does not depend on --jobs and clip k of a label is the same whatever
+--per-word / --unknown / --silence are (prefix-stable). The babble bank and
+the set of usable variants are deterministic too (same tool versions assumed).
+
+Splits: a clip is named "<spk8>_<index>_nohash_0.wav" where spk8 is the first
+8 hex digits of sha1("engine:voice:variant") (the "speaker") and index is the
+clip's index within its label. The split is the real dataset's which_set()
+hash of the part before "_nohash_", i.e. of speaker id AND clip index, so each
+voice/variant appears in every split but validation and testing hold renderings
+with unseen seeds (rate, pitch, placement, noise, ...). Running the Speech
+Commands which_set() on these names reproduces the list files.
+
+manifest.csv columns: path, label, split, engine (espeak-ng | flite | noise),
+voice, variant, rate (espeak-ng: words per minute; flite: duration_stretch),
+pitch (espeak-ng: -p 0..99; flite: int_f0_target_mean in Hz), snr_db (empty =
+no added noise), reverb ("rt60=0.32,wet=0.55" or empty), band ("tel",
+"lp4200" or empty), level_dbfs (speech clips: peak of the speech part; silence
+clips: RMS of the clip), offset_s (where the trimmed word starts), and extra
+columns word, word_dur_s (the trimmed word spans [offset_s, offset_s +
+word_dur_s]), tempo (sox tempo factor, 1 = none), noise (noise type).
+
+Needs: /usr/bin/python3 with numpy, and the espeak-ng, flite and sox commands
+(apt-get install espeak-ng flite sox).
+"""
+
+import argparse
+import csv
+import hashlib
+import multiprocessing as mp
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import wave
+
+import numpy as np
+
+SR = 16000
+CLIP = SR  # samples per clip (1.000 s)
+
+KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
+UNKNOWN = "_unknown_"
+SILENCE = "_silence_"
+LABELS = KEYWORDS + [UNKNOWN, SILENCE]
+
+# The other Speech Commands v0.02 words.
+SC_OTHER = ("bed bird cat dog eight five four happy house marvin nine one seven sheila six three tree two wow zero "
+            "backward forward follow learn visual").split()
+# Near misses of the keywords (a different consonant or vowel, or the keyword plus a
+# coda). Exact homophones of a keyword ("know" = "no", "write" = "right" in espeak-ng)
+# and words that start with a whole keyword ("often", "upper", "yesterday") are left
+# out on purpose: they would be label noise.
+NEAR_MISS = ("yeah yep yet guess chess "          # yes
+             "now nose note nope snow oh "         # no
+             "cup pup app hop "                    # up
+             "town brown dawn done round "         # down
+             "leaf lift loft let laugh "           # left
+             "light bright ride white night rate "  # right
+             "onto own an in gone don "            # on
+             "of cough awful "                     # off
+             "stock top shop step spot stuff "     # stop
+             "goal goat gold show grow").split()   # go
+COMMON = ("okay hey the and hello music weather please play next call time what turn volume open close start "
+          "pause back home alarm timer good morning water computer maybe nothing sorry hi").split()
+UNKNOWN_WORDS = SC_OTHER + NEAR_MISS + COMMON
+assert not set(UNKNOWN_WORDS) & set(KEYWORDS)
+
+ESPEAK_VOICES = ["en-gb", "en-us", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-gb-x-gbcwmd",
+                 "en-029", "en-us-nyc"]
+FLITE_VOICES = ["kal", "kal16"]
+P_FLITE = 0.15
+P_NO_VARIANT = 0.05          # espeak-ng clips rendered with the bare voice
+RATE_RANGE = (110, 220)      # espeak-ng -s
+PITCH_RANGE = (20, 80)       # espeak-ng -p
+STRETCH_RANGE = (0.8, 1.3)   # flite duration_stretch
+F0_RANGE = (90, 160)         # flite int_f0_target_mean
+
+MAX_WORD_S = 0.95            # longer words are sped up (sox tempo) ...
+MAX_TEMPO = 1.6              # ... by at most this factor, else re-drawn
+MIN_WORD_S = 0.08            # shorter "words" count as a failed rendering
+TRIM_DB = -40.0              # trim threshold relative to the loudest 5 ms frame
+TRIM_MARGIN_S = 0.010
+
+P_REVERB, P_BAND, P_NOISE = 0.3, 0.3, 0.7
+SNRS_DB = [0, 5, 10, 20, 30]
+SPEECH_NOISES = ["white", "pink", "brown", "babble", "hum"]
+LEVEL_RANGE_DBFS = (-20.0, -3.0)
+
+BABBLE_BANK_SIZE = 300
+BABBLE_CODE = 1000           # SeedSequence label code of the babble bank
+
+VAL_PCT, TEST_PCT = 10.0, 10.0
+MAX_NUM_WAVS_PER_CLASS = 2 ** 27 - 1  # as in the Speech Commands which_set()
+
+MANIFEST_FIELDS = ["path", "label", "split", "engine", "voice", "variant", "rate", "pitch", "snr_db", "reverb",
+                   "band", "level_dbfs", "offset_s", "word", "word_dur_s", "tempo", "noise"]
+
+# Filled in the parent before the worker processes fork.
+G = {"variants": [], "bank": [], "tmp_root": None, "out": None}
+
+
+# ----------------------------------------------------------------------------- splits
+
+def which_set(filename: str, validation_percentage: float = VAL_PCT, testing_percentage: float = TEST_PCT) -> str:
+    """The Speech Commands split rule: hash of the file name up to '_nohash_'."""
+    hash_name = re.sub(r"_nohash_.*$", "", os.path.basename(filename))
+    h = int(hashlib.sha1(hash_name.encode("utf-8")).hexdigest(), 16)
+    pct = (h % (MAX_NUM_WAVS_PER_CLASS + 1)) * (100.0 / MAX_NUM_WAVS_PER_CLASS)
+    if pct < validation_percentage:
+        return "validation"
+    if pct < validation_percentage + testing_percentage:
+        return "testing"
+    return "training"
+
+
+def clip_name(speaker_id: str, index: int) -> str:
+    return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{index:05d}_nohash_0.wav"
+
+
+def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, code, index]))
+
+
+# ----------------------------------------------------------------------------- small audio helpers
+
+def db(x: float) -> float:
+    return 20.0 * np.log10(max(float(x), 1e-12))
+
+
+def rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if len(x) else 0.0
+
+
+def peak(x: np.ndarray) -> float:
+    return float(np.max(np.abs(x))) if len(x) else 0.0
+
+
+def raw_f32(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)
+
+
+SOX_F32 = ["-t", "raw", "-e", "floating-point", "-b", "32", "-c", "1"]
+
+
+def load_16k(path: str) -> np.ndarray:
+    """Read a TTS wav as float32 at 16 kHz: directly if it is 16 kHz PCM16, else resampled by sox (rate -h)."""
+    try:
+        with wave.open(path, "rb") as w:
+            if w.getframerate() == SR and w.getsampwidth() == 2 and w.getnchannels() == 1:
+                return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
+    except (wave.Error, EOFError):
+        pass
+    r = subprocess.run(["sox", "-V1", path] + SOX_F32 + ["-r", str(SR), "-"], capture_output=True, timeout=60)
+    if r.returncode != 0:
+        return np.zeros(0, np.float32)
+    return raw_f32(r.stdout)
+
+
+def sox_tempo(x: np.ndarray, factor: float) -> np.ndarray:
+    """Speed up by `factor` keeping the pitch (sox WSOLA `tempo -s`)."""
+    cmd = ["sox", "-V1", "-r", str(SR)] + SOX_F32 + ["-"] + SOX_F32 + ["-", "tempo", "-s", f"{factor:.4f}"]
+    r = subprocess.run(cmd, input=x.astype("<f4").tobytes(), capture_output=True, timeout=60)
+    return raw_f32(r.stdout) if r.returncode == 0 else np.zeros(0, np.float32)
+
+
+def trim(x: np.ndarray, thr_db: float = TRIM_DB, margin_s: float = TRIM_MARGIN_S) -> np.ndarray:
+    """Cut leading/trailing silence: keep from the first to the last 5 ms frame within thr_db of the loudest."""
+    hop = SR // 200
+    n = len(x) // hop
+    if n == 0:
+        return np.zeros(0, np.float32)
+    e = np.sqrt(np.mean(np.square(x[: n * hop].reshape(n, hop), dtype=np.float64), axis=1))
+    e = np.convolve(e, np.ones(3) / 3, mode="same")
+    top = e.max()
+    if top < 1e-5:
+        return np.zeros(0, np.float32)
+    on = np.nonzero(e >= top * 10 ** (thr_db / 20))[0]
+    m = int(margin_s * SR)
+    a, b = max(0, on[0] * hop - m), min(len(x), (on[-1] + 1) * hop + m)
+    y = x[a:b].astype(np.float32).copy()
+    f = min(len(y) // 4, SR // 200)  # 5 ms fades against clicks at the cut
+    if f > 0:
+        ramp = np.linspace(0.0, 1.0, f, dtype=np.float32)
+        y[:f] *= ramp
+        y[-f:] *= ramp[::-1]
+    return y
+
+
+# ----------------------------------------------------------------------------- noise
+
+def colored_noise(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    """White, pink (1/f power) or brown (1/f^2 power) Gaussian noise, unit RMS."""
+    w = rng.standard_normal(n)
+    if kind != "white":
+        spec = np.fft.rfft(w)
+        f = np.maximum(np.fft.rfftfreq(n, 1.0 / SR), 20.0)
+        spec *= f ** (-0.5 if kind == "pink" else -1.0)
+        spec[0] = 0.0
+        w = np.fft.irfft(spec, n)
+    return (w / max(rms(w), 1e-12)).astype(np.float32)
+
+
+def hum(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Mains hum: 50 or 60 Hz (slightly detuned) with random harmonics, a little hiss; unit RMS."""
+    f0 = float(rng.choice([50.0, 60.0])) * (1 + rng.uniform(-0.004, 0.004))
+    t = np.arange(n) / SR
+    decay, odd_boost = rng.uniform(0.15, 0.8), rng.random() < 0.5
+    y = np.zeros(n)
+    for k in range(1, 13):
+        if k * f0 > 2000:
+            break
+        a = np.exp(-decay * (k - 1)) * rng.uniform(0.3, 1.0) * (2.0 if odd_boost and k % 2 else 1.0)
+        y += a * np.sin(2 * np.pi * k * f0 * t + rng.uniform(0, 2 * np.pi))
+    y /= max(rms(y), 1e-12)
+    y += colored_noise(rng, n, "white") * 10 ** (rng.uniform(-45, -25) / 20)
+    return (y / max(rms(y), 1e-12)).astype(np.float32)
+
+
+def babble(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Sum of 4..8 overlapping unrelated words from the babble bank, unit RMS."""
+    bank = G["bank"]
+    if not bank:
+        return colored_noise(rng, n, "pink")
+    y = np.zeros(n, np.float32)
+    for _ in range(int(rng.integers(4, 9))):
+        w = bank[int(rng.integers(len(bank)))]
+        pos = int(rng.integers(-len(w) // 2, n))
+        a, b = max(0, pos), min(n, pos + len(w))
+        if b > a:
+            y[a:b] += w[a - pos: b - pos] * np.float32(10 ** (rng.uniform(-8, 0) / 20))
+    if rms(y) < 1e-6:
+        return colored_noise(rng, n, "pink")
+    return y / rms(y)
+
+
+def make_noise(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    if kind == "hum":
+        return hum(rng, n)
+    if kind == "babble":
+        return babble(rng, n)
+    return colored_noise(rng, n, kind)
+
+
+def reverb(rng: np.random.Generator, x: np.ndarray):
+    """Add a synthetic room: exponentially decaying (and low-passed) noise IR, RT60 0.1..0.6 s."""
+    rt60, wet = rng.uniform(0.1, 0.6), rng.uniform(0.3, 1.0)
+    n_ir = int(min(1.2 * rt60, 0.8) * SR)
+    t = np.arange(n_ir) / SR
+    ir = rng.standard_normal(n_ir) * np.exp(-6.9078 * t / rt60)
+    pre = int(rng.uniform(0.002, 0.02) * SR)
+    ir[:pre] = 0.0
+    nfft = 1 << int(np.ceil(np.log2(len(x) + n_ir)))
+    f = np.fft.rfftfreq(nfft, 1.0 / SR)
+    damp = 1.0 / np.sqrt(1.0 + (f / rng.uniform(2500, 8000)) ** 2)  # high frequencies die sooner
+    h = np.fft.rfft(ir, nfft) * damp
+    h /= np.sqrt(np.sum(np.abs(h) ** 2) / (nfft / 2))  # about unit energy
+    y_wet = np.fft.irfft(np.fft.rfft(x, nfft) * h, nfft)[: len(x)]
+    y = x + wet * y_wet / max(rms(y_wet), 1e-12) * rms(x)
+    return y.astype(np.float32), f"rt60={rt60:.2f},wet={wet:.2f}"
+
+
+def draw_band(rng: np.random.Generator) -> str:
+    return "tel" if rng.random() < 0.5 else f"lp{int(rng.uniform(2500, 6000)) // 100 * 100}"
+
+
+def band_limit(x: np.ndarray, band: str) -> np.ndarray:
+    """FFT-domain band mask with raised-cosine edges: 'tel' = 300-3400 Hz, 'lpNNNN' = low-pass at NNNN Hz."""
+    if not band:
+        return x
+    n = len(x)
+    f = np.fft.rfftfreq(n, 1.0 / SR)
+
+    def edge(lo, hi):  # 0 below lo, 1 above hi
+        return np.clip(0.5 - 0.5 * np.cos(np.pi * np.clip((f - lo) / (hi - lo), 0, 1)), 0, 1)
+
+    if band == "tel":
+        mask = edge(200, 300) * (1 - edge(3400, 3800))
+    else:
+        fc = float(band[2:])
+        mask = 1 - edge(fc, fc * 1.15)
+    return np.fft.irfft(np.fft.rfft(x) * mask, n).astype(np.float32)
+
+
+def to_pcm16(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
+    """float in [-1, 1) -> int16 with +-1 LSB TPDF dither."""
+    y = np.asarray(x, np.float64) * 32768.0 + (rng.random(len(x)) - rng.random(len(x)))
+    return np.clip(np.round(y), -32768, 32767).astype("<i2")
+
+
+def write_wav(path: str, pcm: np.ndarray):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SR)
+        w.writeframes(pcm.tobytes())
+
+
+# ----------------------------------------------------------------------------- TTS
+
+def tmp_dir() -> str:
+    d = os.path.join(G["tmp_root"], str(os.getpid()))
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def synthesize(spk: dict, word: str) -> np.ndarray:
+    """Render one word with the given engine settings; float32 at 16 kHz, untrimmed (empty on failure)."""
+    out = os.path.join(tmp_dir(), "tts.wav")
+    if os.path.exists(out):
+        os.remove(out)
+    if spk["engine"] == "espeak-ng":
+        v = spk["voice"] + (f"+{spk['variant']}" if spk["variant"] else "")
+        cmd = ["espeak-ng", "-v", v, "-s", str(spk["rate"]), "-p", str(spk["pitch"]), "-w", out, word]
+    else:
+        cmd = ["flite", "-voice", spk["voice"], "--setf", f"duration_stretch={spk['rate']}",
+               "--setf", f"int_f0_target_mean={spk['pitch']}", "-t", word, "-o", out]
+    try:
+        r = subprocess.run(cmd, capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return np.zeros(0, np.float32)
+    if r.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) <= 44:
+        return np.zeros(0, np.float32)
+    return load_16k(out)
+
+
+def draw_speaker(rng: np.random.Generator) -> dict:
+    if rng.random() < P_FLITE:
+        return dict(engine="flite", voice=str(rng.choice(FLITE_VOICES)), variant="",
+                    rate=round(float(rng.uniform(*STRETCH_RANGE)), 2), pitch=int(rng.integers(F0_RANGE[0], F0_RANGE[1] + 1)))
+    variants = G["variants"]
+    variant = "" if (rng.random() < P_NO_VARIANT or not variants) else str(variants[int(rng.integers(len(variants)))])
+    return dict(engine="espeak-ng", voice=str(rng.choice(ESPEAK_VOICES)), variant=variant,
+                rate=int(rng.integers(RATE_RANGE[0], RATE_RANGE[1] + 1)),
+                pitch=int(rng.integers(PITCH_RANGE[0], PITCH_RANGE[1] + 1)))
+
+
+def speaker_id(spk: dict) -> str:
+    return f"{spk['engine']}:{spk['voice']}:{spk['variant']}"
+
+
+def render_word(rng: np.random.Generator, word: str, fails: list, max_s: float = MAX_WORD_S):
+    """Draw a speaker and render+trim `word`; returns (spk, audio, tempo) or None after 6 tries."""
+    for _ in range(6):
+        spk = draw_speaker(rng)
+        x = trim(synthesize(spk, word))
+        if len(x) < MIN_WORD_S * SR:
+            fails.append((speaker_id(spk), "empty"))
+            continue
+        tempo = 1.0
+        if len(x) > max_s * SR:
+            tempo = len(x) / (rng.uniform(0.85, 0.93) * SR)
+            if tempo > MAX_TEMPO:
+                fails.append((speaker_id(spk), "too long"))
+                continue
+            x = trim(sox_tempo(x, tempo))
+            if not (MIN_WORD_S * SR <= len(x) <= max_s * SR):
+                fails.append((speaker_id(spk), "tempo failed"))
+                continue
+        return spk, x, tempo
+    return None
+
+
+# ----------------------------------------------------------------------------- clip makers
+
+def make_speech_clip(seed: int, label: str, index: int) -> dict:
+    code = LABELS.index(label)
+    rng = clip_rng(seed, code, index)
+    fails = []
+    word = label if label != UNKNOWN else str(
+        rng.choice(SC_OTHER) if rng.random() < 0.5 else rng.choice(NEAR_MISS + COMMON))
+    got = render_word(rng, word, fails)
+    if got is None:  # e.g. an unknown word that no drawn voice could render short enough: other word
+        word = label if label != UNKNOWN else str(rng.choice(UNKNOWN_WORDS))
+        got = render_word(rng, word, fails)
+    if got is None:
+        return dict(row=None, fails=fails, error=f"{label}/{index}: could not render '{word}'")
+    spk, w, tempo = got
+
+    guard = min(int(0.02 * SR), (CLIP - len(w)) // 2)  # keep >= 20 ms (when possible) from the clip edges
+    offset = int(rng.integers(guard, CLIP - len(w) - guard + 1))
+    x = np.zeros(CLIP, np.float32)
+    x[offset: offset + len(w)] = w
+    rev = ""
+    if rng.random() < P_REVERB:
+        x, rev = reverb(rng, x)
+    band = draw_band(rng) if rng.random() < P_BAND else ""
+    x = band_limit(x, band)
+    speech_rms = rms(x[offset: offset + len(w)])
+    noise_kind, snr = "", None
+    mix = x
+    if rng.random() < P_NOISE:
+        noise_kind = str(rng.choice(SPEECH_NOISES))
+        snr = int(rng.choice(SNRS_DB))
+        nz = band_limit(make_noise(rng, CLIP, noise_kind), band)
+        mix = x + nz * np.float32(speech_rms / max(rms(nz), 1e-12) * 10 ** (-snr / 20))
+    g = 10 ** (rng.uniform(*LEVEL_RANGE_DBFS) / 20) / max(peak(x), 1e-9)
+    mix = mix * np.float32(g)
+    if peak(mix) > 0.98:  # keep inside [-1, 1) without hard clipping
+        g *= 0.98 / peak(mix)
+        mix *= np.float32(0.98 / peak(mix))
+    level = db(peak(x) * g)
+
+    name = clip_name(speaker_id(spk), index)
+    rel = f"{label}/{name}"
+    write_wav(os.path.join(G["out"], rel), to_pcm16(rng, mix))
+    row = dict(path=rel, label=label, split=which_set(name), engine=spk["engine"], voice=spk["voice"],
+               variant=spk["variant"], rate=spk["rate"], pitch=spk["pitch"], snr_db="" if snr is None else snr,
+               reverb=rev, band=band, level_dbfs=f"{level:.1f}", offset_s=f"{offset / SR:.4f}", word=word,
+               word_dur_s=f"{len(w) / SR:.4f}", tempo=f"{tempo:.3f}", noise=noise_kind)
+    return dict(row=row, fails=fails, error=None)
+
+
+SILENCE_KINDS = ["white", "pink", "brown", "hum", "noise+hum", "digital"]
+SILENCE_P = [0.15, 0.17, 0.13, 0.15, 0.2, 0.2]
+
+
+def make_silence_clip(seed: int, index: int) -> dict:
+    rng = clip_rng(seed, LABELS.index(SILENCE), index)
+    kind = str(rng.choice(SILENCE_KINDS, p=SILENCE_P))
+    if kind == "digital":
+        x = colored_noise(rng, CLIP, "white") * np.float32(10 ** (rng.uniform(-100, -80) / 20))
+    else:
+        if kind == "noise+hum":
+            nz = colored_noise(rng, CLIP, str(rng.choice(["white", "pink", "brown"])))
+            x = nz + hum(rng, CLIP) * np.float32(10 ** (rng.uniform(-12, 6) / 20))
+            x /= rms(x)
+        else:
+            x = make_noise(rng, CLIP, kind)
+        x = x * np.float32(10 ** (rng.uniform(-60, -20) / 20))
+    band = draw_band(rng) if (kind != "digital" and rng.random() < P_BAND) else ""
+    x = band_limit(x, band)
+    variant = ""
+    if rng.random() < 0.15:  # clicks / short bursts
+        variant = "clicks"
+        for _ in range(int(rng.integers(1, 4))):
+            pos = int(rng.integers(0, CLIP - 600))
+            a = 10 ** (rng.uniform(-45, -12) / 20)
+            if rng.random() < 0.5:
+                m = int(rng.integers(1, 4))
+                x[pos: pos + m] += np.float32(a * rng.choice([-1.0, 1.0]))
+            else:
+                m = int(rng.uniform(0.002, 0.03) * SR)
+                burst = rng.standard_normal(m) * np.exp(-np.arange(m) / (m / 4))
+                x[pos: pos + m] += (a * burst / max(peak(burst), 1e-12)).astype(np.float32)
+    if peak(x) > 0.98:
+        x *= np.float32(0.98 / peak(x))
+    pcm = to_pcm16(rng, x)
+    spk = f"noise:{kind}:{variant}"
+    name = clip_name(spk, index)
+    rel = f"{SILENCE}/{name}"
+    write_wav(os.path.join(G["out"], rel), pcm)
+    row = dict(path=rel, label=SILENCE, split=which_set(name), engine="noise", voice=kind, variant=variant,
+               rate="", pitch="", snr_db="", reverb="", band=band,
+               level_dbfs=f"{db(rms(pcm.astype(np.float32) / 32768.0)):.1f}", offset_s="", word="",
+               word_dur_s="", tempo="", noise=kind)
+    return dict(row=row, fails=[], error=None)
+
+
+def bank_word(seed: int, index: int):
+    """One babble-bank word: an unrelated word, any engine, peak-normalized."""
+    rng = clip_rng(seed, BABBLE_CODE, index)
+    got = render_word(rng, str(rng.choice(UNKNOWN_WORDS)), [], max_s=2.0)
+    if got is None:
+        return None
+    return (got[1] / max(peak(got[1]), 1e-9)).astype(np.float32)
+
+
+def do_task(task):
+    kind, seed, label, index = task
+    if kind == "bank":
+        return bank_word(seed, index)
+    if kind == "probe":
+        spk = dict(engine=label[0], voice=label[1], variant=label[2],
+                   rate=175 if label[0] == "espeak-ng" else 1.0, pitch=50 if label[0] == "espeak-ng" else 100)
+        x = synthesize(spk, "seven")
+        return (label, len(trim(x)) / SR, hashlib.sha1(x.tobytes()).hexdigest())
+    try:
+        if label == SILENCE:
+            return make_silence_clip(seed, index)
+        return make_speech_clip(seed, label, index)
+    except Exception as e:  # keep going; reported at the end
+        return dict(row=None, fails=[], error=f"{label}/{index}: {type(e).__name__}: {e}")
+
+
+# ----------------------------------------------------------------------------- main
+
+def espeak_variants():
+    """Variant names = file names in espeak-ng-data/voices/!v (some contain spaces, e.g. 'Mr serious')."""
+    out = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"Data at:\s*(\S+)", out)
+    d = os.path.join(m.group(1), "voices", "!v") if m else ""
+    if d and os.path.isdir(d):
+        return sorted(f for f in os.listdir(d) if os.path.isfile(os.path.join(d, f)))
+    listing = subprocess.run(["espeak-ng", "--voices=variant"], capture_output=True, text=True).stdout.splitlines()
+    return sorted({ln.split()[4].replace("!v/", "") for ln in listing[1:] if len(ln.split()) >= 5})
+
+
+def tool_versions():
+    ev = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.strip().split("  Data")[0]
+    fv = [ln.strip().replace("version: ", "") for ln in
+          subprocess.run(["flite", "--version"], capture_output=True, text=True).stdout.splitlines() if "version" in ln]
+    sv = subprocess.run(["sox", "--version"], capture_output=True, text=True).stdout.strip()
+    return ev, (fv[0] if fv else "flite"), sv
+
+
+def run_tasks(pool, tasks, chunksize=8):
+    if pool is None:
+        return map(do_task, tasks)
+    return pool.imap(do_task, tasks, chunksize=chunksize)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="output folder (created; existing clips are overwritten)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--per-word", type=int, default=1000, help="clips per keyword")
+    ap.add_argument("--unknown", type=int, default=3000, help="_unknown_ clips")
+    ap.add_argument("--silence", type=int, default=1200, help="_silence_ clips")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
+    args = ap.parse_args()
+    for tool in ("espeak-ng", "flite", "sox"):
+        if shutil.which(tool) is None:
+            sys.exit(f"make_sc10: '{tool}' not found (apt-get install espeak-ng flite sox)")
+
+    t0 = time.time()
+    out = os.path.abspath(args.out)
+    for lab in LABELS:
+        os.makedirs(os.path.join(out, lab), exist_ok=True)
+    G["out"] = out
+    G["tmp_root"] = tempfile.mkdtemp(prefix="make_sc10_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ctx = mp.get_context("fork")
+    try:
+        # 1) probe voices and variants; drop the ones that do not render
+        variants = espeak_variants()
+        probes = [("probe", 0, ("espeak-ng", v, ""), 0) for v in ESPEAK_VOICES]
+        probes += [("probe", 0, ("espeak-ng", "en-us", v), 0) for v in variants]
+        probes += [("probe", 0, ("flite", v, ""), 0) for v in FLITE_VOICES]
+        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+        res = list(run_tasks(pool, probes, 4))
+        bad = [r[0] for r in res if r[1] < MIN_WORD_S]
+        base_hash = next(r[2] for r in res if r[0] == ("espeak-ng", "en-us", ""))
+        same_as_base = [r[0][2] for r in res if r[0][2] and r[2] == base_hash]
+        for b in bad:
+            print(f"skipped (does not render): {b[0]} {b[1]}{'+' + b[2] if b[2] else ''}", flush=True)
+        bad_voices = {b[1] for b in bad if b[0] == "espeak-ng" and not b[2]}
+        ESPEAK_VOICES[:] = [v for v in ESPEAK_VOICES if v not in bad_voices]
+        FLITE_VOICES[:] = [v for v in FLITE_VOICES if ("flite", v, "") not in bad]
+        G["variants"] = [v for v in variants if ("espeak-ng", "en-us", v) not in bad]
+        if not ESPEAK_VOICES:
+            sys.exit("make_sc10: no espeak-ng voice renders")
+        print(f"espeak-ng voices: {len(ESPEAK_VOICES)}, variants: {len(G['variants'])} "
+              f"({len(same_as_base)} sound like the bare voice: {' '.join(same_as_base)}), "
+              f"flite voices: {' '.join(FLITE_VOICES)}", flush=True)
+
+        if pool is not None:
+            pool.close()
+            pool.join()
+
+        # 2) babble bank (parent keeps it; the clip workers inherit it by fork)
+        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+        bank = list(run_tasks(pool, [("bank", args.seed, None, i) for i in range(BABBLE_BANK_SIZE)], 4))
+        if pool is not None:
+            pool.close()
+            pool.join()
+        G["bank"] = [b for b in bank if b is not None]
+        print(f"babble bank: {len(G['bank'])} words ({time.time() - t0:.0f} s)", flush=True)
+
+        # 3) the clips
+        counts = {k: args.per_word for k in KEYWORDS}
+        counts[UNKNOWN], counts[SILENCE] = args.unknown, args.silence
+        tasks = [("clip", args.seed, lab, i) for lab in LABELS for i in range(counts[lab])]
+        # interleave labels so that progress and load are even
+        tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), LABELS.index(t[2])))
+        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+        rows, errors, fails = [], [], {}
+        t1 = time.time()
+        for k, r in enumerate(run_tasks(pool, tasks, 8), 1):
+            if r["row"] is not None:
+                rows.append(r["row"])
+            if r["error"]:
+                errors.append(r["error"])
+            for spk, why in r["fails"]:
+                fails.setdefault(spk, {}).setdefault(why, 0)
+                fails[spk][why] += 1
+            if k % 1000 == 0 or k == len(tasks):
+                el = time.time() - t1
+                print(f"  {k}/{len(tasks)} clips, {el:.0f} s, eta {el / k * (len(tasks) - k):.0f} s", flush=True)
+        if pool is not None:
+            pool.close()
+            pool.join()
+    finally:
+        shutil.rmtree(G["tmp_root"], ignore_errors=True)
+
+    # 4) lists, manifest, README
+    rows.sort(key=lambda r: (LABELS.index(r["label"]), r["path"]))
+    for split, fname in (("validation", "validation_list.txt"), ("testing", "testing_list.txt")):
+        with open(os.path.join(out, fname), "w") as f:
+            f.writelines(r["path"] + "\n" for r in rows if r["split"] == split)
+    with open(os.path.join(out, "manifest.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=MANIFEST_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+
+    table = {lab: {"training": 0, "validation": 0, "testing": 0} for lab in LABELS}
+    for r in rows:
+        table[r["label"]][r["split"]] += 1
+    lines = [f"{'label':<10} {'training':>8} {'validation':>10} {'testing':>7} {'total':>6}"]
+    for lab in LABELS + ["total"]:
+        c = table[lab] if lab != "total" else {s: sum(table[x][s] for x in LABELS) for s in table[LABELS[0]]}
+        lines.append(f"{lab:<10} {c['training']:>8} {c['validation']:>10} {c['testing']:>7} {sum(c.values()):>6}")
+    eng = {}
+    for r in rows:
+        eng[r["engine"]] = eng.get(r["engine"], 0) + 1
+    ev, fv, sv = tool_versions()
+    cmd = " ".join(shlex.quote(a) for a in ["tools/data/make_sc10.py"] + sys.argv[1:])
+    skipped = [f"{b[0]} {b[1]}{'+' + b[2] if b[2] else ''}" for b in bad]
+    noisy_fail = {s: v for s, v in fails.items()}
+    readme = [
+        "Synthetic Speech Commands-style keyword dataset (SC10 + _unknown_ + _silence_).",
+        "",
+        f"Generated by: {cmd}",
+        f"Tools: {ev}; {fv}; {sv}; numpy {np.__version__}",
+        "Layout: <label>/<name>.wav (1.000 s, 16 kHz, mono, 16-bit PCM), validation_list.txt, testing_list.txt",
+        "(the rest is training), manifest.csv (how each clip was made). See the docstring of",
+        "tools/data/make_sc10.py for the generation recipe and the split rule.",
+        "",
+        "Speech: espeak-ng voices " + " ".join(ESPEAK_VOICES) + f" x {len(G['variants'])} variants;",
+        "flite voices " + " ".join(FLITE_VOICES) + ". Clips per engine: " + ", ".join(f"{k} {v}" for k, v in sorted(eng.items())),
+        "Skipped (did not render): " + (", ".join(skipped) if skipped else "none"),
+        f"Variants that sound like the bare voice (kept): {' '.join(same_as_base) or 'none'}",
+        "",
+        *lines,
+        "",
+        f"Clips that could not be made: {len(errors)}",
+        f"Renderings re-drawn (empty / too long / tempo failed): {sum(sum(v.values()) for v in noisy_fail.values())}",
+    ]
+    with open(os.path.join(out, "README.txt"), "w") as f:
+        f.write("\n".join(readme) + "\n")
+    print("\n".join(lines))
+    for e in errors[:20]:
+        print("error:", e)
+    worst = sorted(fails.items(), key=lambda kv: -sum(kv[1].values()))[:10]
+    if worst:
+        print("most re-drawn renderings:", "; ".join(f"{s} {d}" for s, d in worst))
+    print(f"wrote {len(rows)} clips to {out} in {time.time() - t0:.0f} s")
+    return 0 if not errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Measure a .mega model with the shipped runtime (keyword_spotter).
+
+  evaluate.py --ks build/keyword_spotter --model MODEL.mega --data DIR [--split testing]
+              [--stream stream.wav --stream-labels stream.csv] [--json-out results.json]
+
+Clip accuracy: `keyword_spotter classify --json` on every clip of the split
+(1 s clips, classified as one window), with a confusion matrix.
+Streaming: `keyword_spotter scan --json` over a continuous recording, scored
+against its labels: recall of keyword occurrences, false alarms overall and
+per hour of keyword-free audio.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import streamscore  # noqa: E402
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd[:3])}... failed ({out.returncode}): {out.stderr}")
+    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+
+
+def clip_accuracy(ks, model, data, split):
+    lst = os.path.join(data, f"{split}_list.txt")
+    files = [l.strip() for l in open(lst) if l.strip()]
+    labels = None
+    rows = []
+    for i in range(0, len(files), 200):
+        rows += run_json([ks, "classify", "-m", model, "--json"] + [os.path.join(data, f) for f in files[i:i + 200]])
+    info = subprocess.run([ks, "info", "-m", model], capture_output=True, text=True).stdout
+    labels = [l for l in info.split("labels", 1)[1].split("\n", 1)[0].strip().split(",")]
+    idx = {l: i for i, l in enumerate(labels)}
+    conf = [[0] * len(labels) for _ in labels]
+    errors = 0
+    for r in rows:
+        if "error" in r:
+            errors += 1
+            continue
+        truth = os.path.basename(os.path.dirname(r["file"]))
+        conf[idx[truth]][idx[r["label"]]] += 1
+    per = {l: conf[i][i] / max(1, sum(conf[i])) for i, l in enumerate(labels)}
+    total = sum(map(sum, conf))
+    return {"split": split, "clips": total, "errors": errors,
+            "accuracy": sum(conf[i][i] for i in range(len(labels))) / max(1, total),
+            "per_label": per, "labels": labels, "confusion": conf}
+
+
+def stream_eval(ks, model, wav, csv_path):
+    dets = run_json([ks, "scan", "-m", model, "--json", wav])
+    keywords, free = streamscore.read_stream_labels(csv_path)
+    r = streamscore.score([(d["time_s"], d["label"]) for d in dets], keywords, free)
+    return r
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ks", required=True, help="path to keyword_spotter")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data")
+    ap.add_argument("--split", default="testing")
+    ap.add_argument("--stream")
+    ap.add_argument("--stream-labels")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    result = {}
+    if args.data:
+        c = clip_accuracy(args.ks, args.model, args.data, args.split)
+        result["clips"] = c
+        print(f"{args.split}: {c['clips']} clips, accuracy {c['accuracy']:.4f}")
+        print("  " + ", ".join(f"{l} {a:.3f}" for l, a in c["per_label"].items()))
+        w = max(len(l) for l in c["labels"])
+        print(" " * (w + 2) + " ".join(f"{l[:5]:>5}" for l in c["labels"]))
+        for l, row in zip(c["labels"], c["confusion"]):
+            print(f"  {l:<{w}} " + " ".join(f"{v:5d}" for v in row))
+    if args.stream:
+        s = stream_eval(args.ks, args.model, args.stream, args.stream_labels)
+        result["stream"] = {k: v for k, v in s.items()}
+        print(f"stream: {s['detected']}/{s['keywords']} keywords detected (recall {s['recall']:.3f}), "
+              f"{s['false_alarms']} false alarms, {s['false_alarms_keyword_free']} in "
+              f"{s['keyword_free_hours'] * 60:.1f} min keyword-free ({s['fa_per_hour_keyword_free']:.1f}/h)")
+        for m in s["missed"]:
+            print(f"  missed {m[2]} at {m[0]:.2f} s")
+        for t, l in s["false_alarm_list"]:
+            print(f"  false alarm {l} at {t:.2f} s")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

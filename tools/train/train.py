@@ -1,0 +1,281 @@
+#!/usr/bin/python3
+"""Train a streaming (unidirectional) Mega-chunk keyword spotter.
+
+  train.py --data DIR --classes kws12 --out RUN_DIR [--steps N] [--preset demo|paper-base]
+
+DIR is any Speech Commands-layout folder (one folder per word,
+validation_list.txt, testing_list.txt): the real Speech Commands v0.02, or
+the synthetic set from tools/data/make_sc10.py.
+
+Classes:
+  sc10   the ten keywords only (the paper's SC10 setting)
+  kws12  the ten keywords + _silence_ + _unknown_ (what a live detector needs).
+         _unknown_ = every other word folder; _silence_ = a _silence_ folder if
+         present, else 1 s crops of _background_noise_.
+
+Streaming-aware examples: each training input is a context second (silence,
+noise or non-keyword speech) followed by the target second, shifted by up to
++-0.1 s so words do not line up with chunk boundaries. The loss uses the
+logits over the last window only (MegaKWS.window_logits), which is exactly
+what a streaming session reports, with the EMA state carrying the context.
+
+Checkpoints (RUN_DIR/last.pt, best.pt) hold the config, weights, labels,
+optimizer and RNG state: tools/convert/mega_convert.py reads them, and
+--resume continues an interrupted run.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import random
+import sys
+import time
+import wave
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "convert"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import mega_torch as mt  # noqa: E402
+
+KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
+SR = 16000
+
+PRESETS = {
+    # Fits ~1 h of training on a 2-core CPU; 100 tokens/s through a 25 ms / 10 ms patch embedding.
+    "demo": dict(embed_dim=64, hidden_dim=128, ffn_hidden_dim=128, z_dim=32, n_dim=16, n_layers=4,
+                 chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
+                 classifier_dim=128),
+    # For the smoke test: trains a few steps in seconds.
+    "smoke": dict(embed_dim=16, hidden_dim=32, ffn_hidden_dim=32, z_dim=8, n_dim=4, n_layers=1,
+                  chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
+                  classifier_dim=32),
+    # The paper's mega_sc_raw_base, unidirectional so it streams (train on a GPU: see docs/models.md).
+    "paper-base": dict(embed_dim=60, hidden_dim=120, ffn_hidden_dim=120, z_dim=30, n_dim=16, n_layers=6,
+                       chunk_size=1000, truncation=1000, patch_kernel=1, patch_stride=1, window_chunks=16,
+                       classifier_dim=120),
+}
+
+
+def read_wav(path: str) -> np.ndarray:
+    with wave.open(path, "rb") as w:
+        if w.getframerate() != SR or w.getsampwidth() != 2:
+            raise ValueError(f"{path}: need 16 kHz 16-bit WAV, got {w.getframerate()} Hz, {8 * w.getsampwidth()}-bit")
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+        if w.getnchannels() > 1:
+            x = x.reshape(-1, w.getnchannels())[:, 0]
+    return x
+
+
+def fit_second(x: np.ndarray) -> np.ndarray:
+    out = np.zeros(SR, dtype=np.int16)
+    out[: min(SR, len(x))] = x[:SR]
+    return out
+
+
+class Dataset:
+    """All clips of one split in memory as int16, with integer labels."""
+
+    def __init__(self, root: str, classes: str, split: str, max_per_class: int = 0, seed: int = 0):
+        self.labels = list(KEYWORDS) + (["_silence_", "_unknown_"] if classes == "kws12" else [])
+        def read_list(name):
+            p = os.path.join(root, name)
+            return set(open(p).read().split()) if os.path.exists(p) else set()
+        val, test = read_list("validation_list.txt"), read_list("testing_list.txt")
+        items = []
+        for folder in sorted(os.listdir(root)):
+            full = os.path.join(root, folder)
+            if not os.path.isdir(full) or folder == "_background_noise_":
+                continue
+            if folder in KEYWORDS:
+                label = folder
+            elif classes == "kws12":
+                label = "_silence_" if folder == "_silence_" else "_unknown_"
+            else:
+                continue
+            for f in sorted(os.listdir(full)):
+                if not f.endswith(".wav"):
+                    continue
+                rel = f"{folder}/{f}"
+                s = "validation" if rel in val else "testing" if rel in test else "training"
+                if s == split:
+                    items.append((os.path.join(full, f), self.labels.index(label)))
+        rng = random.Random(seed)
+        if max_per_class:
+            rng.shuffle(items)
+            count, kept = {}, []
+            for it in items:
+                if count.get(it[1], 0) < max_per_class:
+                    count[it[1]] = count.get(it[1], 0) + 1
+                    kept.append(it)
+            items = kept
+        self.audio = np.stack([fit_second(read_wav(p)) for p, _ in items]) if items else np.zeros((0, SR), np.int16)
+        self.y = np.array([l for _, l in items], dtype=np.int64)
+        self.paths = [p for p, _ in items]
+        if classes == "kws12" and "_silence_" not in os.listdir(root):
+            self._add_background_silence(os.path.join(root, "_background_noise_"), split, rng)
+
+    def _add_background_silence(self, folder: str, split: str, rng: random.Random):
+        if not os.path.isdir(folder):
+            return
+        noise = [read_wav(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".wav")]
+        n = max(1, len(self.y) // 11)
+        crops = []
+        for i in range(n):
+            src = noise[rng.randrange(len(noise))]
+            # hold out different regions per split
+            third = len(src) // 3
+            lo = {"training": 0, "validation": third, "testing": 2 * third}[split]
+            start = lo + rng.randrange(max(1, third - SR))
+            crops.append(fit_second((src[start:start + SR] * rng.uniform(0.05, 1.0)).astype(np.int16)))
+        self.audio = np.concatenate([self.audio, np.stack(crops)])
+        self.y = np.concatenate([self.y, np.full(n, self.labels.index("_silence_"))])
+
+    def __len__(self):
+        return len(self.y)
+
+
+def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool):
+    """(B, 2 s) float inputs: context second + target second (shifted)."""
+    b = len(idx)
+    x = np.zeros((b, 2 * SR), dtype=np.float32)
+    keyword_ids = set(range(len(KEYWORDS)))
+    non_kw = np.nonzero(~np.isin(ds.y, list(keyword_ids)))[0]
+    for i, j in enumerate(idx):
+        target = ds.audio[j].astype(np.float32) / 32768.0
+        shift = int(rng.integers(-1600, 1601)) if train else 0
+        if shift > 0:
+            target = np.concatenate([np.zeros(shift, np.float32), target[:-shift]])
+        elif shift < 0:
+            target = np.concatenate([target[-shift:], np.zeros(-shift, np.float32)])
+        if train:
+            target *= float(10 ** (rng.uniform(-6, 6) / 20))
+        ctx_kind = rng.random()
+        if ctx_kind < 0.3 or len(non_kw) == 0:
+            ctx = np.zeros(SR, np.float32)
+        else:
+            ctx = ds.audio[non_kw[rng.integers(len(non_kw))]].astype(np.float32) / 32768.0
+            ctx *= float(10 ** (rng.uniform(-12, 0) / 20))
+        x[i, :SR] = ctx
+        x[i, SR:] = target
+    np.clip(x, -1.0, 1.0, out=x)
+    return torch.from_numpy(x), torch.from_numpy(ds.y[idx])
+
+
+def evaluate(model, ds: Dataset, batch: int = 128):
+    model.eval()
+    rng = np.random.default_rng(123)
+    correct, confusion = 0, np.zeros((len(ds.labels), len(ds.labels)), dtype=np.int64)
+    with torch.no_grad():
+        for s in range(0, len(ds), batch):
+            idx = np.arange(s, min(len(ds), s + batch))
+            x, y = make_batch(ds, idx, rng, train=False)
+            pred = model.window_logits(x).argmax(dim=1)
+            correct += int((pred == y).sum())
+            for t, p in zip(y.tolist(), pred.tolist()):
+                confusion[t, p] += 1
+    model.train()
+    return correct / max(1, len(ds)), confusion
+
+
+def save(path, model, opt, step, best, labels, args, rng_state):
+    tmp = path + ".tmp"
+    torch.save({"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
+                "optimizer": opt.state_dict(), "step": step, "best_val": best, "args": vars(args),
+                "rng": rng_state}, tmp)
+    os.replace(tmp, path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="Speech Commands-layout folder")
+    ap.add_argument("--classes", choices=["sc10", "kws12"], default="kws12")
+    ap.add_argument("--out", required=True, help="run directory (checkpoints, log)")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="demo")
+    ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--eval-every", type=int, default=250)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max-per-class", type=int, default=0, help="cap clips per class (smoke tests)")
+    ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.time()
+    train = Dataset(args.data, args.classes, "training", args.max_per_class, args.seed)
+    val = Dataset(args.data, args.classes, "validation", args.max_per_class, args.seed)
+    if len(train) == 0:
+        print(f"train.py: no training clips found under {args.data}", file=sys.stderr)
+        return 1
+    print(f"data: {len(train)} training, {len(val)} validation clips, labels {train.labels} "
+          f"({time.time() - t0:.0f} s to load)", flush=True)
+
+    cfg = mt.MegaConfig(**PRESETS[args.preset], n_classes=len(train.labels), bidirectional=False)
+    model = mt.MegaKWS(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    step, best = 0, 0.0
+    rng = np.random.default_rng(args.seed)
+    last = os.path.join(args.out, "last.pt")
+    if args.resume and os.path.exists(last):
+        ck = torch.load(last, map_location="cpu")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        step, best = ck["step"], ck["best_val"]
+        rng.bit_generator.state = ck["rng"]
+        print(f"resumed at step {step} (best validation accuracy {best:.4f})", flush=True)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
+
+    # class-balanced sampling: keywords, silence and unknown equally likely
+    weights = np.bincount(train.y, minlength=len(train.labels)).astype(np.float64)
+    p_sample = (1.0 / np.maximum(weights, 1))[train.y]
+    p_sample /= p_sample.sum()
+    model.train()
+    log = open(os.path.join(args.out, "log.txt"), "a")
+    losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
+    t_last = time.time()
+    while step < args.steps:
+        lr = args.lr * min(1.0, (step + 1) / 200) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        idx = rng.choice(len(train), size=args.batch, p=p_sample)
+        x, y = make_batch(train, idx, rng, train=True)
+        loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=0.05)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        losses.write(f"{step} {loss.item():.6f}\n")
+        if step % 25 == 0:
+            msg = f"step {step} loss {loss.item():.4f} lr {lr:.2e} {(time.time() - t_last) / 25:.2f} s/step"
+            print(msg, flush=True)
+            log.write(msg + "\n")
+            t_last = time.time()
+        if step % args.eval_every == 0 or step == args.steps:
+            acc, _ = evaluate(model, val)
+            msg = f"step {step} validation accuracy {acc:.4f}"
+            print(msg, flush=True)
+            log.write(msg + "\n")
+            log.flush()
+            if acc >= best:
+                best = acc
+                save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
+                     rng.bit_generator.state)
+            save(last, model, opt, step, best, train.labels, args, rng.bit_generator.state)
+    print(f"done: {step} steps, best validation accuracy {best:.4f}, {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

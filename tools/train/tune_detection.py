@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""Tune detection defaults (threshold, smoothing, refractory) on a validation stream.
+
+  tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv -o detection.json
+                    [--max-fa-per-hour 1.0]
+
+Streaming posteriors come from the PyTorch reference (features of a causal
+model over the whole stream equal the streamed ones); the detector is the
+runtime's (streamscore.detect). Picks, among thresholds x smoothing, the one
+with the best recall whose false alarms on keyword-free stretches stay under
+the limit (ties: fewer false alarms, then the higher threshold).
+"""
+import argparse
+import json
+import os
+import sys
+import wave
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "convert"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import mega_torch as mt  # noqa: E402
+import streamscore  # noqa: E402
+
+
+def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
+    cfg = model.cfg
+    cs = cfg.chunk_samples
+    n = len(samples) // cs * cs
+    with torch.no_grad():
+        feats = model.features(torch.from_numpy(samples[:n]).unsqueeze(0))[0]
+        sums = feats.reshape(-1, cfg.chunk_size, cfg.embed_dim).sum(dim=1)
+        csum = torch.cumsum(sums, dim=0)
+        rows = []
+        for c in range(sums.shape[0]):
+            lo = max(0, c - cfg.window_chunks + 1)
+            tot = csum[c] - (csum[lo - 1] if lo > 0 else 0)
+            rows.append(tot / ((c + 1 - lo) * cfg.chunk_size))
+        logits = model.head(torch.stack(rows))
+    return torch.softmax(logits.double(), dim=1).numpy()
+
+
+def read_wav(path):
+    with wave.open(path, "rb") as w:
+        return np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--stream", required=True)
+    ap.add_argument("--labels", required=True)
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--max-fa-per-hour", type=float, default=1.0)
+    ap.add_argument("--refractory-ms", type=int, default=1000)
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    model, _, extra = mt.load_checkpoint(args.checkpoint)
+    labels = extra["labels"]
+    cfg = model.cfg
+    hop_s = cfg.chunk_samples / cfg.sample_rate
+    probs = stream_posteriors(model, read_wav(args.stream))
+    keywords, free = streamscore.read_stream_labels(args.labels)
+    can_fire = np.array([not l.startswith("_") for l in labels])
+    refr = int(np.ceil(args.refractory_ms / 1000 / hop_s - 1e-9))
+    best = None
+    for smoothing in (1, 2, 3):
+        for thr in np.arange(0.30, 0.991, 0.02):
+            th = np.full(len(labels), thr)
+            dets = streamscore.detect(probs, th, smoothing, refr, can_fire)
+            r = streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
+            ok = r["fa_per_hour_keyword_free"] <= args.max_fa_per_hour
+            key = (ok, r["recall"], -r["false_alarms"], thr)
+            print(f"smoothing {smoothing} threshold {thr:.2f}: recall {r['recall']:.3f}, false alarms "
+                  f"{r['false_alarms']} ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)")
+            if best is None or key > best[0]:
+                best = (key, smoothing, float(thr), r)
+    _, smoothing, thr, r = best
+    out = {"thresholds": [round(thr, 4)] * len(labels), "smoothing_hops": smoothing,
+           "refractory_ms": args.refractory_ms,
+           "tuned_on": {"stream": os.path.basename(args.stream), "recall": r["recall"],
+                        "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}}
+    with open(args.output, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"chose threshold {thr:.2f}, smoothing {smoothing}: recall {r['recall']:.3f}, "
+          f"{r['false_alarms']} false alarms -> {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
