@@ -22,6 +22,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,7 +38,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double kRingSeconds = 4.0;          // inference may fall this far behind before frames drop
 constexpr double kFirstAudioTimeout = 5.0;    // PulseAudio's first callback can take ~2 s
 constexpr double kStallTimeout = 3.0;         // no frames for this long after the first: the device is gone
-constexpr double kCleanupTimeout = 5.0;       // stopping a broken device must not hang the process
+constexpr double kStartTimeout = 10.0;        // opening the audio system (a hung sound server blocks it)
+constexpr double kCleanupTimeout = 3.0;       // stopping a broken device must not hang the process
 constexpr double kStatusInterval = 0.2;       // TTY status line refresh
 constexpr double kLevelWindow = 0.1;          // seconds of audio behind the level meter
 constexpr auto kIdleSleep = std::chrono::milliseconds(5);
@@ -124,21 +126,23 @@ class PortAudio {
   bool initialized_ = false;
 };
 
-// Exits the process if cleanup has not finished in time: a wedged audio
-// driver must not turn into a hung keyword_spotter.
-class CleanupWatchdog {
+// Exits the process if a PortAudio call has not returned in time: a wedged
+// sound server or driver (PortAudio and ALSA have no timeouts of their own)
+// must not turn into a hung keyword_spotter.
+class Watchdog {
  public:
-  CleanupWatchdog(double seconds, int exit_code) {
-    thread_ = std::thread([this, seconds, exit_code] {
+  Watchdog(double seconds, int exit_code, const char* what) {
+    thread_ = std::thread([this, seconds, exit_code, what] {
       std::unique_lock<std::mutex> lock(mutex_);
       if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
-        std::fprintf(stderr, "\nkeyword_spotter: closing the audio device hung for %.0f s; exiting\n", seconds);
+        std::fprintf(stderr, "\nkeyword_spotter: %s did not finish within %.0f s (is the sound server hung?); "
+                     "exiting\n", what, seconds);
         std::fflush(stderr);
         std::_Exit(exit_code);
       }
     });
   }
-  ~CleanupWatchdog() {
+  ~Watchdog() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
@@ -146,8 +150,8 @@ class CleanupWatchdog {
     cv_.notify_all();
     thread_.join();
   }
-  CleanupWatchdog(const CleanupWatchdog&) = delete;
-  CleanupWatchdog& operator=(const CleanupWatchdog&) = delete;
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
 
  private:
   std::mutex mutex_;
@@ -178,7 +182,12 @@ int count_input_devices() {
 void print_input_devices(FILE* out, bool json) {
   const PaDeviceIndex def = Pa_GetDefaultInputDevice();
   const PaDeviceIndex n = Pa_GetDeviceCount();
-  if (!json) std::fprintf(out, "    idx  host API      inputs  default rate  name\n");
+  int api_width = 8;
+  for (PaDeviceIndex i = 0; i < n; ++i) {
+    const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
+    if (is_input(d)) api_width = std::max(api_width, int(std::strlen(host_api_name(d))));
+  }
+  if (!json) std::fprintf(out, "    idx  inputs  default rate  %-*s  name\n", api_width, "host API");
   for (PaDeviceIndex i = 0; i < n; ++i) {
     const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
     if (!is_input(d)) continue;
@@ -190,8 +199,8 @@ void print_input_devices(FILE* out, bool json) {
                    int(i), json_escape(name).c_str(), json_escape(host_api_name(d)).c_str(), d->maxInputChannels,
                    d->defaultSampleRate, i == def ? "true" : "false");
     } else {
-      std::fprintf(out, "  %c %3d  %-12s  %6d  %9.0f Hz  %s\n", i == def ? '*' : ' ', int(i), host_api_name(d),
-                   d->maxInputChannels, d->defaultSampleRate, name);
+      std::fprintf(out, "  %c %3d  %6d  %9.0f Hz  %-*s  %s\n", i == def ? '*' : ' ', int(i), d->maxInputChannels,
+                   d->defaultSampleRate, api_width, host_api_name(d), name);
     }
   }
   if (!json) std::fprintf(out, "  (* = default input)\n");
@@ -314,6 +323,7 @@ std::string format_seconds(double s) {
 int cmd_devices(const Params& p) {
   // A keyword spotter must not start a JACK server as a side effect.
   setenv("JACK_NO_START_SERVER", "1", 0);
+  Watchdog watchdog(kStartTimeout, kExitDevice, "listing the audio devices");
   const PaError e = Pa_Initialize();
   if (e != paNoError) {
     std::fprintf(stderr, "keyword_spotter: cannot initialize PortAudio: %s\n", Pa_GetErrorText(e));
@@ -354,6 +364,11 @@ int cmd_listen(const Params& p) {
   const double chunk_ms = 1000.0 * double(m.hparams().chunk_samples()) / model_rate;
 
   setenv("JACK_NO_START_SERVER", "1", 0);
+  // Declared before pa so they outlive it: the stream calls into cap until
+  // it is closed, and the watchdog also guards pa's cleanup on early returns.
+  std::unique_ptr<Capture> cap;
+  std::optional<Watchdog> watchdog;
+  watchdog.emplace(kStartTimeout, kExitDevice, "opening the audio device");
   PortAudio pa;
   PaError e = pa.init();
   if (e != paNoError) {
@@ -378,8 +393,7 @@ int cmd_listen(const Params& p) {
   const double ratio = double(model_rate) / fmt.rate;
 
   // Everything the loop needs is allocated before the stream starts.
-  size_t ring_frames = size_t(kRingSeconds * fmt.rate);
-  Capture cap(ring_frames, fmt.channels);
+  cap.reset(new Capture(size_t(kRingSeconds * fmt.rate), fmt.channels));
   std::vector<float> raw(kBlockFrames * size_t(fmt.channels));
   std::vector<float> mono(kBlockFrames);
   std::vector<float> resampled(resample ? size_t(std::ceil(kBlockFrames * ratio)) + 64 : 0);
@@ -395,7 +409,7 @@ int cmd_listen(const Params& p) {
 
   const PaStreamParameters in = input_params(dev, fmt.channels);
   e = Pa_OpenStream(&pa.stream, &in, nullptr, fmt.rate, paFramesPerBufferUnspecified, paNoFlag, capture_callback,
-                    &cap);
+                    cap.get());
   if (e != paNoError) {
     pa.stream = nullptr;
     std::fprintf(stderr, "keyword_spotter: cannot open device %d '%s' (%s): %s\n", int(dev), info->name,
@@ -411,6 +425,7 @@ int cmd_listen(const Params& p) {
                  host_api_name(info), Pa_GetErrorText(e));
     return kExitDevice;
   }
+  watchdog.reset();
   const PaStreamInfo* si = Pa_GetStreamInfo(pa.stream);
   std::fprintf(stderr, "keyword_spotter: listening on device %d '%s' (%s): %d channel%s at %.0f Hz", int(dev),
                info->name, host_api_name(info), fmt.channels, fmt.channels > 1 ? "s (averaged)" : "", fmt.rate);
@@ -443,7 +458,7 @@ int cmd_listen(const Params& p) {
     ++n_chunks;
     // How far this chunk's end lags the newest captured audio: ring backlog
     // plus resampler delay plus this chunk's inference.
-    const uint64_t kept = cap.frames_in.load(std::memory_order_acquire) - cap.ring.overflow_frames();
+    const uint64_t kept = cap->frames_in.load(std::memory_order_acquire) - cap->ring.overflow_frames();
     const double lag = std::max(0.0, double(kept) / fmt.rate - double(r.end_sample) / model_rate);
     lag_total_s += lag;
     lag_max_s = std::max(lag_max_s, lag);
@@ -472,9 +487,9 @@ int cmd_listen(const Params& p) {
   bool running = true;
   while (running) {
     if (g_stop_signal) break;
-    const size_t got = cap.ring.read(raw.data(), kBlockFrames);
+    const size_t got = cap->ring.read(raw.data(), kBlockFrames);
     const Clock::time_point now = Clock::now();
-    const uint64_t frames_in = cap.frames_in.load(std::memory_order_acquire);
+    const uint64_t frames_in = cap->frames_in.load(std::memory_order_acquire);
     if (frames_in != seen_frames) {
       if (!got_audio) first_audio_s = std::chrono::duration<double>(now - started).count();
       seen_frames = frames_in;
@@ -513,6 +528,7 @@ int cmd_listen(const Params& p) {
             break;
           }
           if (d.output_frames_gen > 0) running = feed(resampled.data(), int64_t(d.output_frames_gen));
+          if (d.input_frames_used == 0 && d.output_frames_gen == 0) break;  // cannot happen; never spin
           d.data_in += d.input_frames_used;
           d.input_frames -= d.input_frames_used;
         }
@@ -525,14 +541,14 @@ int cmd_listen(const Params& p) {
     }
     if (!running) break;
 
-    if (got == 0 || std::chrono::duration<double>(now - last_check).count() >= kStatusInterval) {
+    if (std::chrono::duration<double>(now - last_check).count() >= kStatusInterval) {
       last_check = now;
       // The device: it must keep delivering until we stop it.
       const double since_start = std::chrono::duration<double>(now - started).count();
       const double since_progress = std::chrono::duration<double>(now - last_progress).count();
       const PaError active = Pa_IsStreamActive(pa.stream);
       char why[160] = "";
-      if (cap.finished.load(std::memory_order_acquire) || active == 0) {
+      if (cap->finished.load(std::memory_order_acquire) || active == 0) {
         std::snprintf(why, sizeof why, "the input stream stopped by itself (device lost?)");
       } else if (active < 0) {
         std::snprintf(why, sizeof why, "the input stream failed: %s", Pa_GetErrorText(active));
@@ -552,7 +568,7 @@ int cmd_listen(const Params& p) {
       std::printf("\r\033[K[listening %s] level %6.1f dBFS | last: %s | overflow %llu frames",
                   format_seconds(double(consumed) / model_rate).c_str(), level_db,
                   last_label.empty() ? "-" : (last_label + " at " + format_seconds(last_time)).c_str(),
-                  (unsigned long long)cap.ring.overflow_frames());
+                  (unsigned long long)cap->ring.overflow_frames());
       std::fflush(stdout);
     }
     if (got == 0) std::this_thread::sleep_for(kIdleSleep);
@@ -566,20 +582,21 @@ int cmd_listen(const Params& p) {
     std::fprintf(stderr, "keyword_spotter: device %d '%s' (%s): %s\n", int(dev), device_name.c_str(),
                  device_api.c_str(), device_error.c_str());
   }
-  cap.stop.store(true, std::memory_order_relaxed);
-  {
-    CleanupWatchdog watchdog(kCleanupTimeout, rc == kExitOk ? kExitDevice : rc);
-    pa.close(rc == kExitDevice);
-  }
   std::fprintf(stderr, "listened %.2f s, %lld chunks, %lld detections, %llu overflow frames\n",
                double(consumed) / model_rate, (long long)n_chunks, (long long)n_detections,
-               (unsigned long long)cap.ring.overflow_frames());
+               (unsigned long long)cap->ring.overflow_frames());
   std::fprintf(stderr,
                "first audio %.2f s after start; inference %.1f ms mean, %.1f ms max per %.1f ms chunk; "
                "lag behind capture %.1f ms mean, %.1f ms max; %llu host overflows\n",
                first_audio_s, n_chunks ? 1000.0 * infer_total_s / double(n_chunks) : 0.0, 1000.0 * infer_max_s,
                chunk_ms, n_chunks ? 1000.0 * lag_total_s / double(n_chunks) : 0.0, 1000.0 * lag_max_s,
-               (unsigned long long)cap.host_overflows.load(std::memory_order_relaxed));
+               (unsigned long long)cap->host_overflows.load(std::memory_order_relaxed));
+  std::fflush(stderr);
+
+  cap->stop.store(true, std::memory_order_relaxed);
+  watchdog.emplace(kCleanupTimeout, rc == kExitOk ? kExitDevice : rc, "closing the audio device");
+  pa.close(rc == kExitDevice);
+  watchdog.reset();
   return rc;
 }
 

@@ -451,12 +451,8 @@ def load_checkpoint(path: str):
         raise ValueError(f"{path}: cannot read the checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(ckpt, dict) or "model" not in ckpt:
         raise ValueError(f"{path}: not a checkpoint (expected a dict with a 'model' state dict)")
-    if "args" in ckpt and ckpt["args"] is not None:
-        cfg = config_from_fairseq_args(ckpt["args"], ckpt["model"])
-        model = MegaKWS(cfg)
-        load_weights(model, strip_fairseq_names(ckpt["model"]))
-        fmt, extra = "fairseq", {}
-    elif "config" in ckpt:
+    # ours first: training checkpoints also keep their command-line args
+    if "config" in ckpt:
         known = {f.name for f in dataclasses.fields(MegaConfig)}
         unknown = sorted(set(ckpt["config"]) - known)
         if unknown:
@@ -466,6 +462,11 @@ def load_checkpoint(path: str):
         model = MegaKWS(cfg)
         load_weights(model, strip_fairseq_names(ckpt["model"]))
         fmt, extra = "mega-kws", ckpt
+    elif "args" in ckpt and ckpt["args"] is not None:
+        cfg = config_from_fairseq_args(ckpt["args"], ckpt["model"])
+        model = MegaKWS(cfg)
+        load_weights(model, strip_fairseq_names(ckpt["model"]))
+        fmt, extra = "fairseq", {}
     else:
         raise ValueError(f"{path}: unknown checkpoint format (neither fairseq 'args' nor mega-kws 'config')")
     model.eval()

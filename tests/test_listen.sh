@@ -1,0 +1,285 @@
+#!/bin/bash
+# The live microphone path of keyword_spotter end to end, without a sound card
+# (docs: testing-audio.md):
+#   a. a PulseAudio null sink at 16 kHz whose monitor is the default input; the
+#      WAV is played into it in real time; after SIGTERM the program must exit 0
+#      and its --json detections must contain the expected labels, in order;
+#   b. a JACK dummy server at 48 kHz (only the server's rate opens, so the
+#      program must resample to the model's rate itself): same labels;
+#   c. --device no-such-device-xyz: exit 4 and the list of input devices;
+#   d. `devices` lists the pulse device while the server runs;
+#   e. no sound system at all: listen fails with exit 4 within seconds;
+#   f. the sound server dies while listening: exit 4, no hang.
+# Only stdout is checked for detections (ALSA and JACK print noise on stderr).
+#
+#   test_listen.sh KEYWORD_SPOTTER MODEL WAV_WITH_KEYWORDS EXPECTED_LABEL...
+#   test_listen.sh KEYWORD_SPOTTER MODEL WAV --any
+# EXPECTED_LABELs must appear in this order among the detections (others may
+# come between them). --any checks only that audio went through the model:
+# exit 0 and the stderr summary "listened S s, C chunks, ..." with C > 0 (for
+# untrained models, whose detections are arbitrary).
+# Exit: 0 pass, 1 failure, 2 usage, 77 skipped (PortAudio/PulseAudio tooling missing).
+set -u
+if [ $# -lt 4 ]; then
+  echo "usage: $0 KEYWORD_SPOTTER MODEL WAV_WITH_KEYWORDS EXPECTED_LABEL... | --any" >&2
+  exit 2
+fi
+KS=$1
+MODEL=$2
+WAV=$3
+shift 3
+EXPECTED=("$@")
+PY=/usr/bin/python3
+
+skip() { echo "SKIP: $*"; exit 77; }
+for tool in pulseaudio pactl paplay sox "$PY"; do
+  command -v "$tool" >/dev/null 2>&1 || skip "$tool not installed (apt-get install pulseaudio pulseaudio-utils sox python3)"
+done
+alsa_plugin() { compgen -G "/usr/lib/*/alsa-lib/libasound_module_pcm_$1.so" >/dev/null || compgen -G "/usr/lib/alsa-lib/libasound_module_pcm_$1.so" >/dev/null; }
+alsa_plugin pulse || skip "the ALSA pulse plugin is not installed (apt-get install libasound2-plugins)"
+[ -x "$KS" ] || { echo "FAIL: $KS is not an executable"; exit 1; }
+[ -f "$MODEL" ] || { echo "FAIL: no model $MODEL"; exit 1; }
+[ -f "$WAV" ] || { echo "FAIL: no audio file $WAV"; exit 1; }
+
+T=$(mktemp -d /tmp/ks_listen.XXXXXX)
+PIDS=()  # background processes this script started
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  stop_pulse
+  [ -n "${JPID:-}" ] && kill -9 "$JPID" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# Nothing outside $T: no user sound server, no autospawned one, no JACK autostart.
+export HOME=$T/home XDG_RUNTIME_DIR=$T/xdg XDG_CONFIG_HOME=$T/home/.config
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+export PULSE_RUNTIME_PATH=$T/pa/run PULSE_STATE_PATH=$T/pa/state PULSE_SERVER=unix:$T/pa/run/native
+printf 'autospawn = no\n' >"$T/client.conf"
+export PULSE_CLIENTCONFIG=$T/client.conf
+export JACK_NO_START_SERVER=1 JACK_DEFAULT_SERVER=ks_listen_$$
+unset ALSA_CONFIG_PATH
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; }
+now() { date +%s.%N; }
+elapsed() { $PY -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
+
+# wait_exit PID SECONDS: the exit status, or 124 after killing a process that hung.
+wait_exit() {
+  local pid=$1 i
+  for i in $(seq $(($2 * 20))); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 124
+  fi
+  wait "$pid"
+}
+
+# check_output NAME OUT ERR RC: the detections in OUT (JSON lines) against EXPECTED.
+check_output() {
+  local name=$1 out=$2 err=$3 rc=$4
+  if [ "$rc" -eq 0 ]; then pass "$name: exit 0 after SIGTERM"; else fail "$name: exit $rc after SIGTERM, wanted 0"; fi
+  grep -a "^listened " "$err" | sed "s/^/      $name: /"
+  if ! $PY - "$out" "$err" "${EXPECTED[@]}" <<'PY'; then
+import json, re, sys
+out, err, expected = sys.argv[1], sys.argv[2], sys.argv[3:]
+dets = []
+for n, line in enumerate(open(out, encoding="utf-8", errors="replace"), 1):
+    if not line.strip():
+        continue
+    try:
+        d = json.loads(line)
+    except ValueError:
+        sys.exit("stdout line %d is not JSON: %r" % (n, line))
+    if not isinstance(d, dict) or not isinstance(d.get("label"), str) or not isinstance(d.get("time_s"), (int, float)):
+        sys.exit("stdout line %d is not a detection: %r" % (n, line))
+    dets.append(d)
+labels = [d["label"] for d in dets]
+print("      detections: %s" % (" ".join("%s@%.2f" % (d["label"], d["time_s"]) for d in dets) or "none"))
+times = [d["time_s"] for d in dets]
+if times != sorted(times):
+    sys.exit("detection times go backwards: %s" % times)
+if expected == ["--any"]:
+    m = None
+    for line in open(err, encoding="utf-8", errors="replace"):
+        m = re.match(r"listened ([0-9.]+) s, ([0-9]+) chunks, ([0-9]+) detections, ([0-9]+) overflow frames", line) or m
+    if not m:
+        sys.exit("no 'listened S s, C chunks, ...' summary on stderr")
+    if int(m.group(2)) == 0:
+        sys.exit("no chunk went through the model (%s)" % m.group(0))
+    if int(m.group(3)) != len(dets):
+        sys.exit("summary says %s detections, stdout has %d" % (m.group(3), len(dets)))
+    sys.exit(0)
+i = 0
+for label in labels:
+    if i < len(expected) and label == expected[i]:
+        i += 1
+if i < len(expected):
+    sys.exit("expected %s in order; detected %s (missing from '%s' on)" % (expected, labels, expected[i]))
+PY
+    fail "$name: detections"
+  else
+    pass "$name: detections ${EXPECTED[*]}"
+  fi
+}
+
+PAPID=
+start_pulse() {
+  mkdir -p "$T/pa"
+  cat >"$T/pa/vmic.pa" <<'PA'
+load-module module-native-protocol-unix auth-anonymous=1 auth-cookie-enabled=0
+load-module module-null-sink sink_name=vmic rate=16000 channels=1 format=float32le
+set-default-sink vmic
+set-default-source vmic.monitor
+PA
+  pulseaudio -n -F "$T/pa/vmic.pa" --daemonize=yes --exit-idle-time=-1 --log-target=file:"$T/pa/pa.log" 2>>"$T/pa/start.err"
+  local i
+  for i in $(seq 100); do pactl info >/dev/null 2>&1 && break; sleep 0.05; done
+  PAPID=$(cat "$PULSE_RUNTIME_PATH/pid" 2>/dev/null)
+  pactl info >/dev/null 2>&1
+}
+stop_pulse() {
+  [ -n "$PAPID" ] || return 0
+  pactl exit 2>/dev/null
+  local i
+  for i in $(seq 40); do kill -0 "$PAPID" 2>/dev/null || break; sleep 0.05; done
+  kill -9 "$PAPID" 2>/dev/null
+  PAPID=
+}
+
+sox "$WAV" -c 1 "$T/padded.wav" pad 0.5 0.5 || { echo "FAIL: sox cannot read $WAV"; exit 1; }
+t0=$(now)
+
+# --- PulseAudio null sink at 16 kHz: c, d, a, f ---
+if ! start_pulse; then
+  fail "PulseAudio would not start"
+  cat "$T/pa/start.err" "$T/pa/pa.log" 2>/dev/null | tail -20
+else
+  # d. devices
+  "$KS" devices >"$T/dev.out" 2>"$T/dev.err"
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "pulse" "$T/dev.out"; then
+    pass "d: devices lists the pulse device"
+  else
+    fail "d: devices: exit $rc"; cat "$T/dev.out"
+  fi
+
+  # c. a device name that matches nothing
+  timeout 20 "$KS" listen -m "$MODEL" --device no-such-device-xyz >"$T/c.out" 2>"$T/c.err"
+  rc=$?
+  if [ "$rc" -eq 4 ]; then pass "c: --device no-such-device-xyz exits 4"; else fail "c: --device no-such-device-xyz: exit $rc, wanted 4"; fi
+  if grep -q "no input device matches" "$T/c.err" && grep -q "pulse" "$T/c.err"; then
+    pass "c: says no input device matches and lists the devices"
+  else
+    fail "c: message"; grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/c.err"
+  fi
+
+  # a. real-time playback into the default input
+  "$KS" listen -m "$MODEL" --json >"$T/a.out" 2>"$T/a.err" &
+  KSPID=$!
+  PIDS+=("$KSPID")
+  for i in $(seq 200); do pactl list short source-outputs 2>/dev/null | grep -q . && break; sleep 0.05; done
+  if ! pactl list short source-outputs 2>/dev/null | grep -q .; then
+    fail "a: keyword_spotter's stream never showed up in PulseAudio"
+    grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/a.err"
+  fi
+  paplay "$T/padded.wav" || fail "a: paplay failed"
+  sleep 1.5  # the last words still travel through the server and the model
+  kill -TERM "$KSPID" 2>/dev/null
+  wait_exit "$KSPID" 10
+  rc=$?
+  [ "$rc" -eq 124 ] && fail "a: keyword_spotter did not exit within 10 s of SIGTERM"
+  check_output a "$T/a.out" "$T/a.err" "$rc"
+
+  # f. the sound server dies while listening
+  "$KS" listen -m "$MODEL" --json >"$T/f.out" 2>"$T/f.err" &
+  KSPID=$!
+  PIDS+=("$KSPID")
+  for i in $(seq 200); do pactl list short source-outputs 2>/dev/null | grep -q . && break; sleep 0.05; done
+  sleep 2.5  # past the first callback
+  kill -9 "$PAPID" 2>/dev/null
+  PAPID=
+  tf=$(now)
+  wait_exit "$KSPID" 10
+  rc=$?
+  if [ "$rc" -eq 4 ]; then
+    pass "f: server killed while listening: exit 4 after $(elapsed "$tf") s"
+  else
+    fail "f: server killed while listening: exit $rc, wanted 4"
+  fi
+  grep -q "^keyword_spotter: device" "$T/f.err" || { fail "f: no device error message"; tail -5 "$T/f.err"; }
+fi
+stop_pulse
+
+# --- b. JACK dummy driver at 48 kHz: the rate fallback ---
+if ! command -v jackd >/dev/null || ! command -v jack_wait >/dev/null || ! command -v jack_lsp >/dev/null ||
+   ! command -v aplay >/dev/null || ! alsa_plugin jack; then
+  echo "SKIP: b (JACK at 48 kHz): needs jackd2, alsa-utils and libasound2-plugins"
+else
+  jackd --no-realtime -d dummy -r 48000 -p 1024 -C 1 -P 1 >"$T/jackd.log" 2>&1 &
+  JPID=$!
+  if ! jack_wait -w -t 5 >/dev/null 2>&1; then
+    echo "SKIP: b (JACK at 48 kHz): jackd could not start here:"
+    tail -5 "$T/jackd.log" | sed 's/^/      /'
+  else
+    "$KS" listen -m "$MODEL" --json --device system >"$T/b.out" 2>"$T/b.err" &
+    KSPID=$!
+    PIDS+=("$KSPID")
+    for i in $(seq 200); do jack_lsp 2>/dev/null | grep -qx "PortAudio:in_0" && break; sleep 0.05; done
+    if ! jack_lsp 2>/dev/null | grep -qx "PortAudio:in_0"; then
+      fail "b: keyword_spotter's JACK port never showed up"
+      grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/b.err"
+    fi
+    printf 'pcm.ks_feed { type plug; slave.pcm { type jack; playback_ports { 0 "PortAudio:in_0" } } }\n' >"$T/feed.conf"
+    sox "$T/padded.wav" -r 48000 "$T/padded48.wav"
+    ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$T/feed.conf aplay -q -D ks_feed "$T/padded48.wav" 2>"$T/aplay.err" ||
+      { fail "b: aplay into JACK failed"; tail -3 "$T/aplay.err"; }
+    sleep 1
+    kill -TERM "$KSPID" 2>/dev/null
+    wait_exit "$KSPID" 10
+    rc=$?
+    [ "$rc" -eq 124 ] && fail "b: keyword_spotter did not exit within 10 s of SIGTERM"
+    if grep -aq "at 48000 Hz, resampled to" "$T/b.err"; then
+      pass "b: opened the device at 48000 Hz and resampled"
+    else
+      fail "b: no rate fallback"; grep -a "listening on" "$T/b.err"
+    fi
+    check_output b "$T/b.out" "$T/b.err" "$rc"
+  fi
+  kill "$JPID" 2>/dev/null
+  wait "$JPID" 2>/dev/null
+  JPID=
+fi
+
+# --- e. no sound system at all ---
+if [ -s /proc/asound/cards ] && ! grep -q "no soundcards" /proc/asound/cards; then
+  echo "SKIP: e (no sound system): this machine has sound cards"
+else
+  te=$(now)
+  env -u PULSE_SERVER PULSE_RUNTIME_PATH="$T/nothing" timeout 30 "$KS" listen -m "$MODEL" --json >"$T/e.out" 2>"$T/e.err"
+  rc=$?
+  took=$(elapsed "$te")
+  if [ "$rc" -eq 4 ] && $PY -c "import sys; sys.exit(float(sys.argv[1]) > 12)" "$took"; then
+    pass "e: no sound system: exit 4 after $took s"
+  else
+    fail "e: no sound system: exit $rc after $took s, wanted 4 within 12 s"
+    grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/e.err" | tail -5
+  fi
+  [ -s "$T/e.out" ] && fail "e: printed on stdout: $(head -c 200 "$T/e.out")"
+fi
+
+echo "test_listen: $(elapsed "$t0") s"
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all listen tests passed"

@@ -1,0 +1,24 @@
+#!/bin/bash
+# From a training run to the bundled model: tune the detection defaults on the
+# validation stream, convert, then measure with the shipped runtime on the
+# test split and the test stream. Reproduces models/sc10-demo.mega and the
+# figures in docs/models.md.
+#   make_demo_model.sh RUN_DIR DATA_DIR KEYWORD_SPOTTER OUT.mega
+set -euo pipefail
+RUN=$1 DATA=$2 KS=$3 OUT=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$(dirname "$HERE")")
+PY=/usr/bin/python3
+WORK=$(dirname "$DATA")
+[ -f "$WORK/stream-val.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split validation \
+  --minutes 20 --out "$WORK/stream-val.wav" --labels-out "$WORK/stream-val.csv" --seed 7
+[ -f "$WORK/stream-test.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split testing \
+  --minutes 10 --out "$WORK/stream-test.wav" --labels-out "$WORK/stream-test.csv" --seed 2
+$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" --stream "$WORK/stream-val.wav" \
+  --labels "$WORK/stream-val.csv" -o "$RUN/detection.json" | tail -1
+STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); print(c['step'], round(c['best_val'], 4))" "$RUN/best.pt")
+$PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT" --detection "$RUN/detection.json" \
+  --notes "Demo model trained on synthetic speech (tools/data/make_sc10.py: espeak-ng + flite kal/kal16 voices); step/validation accuracy: $STEP. See docs/models.md."
+"$KS" selftest -m "$OUT"
+$PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" --data "$DATA" --split testing \
+  --stream "$WORK/stream-test.wav" --stream-labels "$WORK/stream-test.csv" --json-out "$RUN/eval.json"
