@@ -565,10 +565,14 @@ int cmd_listen(const Params& p) {
     }
     if (status_line && std::chrono::duration<double>(now - last_status).count() >= kStatusInterval) {
       last_status = now;
-      std::printf("\r\033[K[listening %s] level %6.1f dBFS | last: %s | overflow %llu frames",
-                  format_seconds(double(consumed) / model_rate).c_str(), level_db,
-                  last_label.empty() ? "-" : (last_label + " at " + format_seconds(last_time)).c_str(),
-                  (unsigned long long)cap->ring.overflow_frames());
+      if (!got_audio) {
+        std::printf("\r\033[K[waiting for audio from '%s'...]", device_name.c_str());
+      } else {
+        std::printf("\r\033[K[listening %s] level %6.1f dBFS | last: %s | overflow %llu frames",
+                    format_seconds(double(consumed) / model_rate).c_str(), level_db,
+                    last_label.empty() ? "-" : (last_label + " at " + format_seconds(last_time)).c_str(),
+                    (unsigned long long)cap->ring.overflow_frames());
+      }
       std::fflush(stdout);
     }
     if (got == 0) std::this_thread::sleep_for(kIdleSleep);
