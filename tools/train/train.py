@@ -201,6 +201,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--warmup", type=int, default=200, help="steps of linear learning-rate warm-up")
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
@@ -245,7 +246,7 @@ def main() -> int:
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
     while step < args.steps:
-        lr = args.lr * min(1.0, (step + 1) / 200) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+        lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:
             g["lr"] = lr
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
