@@ -14,6 +14,11 @@ ctest --test-dir build --output-on-failure -j "$JOBS"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGA_WERROR=ON -DMEGA_SANITIZE=ON \
       -DMEGA_TEST_GENERATED="$FIXTURES"
 cmake --build build-asan -j "$JOBS"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS" -E '^(converter|official_parity)$'
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" -E '^(converter|official_parity|listen)$'
+# The sound stack PortAudio loads (ALSA plugins, PulseAudio/JACK clients) leaks
+# from plugins it has already unloaded, which no suppression can name: the
+# microphone test runs with AddressSanitizer but without the leak check.
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --test-dir build-asan --output-on-failure -R '^listen$'
 echo "all tests passed (release and sanitizers)"
