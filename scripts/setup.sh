@@ -5,7 +5,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev libsndfile1-dev
       libsamplerate0-dev portaudio19-dev
       python3 python3-torch python3-numpy python3-flatbuffers
-      sox espeak-ng flite
+      sox espeak-ng flite time
       pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
