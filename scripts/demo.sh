@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_BUILD_TESTS=OFF >/dev/null
 cmake --build build --target keyword_spotter
-MODEL=${MODEL:-models/sc10-random-init.mega}
+MODEL=${MODEL:-models/sc10-demo.mega}
 ./build/keyword_spotter selftest -m "$MODEL"
 ./build/keyword_spotter classify -m "$MODEL" samples/*.wav
