@@ -133,6 +133,9 @@ int cmd_classify(const Params& p) {
       std::fflush(stdout);
       continue;
     }
+    // "padded" describes the file, not the resampler's output (which can come
+    // out a few samples short of duration * rate)
+    r.padded = ai.frames * hp.sample_rate < hp.window_samples() * ai.sample_rate;
     softmax(r.logits.data(), hp.n_classes, &probs);
     const size_t best = size_t(std::max_element(probs.begin(), probs.end()) - probs.begin());
     const std::string& label = m->labels()[best];
