@@ -37,7 +37,7 @@ float window_score(const mega::Model& m, const float* logits, std::vector<float>
 struct ClipResult {
   std::vector<float> logits;
   double window_start_s = 0.0;
-  bool padded = false;
+  bool padded = false;  // set by the caller, from the file's own duration
 };
 
 // A clip shorter than a window is zero-padded and classified offline (exactly
@@ -49,7 +49,6 @@ mega::Status classify_samples(mega::Session& s, const Params& p, std::vector<flo
   const mega::HParams& hp = m.hparams();
   const int64_t window = hp.window_samples(), chunk = hp.chunk_samples();
   r->logits.assign(size_t(hp.n_classes), 0.0f);
-  r->padded = int64_t(clip.size()) < window;
   std::vector<float> probs;
   if (!m.streamable()) {
     if (int64_t(clip.size()) <= window) return s.classify_clip(clip.data(), int64_t(clip.size()), r->logits.data());

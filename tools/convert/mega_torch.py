@@ -349,6 +349,18 @@ class MegaKWS(nn.Module):
         x = self.features(s, trace)
         return self.head(x.mean(dim=1))
 
+    def chunk_window_logits(self, feats: torch.Tensor) -> torch.Tensor:
+        """(n_chunks, n_classes): after each chunk, the logits over the last W
+        chunks (fewer at the start), as a streaming session reports them.
+        feats: one sequence's features (tokens, D) from features()."""
+        cfg = self.cfg
+        sums = feats.reshape(-1, cfg.chunk_size, cfg.embed_dim).sum(dim=1)
+        rows = []
+        for c in range(sums.shape[0]):
+            lo = max(0, c - cfg.window_chunks + 1)
+            rows.append(sums[lo:c + 1].sum(dim=0) / ((c + 1 - lo) * cfg.chunk_size))
+        return self.head(torch.stack(rows))
+
     def window_logits(self, s: torch.Tensor) -> torch.Tensor:
         """Logits over the last W chunks only, as a streaming session reports
         them after the last chunk of s (earlier audio still reaches the window

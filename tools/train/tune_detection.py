@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import wave
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -25,6 +24,7 @@ import torch  # noqa: E402
 
 import mega_torch as mt  # noqa: E402
 import streamscore  # noqa: E402
+import train  # noqa: E402  (its 16 kHz / 16-bit WAV reader)
 
 
 def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
@@ -33,20 +33,8 @@ def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
     n = len(samples) // cs * cs
     with torch.no_grad():
         feats = model.features(torch.from_numpy(samples[:n]).unsqueeze(0))[0]
-        sums = feats.reshape(-1, cfg.chunk_size, cfg.embed_dim).sum(dim=1)
-        csum = torch.cumsum(sums, dim=0)
-        rows = []
-        for c in range(sums.shape[0]):
-            lo = max(0, c - cfg.window_chunks + 1)
-            tot = csum[c] - (csum[lo - 1] if lo > 0 else 0)
-            rows.append(tot / ((c + 1 - lo) * cfg.chunk_size))
-        logits = model.head(torch.stack(rows))
+        logits = model.chunk_window_logits(feats)
     return torch.softmax(logits.double(), dim=1).numpy()
-
-
-def read_wav(path):
-    with wave.open(path, "rb") as w:
-        return np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768.0
 
 
 def main() -> int:
@@ -63,7 +51,7 @@ def main() -> int:
     labels = extra["labels"]
     cfg = model.cfg
     hop_s = cfg.chunk_samples / cfg.sample_rate
-    probs = stream_posteriors(model, read_wav(args.stream))
+    probs = stream_posteriors(model, train.read_wav(args.stream).astype(np.float32) / 32768.0)
     keywords, free = streamscore.read_stream_labels(args.labels)
     can_fire = np.array([not l.startswith("_") for l in labels])
     refr = int(np.ceil(args.refractory_ms / 1000 / hop_s - 1e-9))

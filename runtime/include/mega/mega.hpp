@@ -175,8 +175,8 @@ class Session {
 
   // Offline forward of the official model on one clip: the clip is zero-padded
   // to a multiple of the chunk and to at least one window, and pooled over all
-  // of it. Works for both EMA directions; does not disturb the streaming state
-  // of unidirectional sessions... it resets it (the session is reused).
+  // of it. Works for both EMA directions. It uses the session's buffers, so a
+  // stream in progress is reset (the session starts afresh afterwards).
   // logits: n_classes floats. trace (tests only, may be null): receives the
   // embedding and each layer's output, (n_layers + 1) x tokens x D floats, where
   // tokens = padded length / patch_stride (see padded_clip_samples()).
