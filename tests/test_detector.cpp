@@ -130,3 +130,45 @@ TEST(Detector, InvalidConfigsAreRefused) {
   c.hop_ms = 0;
   EXPECT_FALSE(mega::Detector::create(kLabels, c, &err));
 }
+
+// every detection of a sequence of posterior rows
+std::vector<mega::Detection> detections(mega::Detector& d, const std::vector<std::vector<float>>& rows) {
+  std::vector<mega::Detection> out;
+  for (const auto& r : rows) {
+    mega::Detection det;
+    auto l = logits_for(r);
+    if (d.update(l.data(), &det)) out.push_back(det);
+  }
+  return out;
+}
+
+// Smoothing delays firing; event_hop names the hop in which the word was heard.
+TEST(Detector, EventHopIsWhereTheRunOfTheKeywordStarted) {
+  const std::vector<float> maybe_yes = {0.55f, 0.05f, 0.2f, 0.2f};  // top label, below threshold
+  auto d = make(0.8f, 3, 0);
+  auto dets = detections(*d, {kQuiet, kQuiet, maybe_yes, kYes, kYes, kYes, kQuiet});
+  ASSERT_EQ(dets.size(), 1u);
+  EXPECT_EQ(dets[0].label, 0);
+  EXPECT_EQ(dets[0].hop_index, 5);  // mean of (0.55, 0.9, 0.9) < 0.8 at hop 4; 0.9 at hop 5
+  EXPECT_EQ(dets[0].event_hop, 3);  // hop 2 is outside the 3 hops that fired
+}
+
+TEST(Detector, EventHopStopsAtAnotherLabel) {
+  const std::vector<float> maybe_no = {0.05f, 0.55f, 0.2f, 0.2f};
+  auto d = make(0.6f, 3, 0);
+  auto dets = detections(*d, {maybe_no, kYes, kYes});
+  ASSERT_EQ(dets.size(), 1u);
+  EXPECT_EQ(dets[0].label, 0);
+  EXPECT_EQ(dets[0].hop_index, 2);  // (0.05 + 0.9 + 0.9) / 3 = 0.62
+  EXPECT_EQ(dets[0].event_hop, 1);  // hop 0 is inside the span but "no" led there
+}
+
+TEST(Detector, EventHopWithoutSmoothingIsTheFiringHop) {
+  auto d = make(0.8f, 1, 0);
+  auto dets = detections(*d, {kQuiet, kYes, kYes, kQuiet, kQuiet, kYes});
+  ASSERT_EQ(dets.size(), 2u);
+  EXPECT_EQ(dets[0].hop_index, 1);
+  EXPECT_EQ(dets[0].event_hop, 1);
+  EXPECT_EQ(dets[1].hop_index, 5);
+  EXPECT_EQ(dets[1].event_hop, 5);
+}

@@ -18,6 +18,8 @@
 # come between them). --any checks only that audio went through the model:
 # exit 0 and the stderr summary "listened S s, C chunks, ..." with C > 0 (for
 # untrained models, whose detections are arbitrary).
+# LISTEN_EXTRA_ARGS (environment): more options for the listen runs of a and b
+# (e.g. --sensitivity 0.9).
 # Exit: 0 pass, 1 failure, 2 usage, 77 skipped (PortAudio/PulseAudio tooling missing).
 set -u
 if [ $# -lt 4 ]; then
@@ -29,6 +31,7 @@ MODEL=$2
 WAV=$3
 shift 3
 EXPECTED=("$@")
+read -r -a EXTRA <<<"${LISTEN_EXTRA_ARGS:-}"
 PY=/usr/bin/python3
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -184,7 +187,7 @@ else
   fi
 
   # a. real-time playback into the default input
-  "$KS" listen -m "$MODEL" --json >"$T/a.out" 2>"$T/a.err" &
+  "$KS" listen -m "$MODEL" --json "${EXTRA[@]}" >"$T/a.out" 2>"$T/a.err" &
   KSPID=$!
   PIDS+=("$KSPID")
   for i in $(seq 200); do pactl list short source-outputs 2>/dev/null | grep -q . && break; sleep 0.05; done
@@ -231,7 +234,7 @@ else
     echo "SKIP: b (JACK at 48 kHz): jackd could not start here:"
     tail -5 "$T/jackd.log" | sed 's/^/      /'
   else
-    "$KS" listen -m "$MODEL" --json --device system >"$T/b.out" 2>"$T/b.err" &
+    "$KS" listen -m "$MODEL" --json --device system "${EXTRA[@]}" >"$T/b.out" 2>"$T/b.err" &
     KSPID=$!
     PIDS+=("$KSPID")
     for i in $(seq 200); do jack_lsp 2>/dev/null | grep -qx "PortAudio:in_0" && break; sleep 0.05; done

@@ -39,7 +39,9 @@ std::unique_ptr<mega::Session> make_session(const std::shared_ptr<const mega::Mo
 // Detector from the model's defaults and the command-line overrides; prints the error.
 std::unique_ptr<mega::Detector> make_detector(const mega::Model& m, const Params& p);
 // One detection line: "12.250\tyes\t0.973" or {"time_s": 12.25, "label": "yes", "score": 0.973}; flushed.
-void print_detection(const mega::Model& m, const Params& p, double time_s, const mega::Detection& d);
+// Prints one detection (time in the stream, label, score) and returns its time
+// in seconds. end_sample: samples consumed when the firing chunk completed.
+double print_detection(const mega::Model& m, const Params& p, int64_t end_sample, const mega::Detection& d);
 std::string json_escape(const std::string& s);
 
 int cmd_info(const Params& p);

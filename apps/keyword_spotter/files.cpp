@@ -181,7 +181,7 @@ int cmd_scan(const Params& p) {
     mega::Detection d;
     if (det->update(r.logits, &d)) {
       ++n_detections;
-      print_detection(*m, p, double(r.end_sample) / hp.sample_rate, d);
+      print_detection(*m, p, r.end_sample, d);
     }
   };
   for (;;) {

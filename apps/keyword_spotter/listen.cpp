@@ -464,10 +464,9 @@ int cmd_listen(const Params& p) {
     lag_max_s = std::max(lag_max_s, lag);
     if (!detector->update(r.logits, &det)) return;
     ++n_detections;
-    last_time = double(r.end_sample) / model_rate;
     last_label = m.labels()[size_t(det.label)];
     if (status_line) std::fputs("\r\033[K", stdout);
-    print_detection(m, p, last_time, det);
+    last_time = print_detection(m, p, r.end_sample, det);
   };
   // Feeds model-rate samples; false once the --seconds limit is reached.
   auto feed = [&](const float* x, int64_t n) -> bool {

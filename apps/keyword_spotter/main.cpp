@@ -217,7 +217,10 @@ std::unique_ptr<mega::Detector> make_detector(const mega::Model& m, const Params
   return d;
 }
 
-void print_detection(const mega::Model& m, const Params& p, double time_s, const mega::Detection& d) {
+double print_detection(const mega::Model& m, const Params& p, int64_t end_sample, const mega::Detection& d) {
+  // the end of the hop in which the word was heard, not the later hop in which smoothing let it fire
+  const mega::HParams& hp = m.hparams();
+  const double time_s = double(end_sample - (d.hop_index - d.event_hop) * hp.chunk_samples()) / hp.sample_rate;
   const std::string& label = m.labels()[size_t(d.label)];
   if (p.json) {
     std::printf("{\"time_s\": %.4f, \"label\": \"%s\", \"score\": %.4f}\n", time_s, json_escape(label).c_str(),
@@ -226,6 +229,7 @@ void print_detection(const mega::Model& m, const Params& p, double time_s, const
     std::printf("%.3f\t%s\t%.3f\n", time_s, label.c_str(), d.score);
   }
   std::fflush(stdout);
+  return time_s;
 }
 
 int cmd_info(const Params& p) {

@@ -85,8 +85,16 @@ bool Detector::update(const float* logits, Detection* out) {
     out->label = best;
     out->score = smoothed_[size_t(best)];
     out->hop_index = hop;
+    int64_t event = hop;
+    while (event > hop - seen + 1 && argmax_at(event - 1) == best) --event;
+    out->event_hop = event;
   }
   return true;
+}
+
+int32_t Detector::argmax_at(int64_t hop) const {
+  const float* row = &history_[size_t(hop % hops_) * size_t(n_)];
+  return int32_t(std::max_element(row, row + n_) - row);
 }
 
 std::vector<float> Detector::apply_sensitivity(const std::vector<float>& thresholds, float sensitivity) {

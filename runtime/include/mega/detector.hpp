@@ -28,6 +28,10 @@ struct Detection {
   int32_t label = -1;      // index into the model's labels
   float score = 0.0f;      // smoothed posterior when it fired
   int64_t hop_index = 0;   // hop that fired (0-based since reset)
+  // When the word was heard: walking back from hop_index over the smoothed
+  // hops, the earliest hop of the run in which this keyword was the most
+  // probable label. Smoothing delays firing; it does not move event_hop.
+  int64_t event_hop = 0;
 };
 
 class Detector {
@@ -47,6 +51,7 @@ class Detector {
 
  private:
   Detector() = default;
+  int32_t argmax_at(int64_t hop) const;  // most probable label in a remembered hop
   std::vector<bool> can_fire_;      // label does not start with '_'
   std::vector<bool> armed_;         // fell below threshold since it last fired
   std::vector<float> thresholds_;
