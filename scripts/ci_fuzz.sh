@@ -6,6 +6,7 @@
 #   ci_fuzz.sh [SECONDS_EACH]           (default 60)
 #   FUZZ_OUT=DIR ci_fuzz.sh 1800        keep corpora, logs and crash inputs in DIR
 #   FUZZ_NICE=19 ...                    run the fuzzers at that niceness
+#   FUZZ_TIMEOUT=S ...                  seconds one input may take (default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -22,7 +23,7 @@ declare -A PIDS=()
 for t in "${!SEEDS[@]}"; do
   mkdir -p "$OUT/$t/corpus" "$OUT/$t/crashes"
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    nice -n "${FUZZ_NICE:-0}" "$BUILD/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+    nice -n "${FUZZ_NICE:-0}" "$BUILD/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$OUT/$t/crashes/" "$OUT/$t/corpus" "${SEEDS[$t]}" >"$OUT/$t/log" 2>&1 &
   PIDS[$t]=$!
 done
