@@ -310,35 +310,28 @@ else
 pcm.!default { type plug; slave { pcm { type file; slave.pcm { type null }; file "/dev/null"
   infile "$T/mic.fifo"; format "raw" } format FLOAT_LE rate 16000 channels 1 } }
 CONF
-  fifo_listen() {  # NAME: runs listen on the FIFO device; sets rc and took
-    local t
+  # fifo_listen NAME NEEDLE WHAT: listen on the FIFO device must exit 4 within 15 s, NEEDLE on stderr
+  fifo_listen() {
+    local t rc took
     t=$(now)
     env -u PULSE_SERVER PULSE_RUNTIME_PATH="$T/nothing" ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$T/fifomic.conf \
       timeout 40 "$KS" listen -m "$MODEL" --device default --json >"$T/$1.out" 2>"$T/$1.err"
     rc=$?
     took=$(elapsed "$t")
+    if [ "$rc" -eq 4 ] && grep -aq "$2" "$T/$1.err" && $PY -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took"; then
+      pass "$1: $3: exit 4 after $took s, '$2'"
+    else
+      fail "$1: $3: exit $rc after $took s, wanted 4 within 15 s and '$2'"
+      grep -av "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/$1.err" | tail -5
+    fi
   }
   # h. opens, starts, never delivers: a writer holds the FIFO open and writes nothing
   sleep 60 >"$T/mic.fifo" &
   PIDS+=("$!")
-  fifo_listen h
-  if [ "$rc" -eq 4 ] && grep -aq "no audio from the device within" "$T/h.err" &&
-     $PY -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took"; then
-    pass "h: device never delivers: exit 4 after $took s, 'no audio from the device'"
-  else
-    fail "h: device never delivers: exit $rc after $took s, wanted 4 within 15 s with 'no audio from the device'"
-    grep -av "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/h.err" | tail -5
-  fi
+  fifo_listen h "no audio from the device within" "device never delivers"
   kill "${PIDS[-1]}" 2>/dev/null
   # i. no writer at all: opening the FIFO blocks inside ALSA
-  fifo_listen i
-  if [ "$rc" -eq 4 ] && grep -aq "did not finish within" "$T/i.err" &&
-     $PY -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took"; then
-    pass "i: device open hangs: exit 4 after $took s"
-  else
-    fail "i: device open hangs: exit $rc after $took s, wanted 4 within 15 s"
-    grep -av "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/i.err" | tail -5
-  fi
+  fifo_listen i "did not finish within" "device open never returns"
 fi
 
 echo "test_listen: $(elapsed "$t0") s"
