@@ -32,7 +32,7 @@ for t in "${!PIDS[@]}"; do
   rc=0
   wait "${PIDS[$t]}" || rc=$?
   # the last status line: executions, coverage (cov: edges, ft: features), corpus size
-  summary=$(grep -a "^#[0-9]*" "$OUT/$t/log" | tail -n 1)
+  summary=$(grep -a "^#[0-9]" "$OUT/$t/log" | tail -n 1)
   echo "fuzz_$t: exit $rc; $summary; $(grep -a "^stat::number_of_executed_units" "$OUT/$t/log" | tail -n 1)"
   if [ "$rc" -ne 0 ]; then
     failed=1
