@@ -255,10 +255,9 @@ TEST(HostileAudio, OverflowInsideTheModelResetsTheStateInsteadOfPoisoningIt) {
   const std::vector<float> loud(size_t(3 * hp.chunk_samples()), 1.0f);
   const std::vector<float> got_loud = stream_logits(*s, loud, 5);
   EXPECT_EQ(count_non_finite(got_loud), 0);
-  EXPECT_GT(s->stats().n_state_resets, 0) << "the test model does not overflow: make it louder";
-  for (float v : got_loud) {
-    if (v != 0.0f) GTEST_SKIP() << "some loud chunks did not overflow";
-  }
+  // every loud chunk overflows: each is zeroed and counted
+  EXPECT_EQ(s->stats().n_state_resets, 3);
+  EXPECT_EQ(got_loud, std::vector<float>(got_loud.size(), 0.0f));
   // afterwards: quiet audio, compared with a fresh session
   const std::vector<float> quiet(size_t((hp.window_chunks + 3) * hp.chunk_samples()), 0.0f);
   const int64_t resets = s->stats().n_state_resets;
