@@ -6,7 +6,8 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libsamplerate0-dev portaudio19-dev
       python3 python3-torch python3-numpy python3-flatbuffers
       sox espeak-ng flite time
-      pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils)
+      pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils
+      valgrind clang libclang-rt-14-dev)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

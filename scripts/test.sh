@@ -21,4 +21,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 # from plugins it has already unloaded, which no suppression can name: the
 # microphone test runs with AddressSanitizer but without the leak check.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --test-dir build-asan --output-on-failure -R '^listen$'
-echo "all tests passed (release and sanitizers)"
+bash scripts/ci_fuzz.sh 60   # libFuzzer: model loader and audio-file reader, 60 s each (at once)
+echo "all tests passed (release, sanitizers, fuzzing)"

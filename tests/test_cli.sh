@@ -134,12 +134,17 @@ PY
 mkdir "$T/adir"
 echo "this is not audio" >"$T/notaudio.wav"
 head -c 30 "$src" >"$T/trunc_header.wav"
+head -c 5000 "$T/s.ogg" >"$T/cut.ogg"  # an Ogg file cut before its last page has no length
 sox "$src" -r 8000 "$T/rate8k.wav"
 $PY - "$T" <<'PY'
 import struct, sys, wave
 d = sys.argv[1]
 with wave.open(d + "/empty.wav", "wb") as w:
     w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(b"")
+with wave.open(d + "/rate500.wav", "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(500); w.writeframes(b"\0\1" * 500)
+with wave.open(d + "/ch65.wav", "wb") as w:
+    w.setnchannels(65); w.setsampwidth(2); w.setframerate(16000); w.writeframes(b"\0\1" * 65 * 100)
 def float_wav(path, samples):
     data = struct.pack("<%df" % len(samples), *samples)
     fmt = struct.pack("<HHIIHH", 3, 1, 16000, 64000, 4, 32)
@@ -148,15 +153,17 @@ def float_wav(path, samples):
         f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data)
 float_wav(d + "/nan.wav", [0.0] * 100 + [float("nan")] + [0.0] * 100)
 float_wav(d + "/inf.wav", [0.0] * 100 + [float("inf")] + [0.0] * 100)
+float_wav(d + "/loud.wav", [1.5, -2.0, 0.5] * 8000)  # float audio beyond full scale
 PY
 expect_rc 1 "bad files among good ones" -- "$KS" classify -m "$MODEL" --json "$T/missing.wav" "$T/adir" "$T/notaudio.wav" \
-  "$T/empty.wav" "$T/trunc_header.wav" "$T/nan.wav" "$T/inf.wav" "$src"
+  "$T/empty.wav" "$T/trunc_header.wav" "$T/nan.wav" "$T/inf.wav" "$T/cut.ogg" "$T/rate500.wav" "$T/ch65.wav" "$src"
 if $PY - "$T/out" <<'PY'; then pass "each bad file has its own message"; else fail "bad-file messages"; cat "$T/out"; fi
 import json, sys
 rows = {json.loads(l)["file"].rsplit("/", 1)[-1]: json.loads(l) for l in open(sys.argv[1])}
 want = {"missing.wav": "no such file", "adir": "is a directory", "notaudio.wav": "not a readable audio file",
         "empty.wav": "0 frames", "trunc_header.wav": "", "nan.wav": "not a finite number",
-        "inf.wav": "not a finite number"}
+        "inf.wav": "not a finite number", "cut.ogg": "no audio could be decoded",
+        "rate500.wav": "unsupported sample rate 500 Hz", "ch65.wav": "unsupported channel count 65"}
 for f, needle in want.items():
     assert "error" in rows[f] and needle in rows[f]["error"], (f, rows.get(f))
 assert "label" in rows["stop.wav"]
@@ -194,6 +201,8 @@ expect_rc 0 "scan of a resampled stereo file" -- "$KS" scan -m "$MODEL" "$T/s44k
 expect_rc 1 "scan of a missing file" -- "$KS" scan -m "$MODEL" "$T/missing.wav"
 expect_rc 1 "scan of a NaN file" -- "$KS" scan -m "$MODEL" "$T/nan.wav"
 expect_in "$T/err" "not a finite number" "scan names the bad sample"
+expect_rc 0 "scan of float audio beyond full scale" -- "$KS" scan -m "$MODEL" "$T/loud.wav"
+expect_in "$T/err" "16000 samples beyond full scale clipped" "scan reports the clipped samples"
 expect_rc 2 "scan takes one file" -- "$KS" scan -m "$MODEL" "$src" "$src"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"

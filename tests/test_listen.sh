@@ -9,7 +9,13 @@
 #   c. --device no-such-device-xyz: exit 4 and the list of input devices;
 #   d. `devices` lists the pulse device while the server runs;
 #   e. no sound system at all: listen fails with exit 4 within seconds;
-#   f. the sound server dies while listening: exit 4, no hang.
+#   f. the sound server dies while listening: exit 4, no hang;
+#   g. inference slower than the device (test-only KWS_TEST_CONSUMER_DELAY_MS):
+#      the dropped frames are counted and reported, exit 0 after SIGTERM;
+#   h. a device that opens but never delivers a frame (ALSA file PCM on a FIFO
+#      nobody writes to): exit 4 within seconds, saying so;
+#   i. a device whose open never returns (the same FIFO without a writer):
+#      exit 4 within seconds.
 # Only stdout is checked for detections (ALSA and JACK print noise on stderr).
 #
 #   test_listen.sh KEYWORD_SPOTTER MODEL WAV_WITH_KEYWORDS EXPECTED_LABEL...
@@ -203,6 +209,23 @@ else
   [ "$rc" -eq 124 ] && fail "a: keyword_spotter did not exit within 10 s of SIGTERM"
   check_output a "$T/a.out" "$T/a.err" "$rc"
 
+  # g. a consumer too slow for the device: frames dropped, counted, reported
+  KWS_TEST_CONSUMER_DELAY_MS=1000 "$KS" listen -m "$MODEL" --json >"$T/g.out" 2>"$T/g.err" &
+  KSPID=$!
+  PIDS+=("$KSPID")
+  # the 4 s ring is full about 5 s after the first audio; the warning comes at the next check
+  for i in $(seq 400); do grep -aq "falling behind" "$T/g.err" && break; sleep 0.05; done
+  kill -TERM "$KSPID" 2>/dev/null
+  wait_exit "$KSPID" 10
+  rc=$?
+  if [ "$rc" -eq 0 ]; then pass "g: slow consumer: exit 0 after SIGTERM"; else fail "g: slow consumer: exit $rc, wanted 0"; fi
+  if grep -aq "inference is falling behind the device: [0-9]* frames" "$T/g.err" &&
+     grep -aE "^listened .* ([1-9][0-9]*) overflow frames" "$T/g.err" >/dev/null; then
+    pass "g: dropped frames reported: $(grep -aoE "[0-9]+ overflow frames" "$T/g.err")"
+  else
+    fail "g: no overflow report"; grep -av "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/g.err" | tail -5
+  fi
+
   # f. the sound server dies while listening
   "$KS" listen -m "$MODEL" --json >"$T/f.out" 2>"$T/f.err" &
   KSPID=$!
@@ -278,6 +301,40 @@ else
     grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/e.err" | tail -5
   fi
   [ -s "$T/e.out" ] && fail "e: printed on stdout: $(head -c 200 "$T/e.out")"
+fi
+
+# --- h, i. a device that never delivers, a device whose open never returns ---
+# ALSA's file PCM reads its capture data from a FIFO (testing-audio.md, B).
+if ! command -v mkfifo >/dev/null; then
+  echo "SKIP: h, i: no mkfifo"
+else
+  mkfifo "$T/mic.fifo"
+  cat >"$T/fifomic.conf" <<CONF
+pcm.!default { type plug; slave { pcm { type file; slave.pcm { type null }; file "/dev/null"
+  infile "$T/mic.fifo"; format "raw" } format FLOAT_LE rate 16000 channels 1 } }
+CONF
+  # fifo_listen NAME NEEDLE WHAT: listen on the FIFO device must exit 4 within 15 s, NEEDLE on stderr
+  fifo_listen() {
+    local t rc took
+    t=$(now)
+    env -u PULSE_SERVER PULSE_RUNTIME_PATH="$T/nothing" ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$T/fifomic.conf \
+      timeout 40 "$KS" listen -m "$MODEL" --device default --json >"$T/$1.out" 2>"$T/$1.err"
+    rc=$?
+    took=$(elapsed "$t")
+    if [ "$rc" -eq 4 ] && grep -aq "$2" "$T/$1.err" && $PY -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took"; then
+      pass "$1: $3: exit 4 after $took s, '$2'"
+    else
+      fail "$1: $3: exit $rc after $took s, wanted 4 within 15 s and '$2'"
+      grep -av "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/$1.err" | tail -5
+    fi
+  }
+  # h. opens, starts, never delivers: a writer holds the FIFO open and writes nothing
+  sleep 60 >"$T/mic.fifo" &
+  PIDS+=("$!")
+  fifo_listen h "no audio from the device within" "device never delivers"
+  kill "${PIDS[-1]}" 2>/dev/null
+  # i. no writer at all: opening the FIFO blocks inside ALSA
+  fifo_listen i "did not finish within" "device open never returns"
 fi
 
 echo "test_listen: $(elapsed "$t0") s"

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "golden.h"
+#include "model_bytes.h"
 #include "mega/mega.hpp"
 
 namespace {
@@ -32,22 +33,6 @@ Result load_file(const std::string& path) {
   Result r;
   r.loaded = mega::Model::load(path, &r.error, &r.status) != nullptr;
   return r;
-}
-
-uint32_t crc32(const uint8_t* p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-  }
-  return ~c;
-}
-
-// Rewrites the trailer so a deliberately damaged body reaches the deeper checks.
-void reseal(std::vector<uint8_t>* b) {
-  const size_t body = b->size() - 12;
-  const uint32_t c = crc32(b->data(), body);
-  for (int i = 0; i < 4; ++i) (*b)[body + 8 + size_t(i)] = uint8_t(c >> (8 * i));
 }
 
 }  // namespace
@@ -140,7 +125,7 @@ TEST(ModelFile, DamagedStructureWithValidChecksumNeverCrashes) {
     auto b = good;
     const int flips = 1 + int(rng() % 4);
     for (int f = 0; f < flips; ++f) b[8 + rng() % (b.size() - 20)] ^= uint8_t(1 + rng() % 255);
-    reseal(&b);
+    mega_test::reseal(&b);
     Result r = load_bytes(b);
     if (!r.loaded) {
       ++refused;

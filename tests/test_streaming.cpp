@@ -6,29 +6,15 @@
 #include <algorithm>
 
 #include "golden.h"
+#include "test_session.h"
 #include "mega/mega.hpp"
 
 using mega_test::Golden;
+using mega_test::load;
 using mega_test::max_abs_diff;
+using mega_test::session;
 
 namespace {
-
-std::shared_ptr<const mega::Model> load(const std::string& path) {
-  std::string err;
-  auto m = mega::Model::load(path, &err);
-  EXPECT_TRUE(m) << err;
-  return m;
-}
-
-std::unique_ptr<mega::Session> session(const std::shared_ptr<const mega::Model>& m,
-                                       mega::KernelImpl impl = mega::KernelImpl::optimized) {
-  std::string err;
-  mega::SessionOptions o;
-  o.kernels = impl;
-  auto s = mega::Session::create(m, o, &err);
-  EXPECT_TRUE(s) << err;
-  return s;
-}
 
 // Feeds `in` in blocks of `block` samples; returns all per-chunk logits.
 std::vector<float> stream(mega::Session& s, const std::vector<float>& in, int64_t block) {

@@ -48,7 +48,9 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
   info->channels = sfi.channels;
   info->frames = sfi.frames;
   info->format = format_name(sfi.format);
-  if (sfi.frames <= 0) {
+  info->length_known = sfi.frames != SF_COUNT_MAX;  // libsndfile's "unknown"
+  if (!info->length_known) info->frames = 0;
+  if (info->length_known && sfi.frames <= 0) {
     *error = "no audio in the file (0 frames)";
     return none;
   }
@@ -85,7 +87,13 @@ struct AudioFileStream::Impl {
     }
     if (got == 0) {
       eof = true;
-      if (frames_read < info.frames) {
+      if (!info.length_known) {
+        info.frames = frames_read;
+        if (frames_read == 0) {
+          *error = "no audio could be decoded (the file has no length in its header: truncated or damaged?)";
+          return false;
+        }
+      } else if (frames_read < info.frames) {
         *error = "file is truncated: the header announces " + std::to_string(info.frames) + " frames, only " +
                  std::to_string(frames_read) + " could be read";
         return false;
@@ -137,6 +145,8 @@ std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, 
 
 AudioFileStream::~AudioFileStream() = default;
 
+const AudioInfo& AudioFileStream::info() const { return impl_->info; }
+
 int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
   Impl& im = *impl_;
   int64_t written = 0;
@@ -180,23 +190,27 @@ bool read_audio_file(const std::string& path, int32_t want_rate, double max_seco
                      AudioInfo* info, std::string* error) {
   auto stream = AudioFileStream::open(path, want_rate, info, error);
   if (!stream) return false;
-  const double seconds = double(info->frames) / info->sample_rate;
-  if (seconds > max_seconds) {
+  auto too_long = [&](double seconds) {
     char msg[160];
-    std::snprintf(msg, sizeof msg, "too long to classify as one clip (%.1f s; the limit is %.0f s; use scan)",
-                  seconds, max_seconds);
+    std::snprintf(msg, sizeof msg, "too long to classify as one clip (%s%.1f s; the limit is %.0f s; use scan)",
+                  info->length_known ? "" : "over ", seconds, max_seconds);
     *error = msg;
     return false;
-  }
+  };
+  const double seconds = double(info->frames) / info->sample_rate;
+  if (seconds > max_seconds) return too_long(seconds);
   samples->clear();
   samples->reserve(size_t(double(info->frames) * want_rate / info->sample_rate) + 1024);
+  const size_t max_samples = size_t(max_seconds * want_rate) + kBlockFrames;  // length unknown: stop reading here
   std::vector<float> block(kBlockFrames);
   for (;;) {
     const int64_t n = stream->read(block.data(), kBlockFrames, error);
     if (n < 0) return false;
     if (n == 0) break;
     samples->insert(samples->end(), block.begin(), block.begin() + n);
+    if (samples->size() > max_samples) return too_long(max_seconds);
   }
+  *info = stream->info();
   return true;
 }
 

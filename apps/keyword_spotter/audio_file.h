@@ -12,7 +12,8 @@ namespace kws {
 struct AudioInfo {
   int32_t sample_rate = 0;  // of the file
   int32_t channels = 0;
-  int64_t frames = 0;       // of the file
+  int64_t frames = 0;       // of the file (for a file of unknown length, known once it has been read)
+  bool length_known = true; // false: the header has no length (e.g. an Ogg file cut before its last page)
   std::string format;       // e.g. "WAV (Microsoft) Signed 16 bit PCM"
   bool resampled = false;
 };
@@ -33,6 +34,7 @@ class AudioFileStream {
                                                std::string* error);
   ~AudioFileStream();
   int64_t read(float* out, int64_t max, std::string* error);
+  const AudioInfo& info() const;
 
  private:
   AudioFileStream() = default;

@@ -199,8 +199,14 @@ int cmd_scan(const Params& p) {
   const int64_t tail = (hp.chunk_samples() - total % hp.chunk_samples()) % hp.chunk_samples();
   std::vector<float> zeros(size_t(tail), 0.0f);
   if (tail) s->push_all(zeros.data(), tail, on_chunk);
-  std::fprintf(stderr, "scanned %.3f s: %lld detection(s)\n", double(total) / hp.sample_rate,
+  std::fprintf(stderr, "scanned %.3f s: %lld detection(s)", double(total) / hp.sample_rate,
                static_cast<long long>(n_detections));
+  // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
+  const mega::SessionStats& hygiene = s->stats();
+  if (hygiene.n_clamped_samples > 0) {
+    std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
+  }
+  std::fprintf(stderr, "\n");
   return kExitOk;
 }
 

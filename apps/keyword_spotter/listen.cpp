@@ -44,6 +44,16 @@ constexpr double kStatusInterval = 0.2;       // TTY status line refresh
 constexpr double kLevelWindow = 0.1;          // seconds of audio behind the level meter
 constexpr auto kIdleSleep = std::chrono::milliseconds(5);
 constexpr size_t kBlockFrames = 2048;         // frames popped from the ring at a time
+constexpr double kOverflowReportInterval = 5.0;  // at most one "falling behind" warning per this many seconds
+
+// Test only (tests/test_listen.sh): KWS_TEST_CONSUMER_DELAY_MS=N makes the
+// inference thread sleep N ms after each block it pops, as a machine too slow
+// for the model would, so that the ring overflows.
+std::chrono::milliseconds test_consumer_delay() {
+  const char* v = std::getenv("KWS_TEST_CONSUMER_DELAY_MS");
+  const long ms = v ? std::strtol(v, nullptr, 10) : 0;
+  return std::chrono::milliseconds(std::max(0L, std::min(ms, 10000L)));
+}
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int sig) { g_stop_signal = sig; }
@@ -448,6 +458,9 @@ int cmd_listen(const Params& p) {
   bool got_audio = false;
   double first_audio_s = 0.0;
   Clock::time_point last_progress = started, last_check = started, last_status = started;
+  Clock::time_point last_overflow_report = started;
+  uint64_t reported_overflow = 0;
+  const std::chrono::milliseconds consumer_delay = test_consumer_delay();
   int rc = kExitOk;
   std::string device_error;
   mega::Status push_status = mega::Status::ok;
@@ -561,6 +574,17 @@ int cmd_listen(const Params& p) {
         rc = kExitDevice;
         break;
       }
+      // Dropped frames: the model cannot keep up (or the machine stalled).
+      const uint64_t dropped = cap->ring.overflow_frames();
+      if (dropped > reported_overflow &&
+          std::chrono::duration<double>(now - last_overflow_report).count() >= kOverflowReportInterval) {
+        if (status_line) std::fputs("\r\033[K", stdout);
+        std::fprintf(stderr, "keyword_spotter: inference is falling behind the device: %llu frames (%.2f s) dropped "
+                     "so far\n", (unsigned long long)dropped, double(dropped) / fmt.rate);
+        std::fflush(stderr);
+        reported_overflow = dropped;
+        last_overflow_report = now;
+      }
     }
     if (status_line && std::chrono::duration<double>(now - last_status).count() >= kStatusInterval) {
       last_status = now;
@@ -575,6 +599,7 @@ int cmd_listen(const Params& p) {
       std::fflush(stdout);
     }
     if (got == 0) std::this_thread::sleep_for(kIdleSleep);
+    if (got > 0 && consumer_delay.count() > 0) std::this_thread::sleep_for(consumer_delay);
   }
   if (status_line) {
     std::fputs("\r\033[K", stdout);
@@ -585,9 +610,12 @@ int cmd_listen(const Params& p) {
     std::fprintf(stderr, "keyword_spotter: device %d '%s' (%s): %s\n", int(dev), device_name.c_str(),
                  device_api.c_str(), device_error.c_str());
   }
-  std::fprintf(stderr, "listened %.2f s, %lld chunks, %lld detections, %llu overflow frames\n",
+  const mega::SessionStats& hygiene = session->stats();
+  std::fprintf(stderr, "listened %.2f s, %lld chunks, %lld detections, %llu overflow frames; "
+               "input: %lld non-finite samples replaced, %lld clipped\n",
                double(consumed) / model_rate, (long long)n_chunks, (long long)n_detections,
-               (unsigned long long)cap->ring.overflow_frames());
+               (unsigned long long)cap->ring.overflow_frames(), (long long)hygiene.n_nonfinite_samples,
+               (long long)hygiene.n_clamped_samples);
   std::fprintf(stderr,
                "first audio %.2f s after start; inference %.1f ms mean, %.1f ms max per %.1f ms chunk; "
                "lag behind capture %.1f ms mean, %.1f ms max; %llu host overflows\n",

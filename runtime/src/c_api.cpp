@@ -105,6 +105,16 @@ mega_status mega_session_classify(mega_session* s, const float* samples, int64_t
   return to_c(s->session->classify_clip(samples, n, logits));
 }
 
+mega_status mega_session_stats(const mega_session* s, int64_t* n_nonfinite_samples, int64_t* n_clamped_samples,
+                               int64_t* n_state_resets) {
+  if (!s) return MEGA_ERR_INVALID_ARGUMENT;
+  const mega::SessionStats& st = s->session->stats();
+  if (n_nonfinite_samples) *n_nonfinite_samples = st.n_nonfinite_samples;
+  if (n_clamped_samples) *n_clamped_samples = st.n_clamped_samples;
+  if (n_state_resets) *n_state_resets = st.n_state_resets;
+  return MEGA_OK;
+}
+
 mega_status mega_session_self_test(mega_session* s, float* max_abs_diff) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
   return to_c(s->session->self_test(max_abs_diff));

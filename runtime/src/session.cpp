@@ -73,6 +73,7 @@ struct SessionState {
   int64_t n_chunks = 0;
   float* logits = nullptr;
   ChunkResult result;
+  SessionStats stats;
 
   // scratch
   float *x = nullptr, *xn = nullptr, *mx = nullptr;       // (span x D)
@@ -124,6 +125,36 @@ struct SessionState {
     std::fill(pool, pool + int64_t(hp.window_chunks) * D, 0.0);
     n_pending = samples_seen = tokens_seen = n_chunks = 0;
     result = ChunkResult();
+  }
+
+  // Input hygiene (mega.hpp, kMaxSampleMagnitude), then the model's scaling.
+  float clean_sample(float s) {
+    if (!std::isfinite(s)) {
+      ++stats.n_nonfinite_samples;
+      return scale_sample(0.0f);
+    }
+    if (std::fabs(s) > kMaxSampleMagnitude) {
+      ++stats.n_clamped_samples;
+      s = std::copysign(kMaxSampleMagnitude, s);
+    }
+    return scale_sample(s);
+  }
+
+  // Non-finite logits: zero them and clear the recurrent state (EMA, window),
+  // as if the stream restarted from silence; counters and positions go on.
+  bool contain_non_finite(float* out) {
+    const int32_t nc = hp.n_classes;
+    if (std::all_of(out, out + nc, [](float y) { return std::isfinite(y); })) return false;
+    std::fill(out, out + nc, 0.0f);
+    const int64_t D = hp.embed_dim, N = hp.n_dim, K = hp.truncation;
+    std::fill(pending, pending + context, 0.0f);
+    for (LayerState& ls : layers) {
+      std::fill(ls.h, ls.h + D * N, 0.0);
+      std::fill(ls.ring, ls.ring + K * D, 0.0f);
+    }
+    std::fill(pool, pool + int64_t(hp.window_chunks) * D, 0.0);
+    ++stats.n_state_resets;
+    return true;
   }
 
   float scale_sample(float s) const {
@@ -409,7 +440,7 @@ Status Session::push(const float* samples, int64_t n, int64_t* n_consumed, bool*
   const int64_t cs = st.hp.chunk_samples();
   const int64_t take = std::min(n, cs - st.n_pending);
   float* dst = st.pending + st.context + st.n_pending;
-  for (int64_t i = 0; i < take; ++i) dst[i] = st.scale_sample(samples[i]);
+  for (int64_t i = 0; i < take; ++i) dst[i] = st.clean_sample(samples[i]);
   st.n_pending += take;
   st.samples_seen += take;
   *n_consumed = take;
@@ -417,6 +448,7 @@ Status Session::push(const float* samples, int64_t n, int64_t* n_consumed, bool*
     cpu::ScopedFlushDenormals ftz;
     st.process_pending_chunk(nullptr, 0);
     st.window_logits();
+    st.contain_non_finite(st.logits);
     *chunk_done = true;
   }
   return Status::ok;
@@ -440,7 +472,7 @@ Status Session::classify_clip(const float* samples, int64_t n, float* logits, fl
   const int32_t D = st.hp.embed_dim;
   const int64_t cs = st.hp.chunk_samples();
   const int64_t n_tok = total / st.hp.patch_stride;
-  auto sample = [&](int64_t j) { return st.scale_sample(j < n ? samples[j] : 0.0f); };
+  auto sample = [&](int64_t j) { return st.clean_sample(j < n ? samples[j] : 0.0f); };
   cpu::ScopedFlushDenormals ftz;
   st.reset_stream();
   double* sum = st.rep;
@@ -464,6 +496,7 @@ Status Session::classify_clip(const float* samples, int64_t n, float* logits, fl
     }
   }
   st.head(sum, n_tok, logits);
+  st.contain_non_finite(logits);
   st.reset_stream();
   return Status::ok;
 }
@@ -486,6 +519,8 @@ Status Session::self_test(float* max_abs_diff) {
 }
 
 int64_t Session::memory_bytes() const { return int64_t(st_->block_bytes); }
+
+const SessionStats& Session::stats() const { return st_->stats; }
 
 void set_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
 

@@ -135,6 +135,21 @@ struct ChunkResult {
   const float* logits = nullptr; // n_classes, over the last n_chunks_pooled chunks; valid until the next push
 };
 
+// Input hygiene: samples are audio in [-1, 1] (full scale). A non-finite
+// sample (NaN, +-Inf) is replaced by 0, and one beyond full scale is clipped
+// to +-kMaxSampleMagnitude, as an ADC would, before the model's input
+// scaling; both are counted (stats()). Should a chunk's logits still come out
+// non-finite, they are zeroed and the stream's state (EMA, pooling window) is
+// cleared, so one bad chunk cannot poison the stream for good.
+constexpr float kMaxSampleMagnitude = 1.0f;
+
+// Counts since the session was created (reset() keeps them).
+struct SessionStats {
+  int64_t n_nonfinite_samples = 0;  // NaN/Inf samples replaced by 0
+  int64_t n_clamped_samples = 0;    // samples beyond full scale, clipped to +-kMaxSampleMagnitude
+  int64_t n_state_resets = 0;       // chunks (or clips) whose logits were non-finite: zeroed, state cleared
+};
+
 struct SessionState;
 
 class Session {
@@ -187,6 +202,8 @@ class Session {
   Status self_test(float* max_abs_diff);
 
   int64_t memory_bytes() const;
+
+  const SessionStats& stats() const;
 
  private:
   Session();

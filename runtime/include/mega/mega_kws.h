@@ -59,6 +59,14 @@ mega_status mega_session_push(mega_session* session, const float* samples, int64
  * one window). logits: n_classes floats. */
 mega_status mega_session_classify(mega_session* session, const float* samples, int64_t n, float* logits);
 
+/* Input hygiene counts since the session was created (mega.hpp, SessionStats):
+ * NaN/Inf samples replaced by 0, samples beyond full scale clipped to +-1,
+ * chunks or clips whose logits came out non-finite (zeroed; the state was
+ * cleared).
+ * Any output pointer may be NULL. */
+mega_status mega_session_stats(const mega_session* session, int64_t* n_nonfinite_samples,
+                               int64_t* n_clamped_samples, int64_t* n_state_resets);
+
 /* Runs the self-test stored in the model file. */
 mega_status mega_session_self_test(mega_session* session, float* max_abs_diff);
 
