@@ -93,6 +93,9 @@ MEGA_HD inline void head_stream(const HeadParams& p, int32_t b) {
   }
 }
 
+// head_stream as an element function over streams.
+MEGA_HD inline void head_element(const HeadParams& p, int64_t b) { head_stream(p, int32_t(b)); }
+
 template <typename T>
 int launch_pool(const PoolParams<T>& p, CUstream_st* stream);
 int launch_head(const HeadParams& p, CUstream_st* stream);

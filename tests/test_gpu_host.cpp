@@ -26,16 +26,10 @@
 using mega_test::Golden;
 using mega_test::HostGpuSession;
 using mega_test::max_abs_diff;
+using mega_test::uniform;
 namespace gpu = mega::gpu;
 
 namespace {
-
-std::vector<float> uniform(std::mt19937& rng, size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& e : v) e = u(rng);
-  return v;
-}
 
 bool same_bits(float a, float b) {
   if (std::isnan(a) && std::isnan(b)) return true;
@@ -436,18 +430,10 @@ TEST(GpuHostNorm, NormsMatchCpuReference) {
 
 namespace {
 
-std::shared_ptr<const mega::Model> load(const std::string& path) {
-  std::string err;
-  auto m = mega::Model::load(path, &err);
-  EXPECT_TRUE(m) << err;
-  return m;
-}
-
 void check_fixture(const std::string& dir, const std::string& name, double tol) {
-  auto m = load(dir + "/" + name + ".mega");
-  ASSERT_TRUE(m);
   Golden g;
-  ASSERT_TRUE(g.load(dir + "/" + name + ".golden"));
+  auto m = mega_test::load_fixture(dir, name, &g);
+  ASSERT_TRUE(m);
   const auto& in = g.at("input");
   HostGpuSession s(m, 1, int64_t(in.size()));
   std::vector<float> logits(size_t(m->hparams().n_classes)), chunks;
@@ -481,10 +467,9 @@ TEST(GpuHostParity, BaseBidirectionalMatchesPyTorch) { check_fixture(MEGA_GENERA
 // three one-stream sessions give.
 TEST(GpuHostBatch, BatchedStreamsEqualSingleStreams) {
   for (const char* name : {"tiny_uni", "tiny_patch", "tiny_relu2_scale_noffn"}) {
-    auto m = load(mega_test::fixture_path(std::string(name) + ".mega"));
-    ASSERT_TRUE(m);
     Golden g;
-    ASSERT_TRUE(g.load(mega_test::fixture_path(std::string(name) + ".golden")));
+    auto m = mega_test::load_fixture(MEGA_FIXTURES, name, &g);
+    ASSERT_TRUE(m);
     const auto& in = g.at("input");
     const int64_t cs = m->hparams().chunk_samples();
     const int32_t nc = m->hparams().n_classes;
