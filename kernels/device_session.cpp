@@ -219,7 +219,12 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     return Status::unsupported_model;
   }
   int count = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&count));
+  const cudaError_t counted = cudaGetDeviceCount(&count);
+  if (counted != cudaSuccess) {  // no driver, or a driver too old for this runtime
+    cudaGetLastError();
+    std::snprintf(error_, sizeof error_, "no usable CUDA device (%s)", cudaGetErrorString(counted));
+    return Status::no_device;
+  }
   if (o.device < 0 || o.device >= count) {
     std::snprintf(error_, sizeof error_, "no CUDA device %d (%d present)", o.device, count);
     return Status::no_device;
