@@ -62,6 +62,9 @@ class DeviceSession {
   virtual int32_t n_streams() const = 0;
   virtual int32_t queued() const = 0;
   virtual bool integrated() const = 0;
+  // Steps replay CUDA graphs (false if asked not to, or if capture failed:
+  // last_error() then says why).
+  virtual bool uses_graphs() const = 0;
   virtual int64_t device_bytes() const = 0;
   virtual int64_t host_bytes() const = 0;
   virtual const char* last_error() const = 0;

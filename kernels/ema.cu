@@ -12,6 +12,7 @@ __global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int3
   __shared__ float s_end[k_ema_threads];  // phase 1 end values, [segment][lane]
   const int32_t b = int32_t(blockIdx.x / unsigned(p.d));
   const int32_t c = int32_t(blockIdx.x % unsigned(p.d));
+  const EmaChannel ch = ema_channel(p, b, c);
   const int32_t tid = int32_t(threadIdx.x);
   const int32_t seg = tid / lanes, n = tid % lanes;
   const bool active = seg < n_seg;     // threads past lanes * n_seg only fill the last warp
@@ -26,14 +27,14 @@ __global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int3
   const float out = real ? p.out[i] : 0.0f;
 
   // phase 1: this segment from h = 0
-  s_end[tid] = active ? ema_scan_range(p, b, c, a, g, qk, m0, m1, 0.0f) : 0.0f;
+  s_end[tid] = active ? ema_scan_range(p, ch, a, g, qk, m0, m1, 0.0f) : 0.0f;
   __syncthreads();
 
   // phase 2: the state entering this segment
   float h = 0.0f;
   if (active) {
     const float q_len = ema_decay_pow(a, ema_segment_len(n_ext, n_seg));
-    h = ema_segment_start(q_len, ema_h_init(p, b, c, n), s_end + n, lanes, seg);
+    h = ema_segment_start(q_len, ema_h_init(p, ch, n), s_end + n, lanes, seg);
   }
 
   // phase 3: rescan and reduce out * h over the segment's lanes, which are
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int3
     const int32_t lane = tid & 31;
     const unsigned group = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (lane - lane % lanes);
     for (int64_t m = m0; m < m1; ++m) {
-      h = ema_update(a, h, ema_drive(p, b, c, g, qk, m));
+      h = ema_update(a, h, ema_drive(p, ch, g, qk, m));
       if (m >= n_warm) {
         float v = out * h;
         for (int32_t off = lanes / 2; off > 0; off /= 2) v += __shfl_xor_sync(group, v, off, lanes);
@@ -55,7 +56,7 @@ __global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int3
   if (p.mode != EmaMode::stream) return;
   if (p.k > 0) {
     const int64_t kept = p.n_tok < p.k ? p.n_tok : p.k;
-    for (int64_t it = tid; it < kept; it += blockDim.x) ema_ring_store(p, b, c, it);
+    for (int64_t it = tid; it < kept; it += blockDim.x) ema_ring_store(p, ch, it);
   } else if (real && m1 == n_ext && m1 > m0) {
     p.h[(int64_t(b) * p.d + c) * p.n + n] = h;  // the untruncated state after the span
   }

@@ -90,23 +90,35 @@ MEGA_HD inline int64_t ema_n_warm(const EmaParams<T>& p) {
   return ema_stream_truncated(p) ? p.k : 0;
 }
 
+// The (stream, channel) a thread works on, and the absolute token its span
+// starts at (chunk_index read once: on integrated GPUs it is mapped host memory).
+struct EmaChannel {
+  int32_t b = 0, c = 0;
+  int64_t start = 0;
+};
+
 template <typename T>
-MEGA_HD inline int64_t ema_span_start(const EmaParams<T>& p, int32_t b) {
-  return p.chunk_index ? p.chunk_index[b] * p.n_tok : 0;
+MEGA_HD inline EmaChannel ema_channel(const EmaParams<T>& p, int32_t b, int32_t c) {
+  EmaChannel ch;
+  ch.b = b;
+  ch.c = c;
+  ch.start = p.chunk_index ? p.chunk_index[b] * p.n_tok : 0;
+  return ch;
 }
 
 // Input at step m (zero for m < 0 and before the stream's first token).
 template <typename T>
-MEGA_HD inline float ema_input(const EmaParams<T>& p, int32_t b, int32_t c, int64_t m) {
+MEGA_HD inline float ema_input(const EmaParams<T>& p, const EmaChannel& ch, int64_t m) {
   if (m < 0) return 0.0f;
-  const T* xs = p.x + int64_t(b) * p.n_tok * p.d;
+  const int32_t c = ch.c;
+  const T* xs = p.x + int64_t(ch.b) * p.n_tok * p.d;
   switch (p.mode) {
     case EmaMode::stream:
       if (p.k > 0) {
         if (m >= p.k) return ld(xs[(m - p.k) * p.d + c]);
-        const int64_t pos = ema_span_start(p, b) - p.k + m;  // absolute token
+        const int64_t pos = ch.start - p.k + m;  // absolute token
         if (pos < 0) return 0.0f;
-        return ld(p.ring[(int64_t(b) * p.k + pos % p.k) * p.d + c]);
+        return ld(p.ring[(int64_t(ch.b) * p.k + pos % p.k) * p.d + c]);
       }
       return ld(xs[m * p.d + c]);
     case EmaMode::forward:
@@ -126,9 +138,9 @@ MEGA_HD inline int64_t ema_token(const EmaParams<T>& p, int64_t m) {
 
 // u_m for coefficients g, qk (the CPU's g * (x - q^K * old), old = 0 when absent).
 template <typename T>
-MEGA_HD inline float ema_drive(const EmaParams<T>& p, int32_t b, int32_t c, float g, float qk, int64_t m) {
-  const float old = (p.k > 0 && m >= p.k) ? ema_input(p, b, c, m - p.k) : 0.0f;
-  return g * (ema_input(p, b, c, m) - qk * old);
+MEGA_HD inline float ema_drive(const EmaParams<T>& p, const EmaChannel& ch, float g, float qk, int64_t m) {
+  const float old = (p.k > 0 && m >= p.k) ? ema_input(p, ch, m - p.k) : 0.0f;
+  return g * (ema_input(p, ch, m) - qk * old);
 }
 
 // Steps per segment: every segment has this many but the last non-empty
@@ -151,10 +163,10 @@ MEGA_HD inline float ema_decay_pow(float a, int64_t e) {
 
 // The state before step 0 of the span.
 template <typename T>
-MEGA_HD inline float ema_h_init(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n) {
+MEGA_HD inline float ema_h_init(const EmaParams<T>& p, const EmaChannel& ch, int32_t n) {
   if (p.mode != EmaMode::stream || p.k > 0 || n >= p.n) return 0.0f;
-  if (p.chunk_index[b] == 0) return 0.0f;  // a fresh (or reset) stream
-  return p.h[(int64_t(b) * p.d + c) * p.n + n];
+  if (ch.start == 0) return 0.0f;  // chunk 0: a fresh (or reset) stream
+  return p.h[(int64_t(ch.b) * p.d + ch.c) * p.n + n];
 }
 
 // One step: h = q h + u with q = 1 - a.
@@ -162,9 +174,9 @@ MEGA_HD inline float ema_update(float a, float h, float u) { return (h - a * h) 
 
 // Phase 1 (and the rescan's update): h after steps [m0, m1) from h.
 template <typename T>
-MEGA_HD inline float ema_scan_range(const EmaParams<T>& p, int32_t b, int32_t c, float a, float g, float qk,
+MEGA_HD inline float ema_scan_range(const EmaParams<T>& p, const EmaChannel& ch, float a, float g, float qk,
                                     int64_t m0, int64_t m1, float h) {
-  for (int64_t m = m0; m < m1; ++m) h = ema_update(a, h, ema_drive(p, b, c, g, qk, m));
+  for (int64_t m = m0; m < m1; ++m) h = ema_update(a, h, ema_drive(p, ch, g, qk, m));
   return h;
 }
 
@@ -189,11 +201,11 @@ MEGA_HD inline void ema_finish(const EmaParams<T>& p, int32_t b, int64_t t, int3
 // After the span (truncated stream mode): the last min(n_tok, k) inputs go into
 // the ring. item in [0, min(n_tok, k)).
 template <typename T>
-MEGA_HD inline void ema_ring_store(const EmaParams<T>& p, int32_t b, int32_t c, int64_t item) {
+MEGA_HD inline void ema_ring_store(const EmaParams<T>& p, const EmaChannel& ch, int64_t item) {
   const int64_t kept = p.n_tok < p.k ? p.n_tok : p.k;
   const int64_t t = p.n_tok - kept + item;
-  const int64_t pos = ema_span_start(p, b) + t;
-  p.ring[(int64_t(b) * p.k + pos % p.k) * p.d + c] = p.x[(int64_t(b) * p.n_tok + t) * p.d + c];
+  const int64_t pos = ch.start + t;
+  p.ring[(int64_t(ch.b) * p.k + pos % p.k) * p.d + ch.c] = p.x[(int64_t(ch.b) * p.n_tok + t) * p.d + ch.c];
 }
 
 // Launch shape: lanes per segment (N rounded up to a power of two), segments

@@ -21,6 +21,7 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
   const int64_t n_ext = ema_n_ext(p), n_warm = ema_n_warm(p);
   const EmaShape shape = ema_shape(n_ext, p.n);
   const int32_t lanes = shape.lanes, n_seg = n_seg_override > 0 ? n_seg_override : shape.n_seg;
+  const EmaChannel ch = ema_channel(p, b, c);
   std::vector<float> a(size_t(lanes), 0.0f), g(a), qk(a), out(a);
   for (int32_t n = 0; n < p.n; ++n) {
     const int64_t i = int64_t(p.row_offset + c) * p.n + n;
@@ -35,7 +36,7 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
     int64_t m0 = 0, m1 = 0;
     ema_segment(n_ext, n_seg, s, &m0, &m1);
     for (int32_t n = 0; n < lanes; ++n) {
-      ends[size_t(s * lanes + n)] = ema_scan_range(p, b, c, a[size_t(n)], g[size_t(n)], qk[size_t(n)], m0, m1, 0.0f);
+      ends[size_t(s * lanes + n)] = ema_scan_range(p, ch, a[size_t(n)], g[size_t(n)], qk[size_t(n)], m0, m1, 0.0f);
     }
   }
   // phase 2: every segment's start state (before anything is written back)
@@ -43,7 +44,7 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
   for (int32_t s = 0; s < n_seg; ++s) {
     for (int32_t n = 0; n < lanes; ++n) {
       const float q_len = ema_decay_pow(a[size_t(n)], ema_segment_len(n_ext, n_seg));
-      starts[size_t(s * lanes + n)] = ema_segment_start(q_len, ema_h_init(p, b, c, n), ends.data() + n, lanes, s);
+      starts[size_t(s * lanes + n)] = ema_segment_start(q_len, ema_h_init(p, ch, n), ends.data() + n, lanes, s);
     }
   }
   // phase 3: rescan, outputs summed over the lanes
@@ -55,7 +56,7 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
     for (int64_t m = m0; m < m1; ++m) {
       float acc = 0.0f;
       for (int32_t n = 0; n < lanes; ++n) {
-        h[size_t(n)] = ema_scan_range(p, b, c, a[size_t(n)], g[size_t(n)], qk[size_t(n)], m, m + 1, h[size_t(n)]);
+        h[size_t(n)] = ema_scan_range(p, ch, a[size_t(n)], g[size_t(n)], qk[size_t(n)], m, m + 1, h[size_t(n)]);
         acc += out[size_t(n)] * h[size_t(n)];
       }
       if (m >= n_warm) ema_finish(p, b, ema_token(p, m), c, acc);
@@ -66,7 +67,7 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
   }
   if (ema_stream_truncated(p)) {
     const int64_t kept = p.n_tok < p.k ? p.n_tok : p.k;
-    for (int64_t i = 0; i < kept; ++i) ema_ring_store(p, b, c, i);
+    for (int64_t i = 0; i < kept; ++i) ema_ring_store(p, ch, i);
   }
 }
 

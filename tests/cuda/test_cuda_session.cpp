@@ -137,6 +137,7 @@ TEST(CudaStreaming, GraphsEqualDirectLaunches) {
       std::string err;
       auto ds = mega::gpu::DeviceSession::create(m, o, &err, nullptr);
       ASSERT_TRUE(ds) << err;
+      EXPECT_EQ(ds->uses_graphs(), o.graphs) << ds->last_error();
       for (size_t off = 0; off + size_t(cs) <= in.size(); off += size_t(cs)) {
         ASSERT_EQ(ds->submit(in.data() + off), mega::Status::ok) << ds->last_error();
         mega::gpu::StepResult r;
