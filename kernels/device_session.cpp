@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -244,6 +245,11 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     cap_.clip_tokens = padded_clip_samples(hp, clip) / dm_.patch_s;
   }
   cap_.rows = std::max(int64_t(o.n_streams) * dm_.c, cap_.clip_tokens);
+  if (cap_.rows * std::max({dm_.base_cols(), dm_.f, dm_.h}) > INT32_MAX) {  // cuBLAS dimensions are int
+    std::snprintf(error_, sizeof error_, "too many streams or too long a clip for one batch (%lld tokens)",
+                  static_cast<long long>(cap_.rows));
+    return Status::invalid_argument;
+  }
   const int64_t per_chunk = int64_t(dm_.c) * dm_.c * int64_t(sizeof(T));
   cap_.group = std::max<int64_t>(1, std::min(cap_.rows / dm_.c, o.attention_bytes / per_chunk));
 
@@ -292,7 +298,9 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     CUDA_CHECK(cudaHostGetDevicePointer(&d, pinned_, 0));
     dview = static_cast<uint8_t*>(d);
   }
-  auto view = [&](auto* host) { return reinterpret_cast<decltype(host)>(dview + (reinterpret_cast<uint8_t*>(host) - pinned_)); };
+  auto view = [&](auto* host) {  // the device address of pinned host memory
+    return reinterpret_cast<decltype(host)>(dview + (reinterpret_cast<uint8_t*>(host) - pinned_));
+  };
   for (Slot& s : slots_) {
     s.d_index = integrated_ ? view(s.index) : bf_.input_index;
     s.d_samples = integrated_ ? view(s.samples) : bf_.input;
@@ -560,7 +568,12 @@ std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model
   auto init = [&](auto* s) -> std::unique_ptr<DeviceSession> {
     std::unique_ptr<DeviceSession> owner(s);
     if (!s) return fail(Status::out_of_memory, "out of memory");
-    const Status st = s->init(std::move(model), o);
+    Status st = Status::out_of_memory;
+    try {  // host-side vectors sized here; nothing may escape the API
+      st = s->init(std::move(model), o);
+    } catch (const std::bad_alloc&) {
+      return fail(Status::out_of_memory, "CUDA backend: out of host memory");
+    }
     if (st != Status::ok) {
       const std::string msg = s->last_error()[0] ? s->last_error() : last_device_error();
       return fail(st, std::string("CUDA backend: ") + msg);

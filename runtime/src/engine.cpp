@@ -261,8 +261,10 @@ Status Engine::self_test(float* max_abs_diff) {
   return worst <= m.self_test_tolerance() ? Status::ok : Status::self_test_failed;
 }
 
-std::unique_ptr<Engine> create_engine(const std::string& backend, std::shared_ptr<const Model> model,
-                                      const EngineOptions& opts, std::string* error, Status* status) {
+namespace {
+
+std::unique_ptr<Engine> make_engine(const std::string& backend, std::shared_ptr<const Model> model,
+                                    const EngineOptions& opts, std::string* error, Status* status) {
   if (!model) return fail<Engine>(error, status, Status::invalid_argument, "no model");
   if (backend == "cpu") return CpuEngine::create(std::move(model), opts, error, status);
   if (backend == "cuda") {
@@ -277,9 +279,9 @@ std::unique_ptr<Engine> create_engine(const std::string& backend, std::shared_pt
   return fail<Engine>(error, status, Status::invalid_argument, "unknown backend '" + backend + "' (cpu, cuda)");
 }
 
-std::unique_ptr<BatchEngine> create_batch_engine(const std::string& backend, std::shared_ptr<const Model> model,
-                                                 int32_t n_streams, const EngineOptions& opts, std::string* error,
-                                                 Status* status) {
+std::unique_ptr<BatchEngine> make_batch_engine(const std::string& backend, std::shared_ptr<const Model> model,
+                                               int32_t n_streams, const EngineOptions& opts, std::string* error,
+                                               Status* status) {
   if (!model) return fail<BatchEngine>(error, status, Status::invalid_argument, "no model");
   if (n_streams < 1 || n_streams > (1 << 20)) {
     return fail<BatchEngine>(error, status, Status::invalid_argument, "n_streams must be in [1, 2^20]");
@@ -299,6 +301,28 @@ std::unique_ptr<BatchEngine> create_batch_engine(const std::string& backend, std
 #endif
   }
   return fail<BatchEngine>(error, status, Status::invalid_argument, "unknown backend '" + backend + "' (cpu, cuda)");
+}
+
+}  // namespace
+
+// The factories' containers may throw bad_alloc; nothing escapes the API.
+std::unique_ptr<Engine> create_engine(const std::string& backend, std::shared_ptr<const Model> model,
+                                      const EngineOptions& opts, std::string* error, Status* status) {
+  try {
+    return make_engine(backend, std::move(model), opts, error, status);
+  } catch (const std::bad_alloc&) {
+    return fail<Engine>(error, status, Status::out_of_memory, "out of memory");
+  }
+}
+
+std::unique_ptr<BatchEngine> create_batch_engine(const std::string& backend, std::shared_ptr<const Model> model,
+                                                 int32_t n_streams, const EngineOptions& opts, std::string* error,
+                                                 Status* status) {
+  try {
+    return make_batch_engine(backend, std::move(model), n_streams, opts, error, status);
+  } catch (const std::bad_alloc&) {
+    return fail<BatchEngine>(error, status, Status::out_of_memory, "out of memory");
+  }
 }
 
 bool backend_available(const std::string& backend, std::string* why) {
