@@ -6,6 +6,8 @@
 //
 // As everywhere in this API: status codes, never exceptions; all memory
 // (host and device) is allocated at creation; nothing allocates per chunk.
+// An engine is used by one thread at a time (any thread); one model serves
+// any number of engines.
 #pragma once
 
 #include <cstdint>
