@@ -7,7 +7,11 @@ bash scripts/setup.sh
 JOBS=$(nproc)
 FIXTURES=$PWD/build-fixtures   # base-size golden fixtures, generated once, shared by both builds
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_TEST_GENERATED="$FIXTURES"
+# The CUDA backend is built wherever nvcc is installed; its tests (label cuda)
+# skip without a GPU. The sanitizer build stays CPU-only.
+CUDA=()
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then CUDA=(-DMEGA_CUDA=ON); fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_TEST_GENERATED="$FIXTURES" "${CUDA[@]}"
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 

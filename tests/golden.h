@@ -1,12 +1,18 @@
 // Reader for the .golden files written by tests/fixtures/make_fixtures.py.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "mega/mega.hpp"
 
 namespace mega_test {
 
@@ -47,6 +53,27 @@ inline double max_abs_diff(const float* a, const float* b, size_t n) {
     worst = d > worst ? d : worst;
   }
   return worst;
+}
+
+// Loads a model file (null and a test failure if it does not load).
+inline std::shared_ptr<const mega::Model> load_model(const std::string& path) {
+  std::string err;
+  auto m = mega::Model::load(path, &err);
+  EXPECT_TRUE(m) << err;
+  return m;
+}
+
+// DIR/NAME.mega with its golden arrays from DIR/NAME.golden.
+inline std::shared_ptr<const mega::Model> load_fixture(const std::string& dir, const std::string& name, Golden* g) {
+  EXPECT_TRUE(g->load(dir + "/" + name + ".golden")) << name;
+  return load_model(dir + "/" + name + ".mega");
+}
+
+inline std::vector<float> uniform(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& e : v) e = u(rng);
+  return v;
 }
 
 }  // namespace mega_test

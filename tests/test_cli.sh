@@ -208,7 +208,7 @@ expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" 
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 
 # bench
-expect_rc 0 "bench --json" -- "$KS" bench -m "$FIX/tiny_patch.mega" --json --seconds 2
+expect_rc 0 "bench --json" -- "$KS" bench -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
 if $PY - "$T/out" <<'PY'; then pass "bench fields"; else fail "bench fields"; cat "$T/out"; fi
 import json, sys
 b = json.loads(open(sys.argv[1]).read())
@@ -216,6 +216,22 @@ for k in ("rtf", "chunk_ms_p50", "chunk_ms_p99", "peak_rss_mb", "load_ms", "thre
     assert k in b, k
 assert b["rtf"] > 0 and b["chunk_ms_p99"] >= b["chunk_ms_p50"] > 0 and b["backend"] == "cpu"
 PY
+
+# backends: cpu always; cuda runs where built in with a GPU, and says clearly why not elsewhere
+expect_rc 0 "bench --streams (cpu batch)" -- "$KS" bench -m "$FIX/tiny_patch.mega" --backend cpu --streams 3 --json --seconds 1
+expect_in "$T/out" '"streams": 3' "batch bench reports its streams"
+expect_rc 2 "unknown backend" -- "$KS" classify -m "$MODEL" --backend tpu "$ROOT/samples/yes.wav"
+expect_rc 2 "reference kernels are cpu only" -- "$KS" classify -m "$MODEL" --backend cuda --kernels reference "$ROOT/samples/yes.wav"
+expect_rc 2 "--streams is for bench" -- "$KS" classify -m "$MODEL" --streams 2 "$ROOT/samples/yes.wav"
+"$KS" classify -m "$FIX/tiny_uni.mega" --backend cuda --json "$ROOT/samples/yes.wav" >"$T/out" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 4 ] && grep -q "cuda backend is not available" "$T/err"; then
+  pass "--backend cuda without a GPU: exit 4 and a clear message ($(cat "$T/err"))"
+elif [ "$rc" -eq 0 ] && grep -q '"label"' "$T/out"; then
+  pass "--backend cuda classifies on the GPU"
+else
+  fail "--backend cuda: exit $rc"; cat "$T/err"
+fi
 
 expect_rc 2 "bidirectional model cannot stream" -- "$KS" classify -m "$FIX/tiny_bi.mega" --block-size 5 "$src"
 expect_in "$T/err" "bidirectional" "message says why"

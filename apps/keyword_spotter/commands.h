@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mega/detector.hpp"
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 
 namespace kws {
@@ -20,6 +21,9 @@ struct Params {
   bool json = false;
   int64_t block_size = 0;       // classify: 0 = whole clip (offline)
   std::string kernels = "optimized";
+  std::string backend;          // cpu | cuda; empty = mega::default_backend()
+  bool fp16 = false;            // cuda: float16 storage
+  int32_t streams = 0;          // bench: > 0 = that many streams in one batch
   int threads = 1;
   std::vector<std::string> files;
   // detection (scan, listen); negative = from the model file
@@ -34,8 +38,9 @@ struct Params {
 
 // Loads the model (printing the error) or returns null.
 std::shared_ptr<const mega::Model> load_model(const Params& p);
-std::unique_ptr<mega::Session> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
-                                            int64_t max_clip_samples);
+std::unique_ptr<mega::Engine> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
+                                           int64_t max_clip_samples);
+mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples);
 // Detector from the model's defaults and the command-line overrides; prints the error.
 std::unique_ptr<mega::Detector> make_detector(const mega::Model& m, const Params& p);
 // One detection line: "12.250\tyes\t0.973" or {"time_s": 12.25, "label": "yes", "score": 0.973}; flushed.

@@ -44,7 +44,7 @@ struct ClipResult {
 // the official model). A longer one, or any clip with --block-size, goes
 // through the streaming session and the best window wins; bidirectional
 // models slide fresh windows instead.
-mega::Status classify_samples(mega::Session& s, const Params& p, std::vector<float> clip, ClipResult* r) {
+mega::Status classify_samples(mega::Engine& s, const Params& p, std::vector<float> clip, ClipResult* r) {
   const mega::Model& m = s.model();
   const mega::HParams& hp = m.hparams();
   const int64_t window = hp.window_samples(), chunk = hp.chunk_samples();

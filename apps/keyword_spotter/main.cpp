@@ -4,7 +4,7 @@
 //   keyword_spotter scan     -m MODEL [--json] FILE
 //   keyword_spotter listen   -m MODEL [--device NAME|INDEX] [--json]
 //   keyword_spotter devices
-//   keyword_spotter bench    -m MODEL [--threads N] [--seconds S] [--json]
+//   keyword_spotter bench    -m MODEL [--threads N] [--seconds S] [--streams B] [--json]
 //   keyword_spotter info     -m MODEL
 //   keyword_spotter selftest -m MODEL
 #include <cerrno>
@@ -37,7 +37,10 @@ void print_usage(FILE* out) {
       "  -m, --model PATH        model file (.mega)                      [required, except devices]\n"
       "  -j, --json              machine-readable output, one JSON object per line   [off]\n"
       "  -b, --block-size N      classify: stream the clip N samples at a time      [whole clip]\n"
-      "  -k, --kernels NAME      optimized | reference (plain scalar loops)         [optimized]\n"
+      "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
+      "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
+      "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
+      "      --streams B         bench: B streams advanced together in one batch    [one stream]\n"
       "  -t, --threads N         BLAS threads                                       [1]\n"
       "  -d, --device NAME|IDX   listen: input device (name substring or index)     [default input]\n"
       "  -s, --seconds S         listen: stop after S s; bench: audio to process    [listen: until Ctrl-C; bench: 10]\n"
@@ -48,7 +51,7 @@ void print_usage(FILE* out) {
       "  -h, --help              this help\n"
       "\n"
       "exit codes: 0 ok; 1 a file, the self-test or a stream failed; 2 usage error;\n"
-      "            3 model not loadable; 4 audio device error\n");
+      "            3 model not loadable; 4 audio or compute device error\n");
 }
 
 bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
@@ -119,6 +122,16 @@ int parse_args(int argc, char** argv, Params* p) {
         return usage_error("--kernels must be 'optimized' or 'reference'");
       }
       p->kernels = v;
+    } else if (a == "--backend") {
+      if (!value() || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
+        return usage_error("--backend must be 'cpu' or 'cuda'");
+      }
+      p->backend = v;
+    } else if (a == "--fp16") {
+      p->fp16 = true;
+    } else if (a == "--streams") {
+      if (!value() || !parse_int(v, 1, 1 << 20, &iv)) return usage_error("--streams needs an integer in [1, 1048576]");
+      p->streams = int32_t(iv);
     } else if (a == "-t" || a == "--threads") {
       if (!value() || !parse_int(v, 1, 256, &iv)) return usage_error("--threads needs an integer in [1, 256]");
       p->threads = int(iv);
@@ -154,6 +167,11 @@ int parse_args(int argc, char** argv, Params* p) {
     return usage_error("%s takes no files", p->command.c_str());
   }
   if (p->block_size > 0 && p->command != "classify") return usage_error("--block-size is for classify");
+  if (p->streams > 0 && p->command != "bench") return usage_error("--streams is for bench");
+  if (p->backend == "cuda" && p->kernels == "reference") {
+    return usage_error("--kernels reference is for the cpu backend");
+  }
+  if (p->fp16 && p->backend == "cpu") return usage_error("--fp16 needs the cuda backend");
   return -1;
 }
 
@@ -188,13 +206,18 @@ std::shared_ptr<const mega::Model> load_model(const Params& p) {
   return model;
 }
 
-std::unique_ptr<mega::Session> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
-                                            int64_t max_clip_samples) {
-  mega::SessionOptions opts;
+mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples) {
+  mega::EngineOptions opts;
   opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
   opts.max_clip_samples = max_clip_samples;
+  opts.fp16 = p.fp16;
+  return opts;
+}
+
+std::unique_ptr<mega::Engine> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
+                                           int64_t max_clip_samples) {
   std::string err;
-  auto s = mega::Session::create(m, opts, &err);
+  auto s = mega::create_engine(p.backend, m, engine_options(p, max_clip_samples), &err);
   if (!s) std::fprintf(stderr, "keyword_spotter: cannot create a session: %s\n", err.c_str());
   return s;
 }
@@ -310,6 +333,15 @@ int main(int argc, char** argv) {
   const int rc = kws::parse_args(argc, argv, &p);
   if (rc >= 0) return rc;
   mega::set_blas_threads(p.threads);
+  if (p.command != "info" && p.command != "devices") {
+    // the default: cuda when built in and a GPU is present (or --fp16 asks for it), else cpu
+    if (p.backend.empty()) p.backend = p.fp16 ? "cuda" : p.kernels == "reference" ? "cpu" : mega::default_backend();
+    std::string why;
+    if (!mega::backend_available(p.backend, &why)) {
+      std::fprintf(stderr, "keyword_spotter: the %s backend is not available: %s\n", p.backend.c_str(), why.c_str());
+      return kws::kExitDevice;
+    }
+  }
   if (p.command == "info") return kws::cmd_info(p);
   if (p.command == "selftest") return kws::cmd_selftest(p);
   if (p.command == "classify") return kws::cmd_classify(p);

@@ -35,6 +35,9 @@ const char* status_name(Status s) {
     case Status::too_long: return "clip too long";
     case Status::out_of_memory: return "out of memory";
     case Status::self_test_failed: return "self-test failed";
+    case Status::no_device: return "no such compute device";
+    case Status::device_error: return "compute device error";
+    case Status::busy: return "busy";
   }
   return "unknown status";
 }

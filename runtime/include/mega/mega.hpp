@@ -24,6 +24,9 @@ enum class Status : int32_t {
   too_long = 6,           // a clip longer than the session was sized for
   out_of_memory = 7,
   self_test_failed = 8,
+  no_device = 9,          // the backend is not built in, or no device is present (engine.hpp)
+  device_error = 10,      // a GPU call failed (the engine's last_error() names it)
+  busy = 11,              // asynchronous engines: too many results uncollected; poll first
 };
 
 const char* status_name(Status s);

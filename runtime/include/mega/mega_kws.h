@@ -24,7 +24,10 @@ typedef enum {
   MEGA_ERR_NOT_STREAMABLE = 5,
   MEGA_ERR_TOO_LONG = 6,
   MEGA_ERR_OUT_OF_MEMORY = 7,
-  MEGA_ERR_SELF_TEST_FAILED = 8
+  MEGA_ERR_SELF_TEST_FAILED = 8,
+  MEGA_ERR_NO_DEVICE = 9,      /* C++ engine API only (mega/engine.hpp) */
+  MEGA_ERR_DEVICE = 10,
+  MEGA_ERR_BUSY = 11
 } mega_status;
 
 typedef struct mega_model mega_model;

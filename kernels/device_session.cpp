@@ -1,0 +1,615 @@
+// The CUDA backend's session (device_session.h): memory, weights, graphs,
+// staging slots; the forward pass itself is forward.h over CudaOps.
+#include "device_session.h"
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "cuda_check.h"
+#include "forward.h"
+#include "stager.h"
+
+namespace mega::gpu {
+
+template <>
+struct StorageOf<__half> {
+  static __half from(float v) { return __float2half_rn(v); }
+};
+
+namespace {
+
+template <typename T>
+struct BlasType;
+template <>
+struct BlasType<float> {
+  static constexpr cudaDataType_t value = CUDA_R_32F;
+};
+template <>
+struct BlasType<__half> {
+  static constexpr cudaDataType_t value = CUDA_R_16F;
+};
+
+// A kernel launcher's int result as a checked CUDA call.
+#define MEGA_LAUNCH(call) CUDA_CHECK(static_cast<cudaError_t>(call))
+
+// forward.h's Ops on a stream: kernels and cuBLAS (float32 accumulation in
+// every GEMM, also for float16 storage; never TF32).
+template <typename T>
+class CudaOps {
+ public:
+  CudaOps(cudaStream_t stream, cublasHandle_t blas) : s_(stream), blas_(blas) {}
+
+  Status gemm(const GemmDesc& g) {
+    const float one = 1.0f, zero = 0.0f;
+    const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cudaDataType_t t = BlasType<T>::value;
+    if (g.batch == 1) {
+      CUBLAS_CHECK(cublasGemmEx(blas_, ta, CUBLAS_OP_N, g.m, g.n, g.k, &one, g.a, t, int(g.lda), g.b, t,
+                                int(g.ldb), &zero, g.c, t, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, ta, CUBLAS_OP_N, g.m, g.n, g.k, &one, g.a, t, int(g.lda),
+                                              g.stride_a, g.b, t, int(g.ldb), g.stride_b, &zero, g.c, t,
+                                              int(g.ldc), g.stride_c, g.batch, CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT));
+    }
+    return Status::ok;
+  }
+  Status embed(const EmbedParams<T>& p) {
+    MEGA_LAUNCH(launch_embed(p, s_));
+    return Status::ok;
+  }
+  Status norm(const NormParams<T>& p) {
+    MEGA_LAUNCH(launch_norm(p, s_));
+    return Status::ok;
+  }
+  Status bias_act(const BiasActParams<T>& p) {
+    MEGA_LAUNCH(launch_bias_act(p, s_));
+    return Status::ok;
+  }
+  Status split(const SplitParams<T>& p) {
+    MEGA_LAUNCH(launch_split(p, s_));
+    return Status::ok;
+  }
+  Status out_gate(const OutGateParams<T>& p) {
+    MEGA_LAUNCH(launch_out_gate(p, s_));
+    return Status::ok;
+  }
+  Status residual(const ResidualParams<T>& p) {
+    MEGA_LAUNCH(launch_residual(p, s_));
+    return Status::ok;
+  }
+  Status add_residual(const AddResidualParams<T>& p) {
+    MEGA_LAUNCH(launch_add_residual(p, s_));
+    return Status::ok;
+  }
+  Status scores(const ScoreParams<T>& p) {
+    MEGA_LAUNCH(launch_scores(p, s_));
+    return Status::ok;
+  }
+  Status softmax(const ScoreParams<T>& p) {
+    MEGA_LAUNCH(launch_softmax(p, s_));
+    return Status::ok;
+  }
+  Status ema(const EmaParams<T>& p) {
+    MEGA_LAUNCH(launch_ema(p, s_));
+    return Status::ok;
+  }
+  Status pool(const PoolParams<T>& p) {
+    MEGA_LAUNCH(launch_pool(p, s_));
+    return Status::ok;
+  }
+  Status head(const HeadParams& p) {
+    MEGA_LAUNCH(launch_head(p, s_));
+    return Status::ok;
+  }
+
+ private:
+  cudaStream_t s_;
+  cublasHandle_t blas_;
+};
+
+constexpr size_t k_workspace_bytes = size_t(32) << 20;
+
+// One staging slot: pinned input and output of a step, their device views
+// (mapped memory on integrated GPUs), its graph and completion event.
+struct Slot {
+  int64_t* index = nullptr;  // (n_streams) chunk indices
+  float* samples = nullptr;  // (n_streams, ctx + chunk_samples)
+  float* logits = nullptr;   // (n_streams, n_classes)
+  const int64_t* d_index = nullptr;
+  const float* d_samples = nullptr;
+  float* d_logits = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaEvent_t done = nullptr;
+  int64_t step = 0;
+};
+
+template <typename T>
+class Session final : public DeviceSession {
+ public:
+  ~Session() override { release(); }
+
+  Status init(std::shared_ptr<const Model> model, const DeviceOptions& o);
+
+  Status submit(const float* samples) override;
+  Status poll(StepResult* out, bool* ready) override;
+  Status wait(StepResult* out) override;
+  Status drain() override;
+  Status reset(int32_t b) override;
+  Status classify_clip(const float* samples, int64_t n, float* logits) override;
+
+  const Model& model() const override { return *model_; }
+  int32_t n_streams() const override { return cap_.n_streams; }
+  int32_t queued() const override { return queued_; }
+  bool integrated() const override { return integrated_; }
+  bool uses_graphs() const override { return o_.graphs && !dm_.bidir; }
+  int64_t device_bytes() const override { return int64_t(dev_bytes_ + weight_bytes_); }
+  int64_t host_bytes() const override {
+    return int64_t(pinned_bytes_ + sizeof(float) * (tails_.size() + chunk_.size()) +
+                   sizeof(int64_t) * next_.size() + sizeof(Slot) * slots_.size());
+  }
+  const char* last_error() const override { return error_; }
+
+ private:
+  // Records the failure text; device errors leave the session unusable.
+  Status note(Status s) {
+    if (s == Status::ok) return s;
+    std::snprintf(error_, sizeof error_, "%s", last_device_error());
+    if (s == Status::device_error) broken_ = true;
+    return s;
+  }
+  Status enqueue_step(const Slot& s);
+  Status capture(Slot* s);
+  Status launch(Slot* s);
+  void fill(const Slot& s, StepResult* out) const {
+    out->step = s.step;
+    out->chunk_index = s.index;
+    out->logits = s.logits;
+  }
+  Status finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits);
+  void release();
+
+  std::shared_ptr<const Model> model_;
+  DeviceOptions o_;
+  Dims dm_;
+  Capacity cap_;
+  int device_ = 0;
+  bool integrated_ = false;
+  bool broken_ = false;
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  void* dev_ = nullptr;
+  size_t dev_bytes_ = 0;
+  void* weights_ = nullptr;
+  size_t weight_bytes_ = 0;
+  Buffers<T> bf_;
+  WeightsDev w_;
+
+  uint8_t* pinned_ = nullptr;
+  size_t pinned_bytes_ = 0;
+  std::vector<Slot> slots_;
+  float* clip_ = nullptr;          // pinned: a clip's staged samples
+  const float* d_clip_ = nullptr;  // its device view (mapped), or bf_.clip
+  float* clip_logits_ = nullptr;   // pinned
+  float* d_clip_logits_ = nullptr;
+
+  std::vector<float> tails_, chunk_;
+  std::vector<int64_t> next_;
+  Stager stager_;
+  int32_t head_ = 0, queued_ = 0;
+  int64_t step_ = 0;
+  char error_[512] = "";
+};
+
+template <typename T>
+Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions& o) {
+  model_ = std::move(model);
+  o_ = o;
+  const ModelData& md = model_->data();
+  const HParams& hp = model_->hparams();
+  dm_ = make_dims(md);
+  if (dm_.n > k_ema_max_n) {
+    std::snprintf(error_, sizeof error_, "the CUDA backend supports n_dim <= %d (the model has %d)", k_ema_max_n,
+                  dm_.n);
+    return Status::unsupported_model;
+  }
+  int count = 0;
+  const cudaError_t counted = cudaGetDeviceCount(&count);
+  if (counted != cudaSuccess) {  // no driver, or a driver too old for this runtime
+    cudaGetLastError();
+    std::snprintf(error_, sizeof error_, "no usable CUDA device (%s)", cudaGetErrorString(counted));
+    return Status::no_device;
+  }
+  if (o.device < 0 || o.device >= count) {
+    std::snprintf(error_, sizeof error_, "no CUDA device %d (%d present)", o.device, count);
+    return Status::no_device;
+  }
+  device_ = o.device;
+  CUDA_CHECK(cudaSetDevice(device_));
+  int integrated = 0, can_map = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, device_));
+  CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device_));
+  integrated_ = integrated != 0 && can_map != 0;
+
+  // sizes
+  cap_.n_streams = o.n_streams;
+  if (dm_.bidir) {
+    const int64_t clip = std::max(o.max_clip_samples, hp.window_samples());
+    cap_.clip_tokens = padded_clip_samples(hp, clip) / dm_.patch_s;
+  }
+  cap_.rows = std::max(int64_t(o.n_streams) * dm_.c, cap_.clip_tokens);
+  if (cap_.rows * std::max({dm_.base_cols(), dm_.f, dm_.h}) > INT32_MAX) {  // cuBLAS dimensions are int
+    std::snprintf(error_, sizeof error_, "too many streams or too long a clip for one batch (%lld tokens)",
+                  static_cast<long long>(cap_.rows));
+    return Status::invalid_argument;
+  }
+  const int64_t per_chunk = int64_t(dm_.c) * dm_.c * int64_t(sizeof(T));
+  cap_.group = std::max<int64_t>(1, std::min(cap_.rows / dm_.c, o.attention_bytes / per_chunk));
+
+  // device memory: buffers and state, then weights
+  Carver sizing(0);
+  carve_buffers(sizing, dm_, cap_, k_workspace_bytes, &bf_);
+  dev_bytes_ = sizing.size();
+  CUDA_CHECK(cudaMalloc(&dev_, dev_bytes_));
+  Carver carve(reinterpret_cast<uintptr_t>(dev_));
+  carve_buffers(carve, dm_, cap_, k_workspace_bytes, &bf_);
+  WeightPacker size_pk(nullptr, 0);
+  pack_weights<T>(size_pk, md, dm_, &w_);
+  weight_bytes_ = size_pk.size();
+  CUDA_CHECK(cudaMalloc(&weights_, weight_bytes_));
+  std::vector<uint8_t> staging(weight_bytes_, 0);
+  WeightPacker pk(staging.data(), reinterpret_cast<uintptr_t>(weights_));
+  pack_weights<T>(pk, md, dm_, &w_);
+  CUDA_CHECK(cudaMemcpy(weights_, staging.data(), weight_bytes_, cudaMemcpyHostToDevice));
+
+  // pinned host memory: the slots, then a clip's samples and logits
+  const int32_t R = o.max_in_flight, B = o.n_streams;
+  const int64_t stride = step_stride(dm_);
+  const int64_t clip_floats = cap_.clip_tokens > 0 ? dm_.ctx + cap_.clip_tokens * dm_.patch_s : 0;
+  auto layout = [&](Carver& c) {
+    for (Slot& s : slots_) {
+      s.index = c.take<int64_t>(B);
+      s.samples = c.take<float>(int64_t(B) * stride);
+      s.logits = c.take<float>(int64_t(B) * dm_.n_classes);
+    }
+    clip_ = c.take<float>(clip_floats);
+    clip_logits_ = c.take<float>(dm_.n_classes);
+  };
+  slots_.assign(size_t(R), Slot());
+  Carver pin_size(0);
+  layout(pin_size);
+  pinned_bytes_ = pin_size.size();
+  void* pinned = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&pinned, pinned_bytes_, integrated_ ? cudaHostAllocMapped : cudaHostAllocDefault));
+  pinned_ = static_cast<uint8_t*>(pinned);
+  std::memset(pinned_, 0, pinned_bytes_);
+  Carver pin(reinterpret_cast<uintptr_t>(pinned_));
+  layout(pin);
+  uint8_t* dview = pinned_;
+  if (integrated_) {
+    void* d = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&d, pinned_, 0));
+    dview = static_cast<uint8_t*>(d);
+  }
+  auto view = [&](auto* host) {  // the device address of pinned host memory
+    return reinterpret_cast<decltype(host)>(dview + (reinterpret_cast<uint8_t*>(host) - pinned_));
+  };
+  for (Slot& s : slots_) {
+    s.d_index = integrated_ ? view(s.index) : bf_.input_index;
+    s.d_samples = integrated_ ? view(s.samples) : bf_.input;
+    s.d_logits = integrated_ ? view(s.logits) : bf_.logits;
+  }
+  d_clip_ = integrated_ ? view(clip_) : bf_.clip;
+  d_clip_logits_ = integrated_ ? view(clip_logits_) : bf_.logits;
+
+  // host bookkeeping
+  tails_.assign(size_t(int64_t(B) * dm_.ctx), 0.0f);
+  next_.assign(size_t(B), 0);
+  chunk_.assign(size_t(dm_.chunk_samples), 0.0f);
+  stager_.init(model_->info(), dm_, B, tails_.data(), next_.data());
+
+  // stream, cuBLAS (its workspace is ours, so graph capture allocates nothing)
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUBLAS_CHECK(cublasCreate(&blas_));
+  CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+  CUBLAS_CHECK(cublasSetWorkspace(blas_, bf_.workspace, bf_.workspace_bytes));
+  CUDA_CHECK(cudaMemsetAsync(dev_, 0, dev_bytes_, stream_));
+  for (Slot& s : slots_) CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+
+  if (!dm_.bidir) {
+    // one eager step first (loads the modules, lets cuBLAS settle; the state it
+    // leaves is never read, as every stream's next step is its chunk 0), then
+    // one graph per slot
+    MEGA_GPU_TRY(enqueue_step(slots_[0]));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (o.graphs) {
+      for (Slot& s : slots_) {
+        if (capture(&s) == Status::ok) continue;
+        // a driver that cannot capture this step: launch directly instead
+        // (uses_graphs() tells; the CUDA tests require graphs)
+        std::snprintf(error_, sizeof error_, "graph capture failed, using direct launches: %s", last_device_error());
+        cudaGetLastError();
+        for (Slot& t : slots_) {
+          if (t.exec) cudaGraphExecDestroy(t.exec);
+          t.exec = nullptr;
+        }
+        o_.graphs = false;
+        break;
+      }
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return Status::ok;
+}
+
+template <typename T>
+void Session<T>::release() {
+  if (!stream_ && !dev_ && !pinned_) return;
+  cudaSetDevice(device_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (Slot& s : slots_) {
+    if (s.exec) cudaGraphExecDestroy(s.exec);
+    if (s.done) cudaEventDestroy(s.done);
+  }
+  if (blas_) cublasDestroy(blas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  if (weights_) cudaFree(weights_);
+  if (dev_) cudaFree(dev_);
+  if (pinned_) cudaFreeHost(pinned_);
+  cudaGetLastError();  // nothing of this may leak into the caller's next check
+}
+
+// Everything of one step on the stream: the input copies (discrete GPUs),
+// the forward pass, the window logits and their copy back.
+template <typename T>
+Status Session<T>::enqueue_step(const Slot& s) {
+  CudaOps<T> ops(stream_, blas_);
+  const int32_t B = cap_.n_streams;
+  if (!integrated_) {
+    CUDA_CHECK(cudaMemcpyAsync(bf_.input_index, s.index, sizeof(int64_t) * size_t(B), cudaMemcpyHostToDevice,
+                               stream_));
+    CUDA_CHECK(cudaMemcpyAsync(bf_.input, s.samples, sizeof(float) * size_t(int64_t(B) * step_stride(dm_)),
+                               cudaMemcpyHostToDevice, stream_));
+  }
+  Span sp;
+  sp.n_streams = B;
+  sp.n_tok = dm_.c;
+  sp.streaming = true;
+  sp.samples = s.d_samples;
+  sp.sample_stride = step_stride(dm_);
+  sp.chunk_index = s.d_index;
+  MEGA_GPU_TRY(encode(ops, dm_, cap_, bf_, w_, sp));
+  MEGA_GPU_TRY(head_forward(ops, dm_, bf_, w_, B, s.d_index, true, dm_.c, s.d_logits));
+  if (!integrated_) {
+    CUDA_CHECK(cudaMemcpyAsync(s.logits, bf_.logits, sizeof(float) * size_t(int64_t(B) * dm_.n_classes),
+                               cudaMemcpyDeviceToHost, stream_));
+  }
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::capture(Slot* s) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  const Status st = enqueue_step(*s);
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  if (st != Status::ok) {
+    if (graph) cudaGraphDestroy(graph);
+    return st;
+  }
+  CUDA_CHECK(end);
+  const cudaError_t made = cudaGraphInstantiate(&s->exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_CHECK(made);
+  CUDA_CHECK(cudaGraphUpload(s->exec, stream_));
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::launch(Slot* s) {
+  if (o_.graphs) {
+    CUDA_CHECK(cudaGraphLaunch(s->exec, stream_));
+  } else {
+    MEGA_GPU_TRY(enqueue_step(*s));
+  }
+  CUDA_CHECK(cudaEventRecord(s->done, stream_));
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::submit(const float* samples) {
+  if (!samples) return Status::invalid_argument;
+  if (dm_.bidir) return Status::not_streamable;
+  if (broken_) return Status::device_error;
+  if (queued_ == int32_t(slots_.size())) return Status::busy;
+  if (cudaSetDevice(device_) != cudaSuccess) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
+  Slot& s = slots_[size_t(head_)];
+  stager_.stage(samples, s.samples, s.index);
+  const Status st = note(launch(&s));
+  if (st != Status::ok) return st;
+  s.step = step_++;
+  head_ = (head_ + 1) % int32_t(slots_.size());
+  ++queued_;
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::poll(StepResult* out, bool* ready) {
+  if (!out || !ready) return Status::invalid_argument;
+  *ready = false;
+  if (broken_) return Status::device_error;
+  if (queued_ == 0) return Status::ok;
+  const int32_t R = int32_t(slots_.size());
+  const Slot& s = slots_[size_t((head_ - queued_ + R) % R)];
+  const cudaError_t e = cudaEventQuery(s.done);
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError();  // "not ready" is not an error; keep it out of later checks
+    return Status::ok;
+  }
+  if (e != cudaSuccess) return note(report_cuda(e, "cudaEventQuery(step)", __FILE__, __LINE__));
+  fill(s, out);
+  --queued_;
+  *ready = true;
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::wait(StepResult* out) {
+  if (!out) return Status::invalid_argument;
+  if (broken_) return Status::device_error;
+  if (queued_ == 0) return Status::invalid_argument;
+  const int32_t R = int32_t(slots_.size());
+  const Slot& s = slots_[size_t((head_ - queued_ + R) % R)];
+  const cudaError_t e = cudaEventSynchronize(s.done);
+  if (e != cudaSuccess) return note(report_cuda(e, "cudaEventSynchronize(step)", __FILE__, __LINE__));
+  fill(s, out);
+  --queued_;
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::drain() {
+  StepResult r;
+  while (queued_ > 0) MEGA_GPU_TRY(wait(&r));
+  return broken_ ? Status::device_error : Status::ok;
+}
+
+template <typename T>
+Status Session<T>::reset(int32_t b) {
+  if (b < -1 || b >= cap_.n_streams) return Status::invalid_argument;
+  for (int32_t i = 0; i < cap_.n_streams; ++i) {
+    if (b == -1 || b == i) stager_.reset(i);
+  }
+  return Status::ok;
+}
+
+// The head over a stream's total (since its chunk 0), synchronously.
+template <typename T>
+Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits) {
+  CudaOps<T> ops(stream_, blas_);
+  MEGA_GPU_TRY(head_forward(ops, dm_, bf_, w_, 1, chunk_index, false, n_tok, d_clip_logits_));
+  if (!integrated_) {
+    CUDA_CHECK(cudaMemcpyAsync(clip_logits_, bf_.logits, sizeof(float) * size_t(dm_.n_classes),
+                               cudaMemcpyDeviceToHost, stream_));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::copy(clip_logits_, clip_logits_ + dm_.n_classes, logits);
+  return Status::ok;
+}
+
+template <typename T>
+Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits) {
+  if (n < 0 || (n > 0 && !samples) || !logits) return Status::invalid_argument;
+  if (cap_.n_streams != 1) return Status::invalid_argument;
+  if (broken_) return Status::device_error;
+  if (cudaSetDevice(device_) != cudaSuccess) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
+  MEGA_GPU_TRY(drain());
+  const HParams& hp = model_->hparams();
+  const int64_t total = padded_clip_samples(hp, n);
+  if (!dm_.bidir) {
+    // a unidirectional clip is a stream from a fresh start, pooled over all of it
+    const int64_t cs = dm_.chunk_samples;
+    stager_.reset(0);
+    for (int64_t c0 = 0; c0 < total; c0 += cs) {
+      for (int64_t i = 0; i < cs; ++i) chunk_[size_t(i)] = c0 + i < n ? samples[c0 + i] : 0.0f;
+      if (queued_ == int32_t(slots_.size())) {
+        StepResult r;
+        MEGA_GPU_TRY(wait(&r));
+      }
+      MEGA_GPU_TRY(submit(chunk_.data()));
+    }
+    MEGA_GPU_TRY(drain());
+    const int32_t R = int32_t(slots_.size());
+    const Slot& last = slots_[size_t((head_ - 1 + R) % R)];
+    const Status st = note(finish_clip(last.d_index, dm_.c, logits));
+    stager_.reset(0);
+    return st;
+  }
+  if (total / dm_.patch_s > cap_.clip_tokens) return Status::too_long;
+  stager_.stage_clip(samples, n, total, clip_);
+  auto run = [&]() -> Status {
+    if (!integrated_) {
+      CUDA_CHECK(cudaMemcpyAsync(bf_.clip, clip_, sizeof(float) * size_t(dm_.ctx + total), cudaMemcpyHostToDevice,
+                                 stream_));
+    }
+    CudaOps<T> ops(stream_, blas_);
+    Span sp;
+    sp.n_streams = 1;
+    sp.n_tok = total / dm_.patch_s;
+    sp.streaming = false;
+    sp.samples = d_clip_;
+    sp.chunk_index = bf_.zero_index;
+    MEGA_GPU_TRY(encode(ops, dm_, cap_, bf_, w_, sp));
+    return finish_clip(bf_.zero_index, sp.n_tok, logits);
+  };
+  return note(run());
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model> model, const DeviceOptions& o,
+                                                     std::string* error, Status* status) {
+  auto fail = [&](Status s, const std::string& msg) -> std::unique_ptr<DeviceSession> {
+    if (error) *error = msg;
+    if (status) *status = s;
+    return nullptr;
+  };
+  if (!model) return fail(Status::invalid_argument, "no model");
+  if (o.n_streams < 1 || o.max_in_flight < 1 || o.max_clip_samples < 0 || o.attention_bytes < 1) {
+    return fail(Status::invalid_argument, "bad CUDA session options");
+  }
+  auto init = [&](auto* s) -> std::unique_ptr<DeviceSession> {
+    std::unique_ptr<DeviceSession> owner(s);
+    if (!s) return fail(Status::out_of_memory, "out of memory");
+    Status st = Status::out_of_memory;
+    try {  // host-side vectors sized here; nothing may escape the API
+      st = s->init(std::move(model), o);
+    } catch (const std::bad_alloc&) {
+      return fail(Status::out_of_memory, "CUDA backend: out of host memory");
+    }
+    if (st != Status::ok) {
+      const std::string msg = s->last_error()[0] ? s->last_error() : last_device_error();
+      return fail(st, std::string("CUDA backend: ") + msg);
+    }
+    if (status) *status = Status::ok;
+    return owner;
+  };
+  if (o.fp16) return init(new (std::nothrow) Session<__half>());
+  return init(new (std::nothrow) Session<float>());
+}
+
+bool cuda_device_present(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+    return false;
+  }
+  if (count == 0) {
+    if (why) *why = "no CUDA device";
+    return false;
+  }
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = "CUDA device 0 cannot be queried";
+    return false;
+  }
+  if (why) {
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "%s, compute capability %d.%d%s", prop.name, prop.major, prop.minor,
+                  prop.integrated ? ", integrated" : "");
+    *why = buf;
+  }
+  return true;
+}
+
+}  // namespace mega::gpu

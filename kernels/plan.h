@@ -1,0 +1,317 @@
+// The CUDA backend's memory plan, shared by the device session and its host
+// emulation (host_ops.h): model sizes, the activation/state buffers carved
+// from one allocation, and the weights packed into another. Plain C++: the
+// pointers are device addresses in the session, host addresses in the
+// emulation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "attention.cuh"
+#include "ema.cuh"
+#include "embed.cuh"
+#include "gating.cuh"
+#include "model_data.h"
+#include "norm.cuh"
+#include "pool.cuh"
+
+namespace mega::gpu {
+
+struct Dims {
+  int32_t d = 0, h = 0, z = 0, n = 0, f = 0, c = 0, k = 0, w = 0;
+  int32_t n_layers = 0, n_classes = 0, cdim = 0;
+  int32_t patch_k = 1, patch_s = 1;
+  int64_t ctx = 0;            // k - s samples of left context per stream
+  int64_t chunk_samples = 0;  // C * s
+  bool bidir = false, prenorm = true, has_final_norm = false;
+  AttentionFn fn = AttentionFn::laplace;
+  Activation act = Activation::silu;
+  Activation cls_act = Activation::gelu;
+  int32_t base_cols() const { return 2 * d + z + h; }
+  GateDims gate() const {
+    GateDims g;
+    g.d = d;
+    g.z = z;
+    g.h = h;
+    return g;
+  }
+};
+
+inline Dims make_dims(const ModelData& md) {
+  const HParams& hp = md.info.hparams;
+  Dims dm;
+  dm.d = hp.embed_dim;
+  dm.h = hp.hidden_dim;
+  dm.z = hp.z_dim;
+  dm.n = hp.n_dim;
+  dm.f = hp.ffn_hidden_dim;
+  dm.c = hp.chunk_size;
+  dm.k = hp.truncation;
+  dm.w = hp.window_chunks;
+  dm.n_layers = hp.n_layers;
+  dm.n_classes = hp.n_classes;
+  dm.cdim = hp.classifier_dim;
+  dm.patch_k = hp.patch_kernel;
+  dm.patch_s = hp.patch_stride;
+  dm.ctx = hp.patch_kernel - hp.patch_stride;
+  dm.chunk_samples = hp.chunk_samples();
+  dm.bidir = hp.ema_direction == EmaDirection::bidirectional;
+  dm.prenorm = hp.prenorm;
+  dm.has_final_norm = md.has_final_norm;
+  dm.fn = hp.attention_fn;
+  dm.act = hp.activation;
+  dm.cls_act = hp.classifier_activation;
+  return dm;
+}
+
+// Carves one block into 256-byte aligned arrays; run once with base 0 to
+// size it (take() then returns null).
+class Carver {
+ public:
+  explicit Carver(uintptr_t base) : base_(base) {}
+  template <typename U>
+  size_t reserve(int64_t count) {
+    off_ = (off_ + 255) & ~size_t(255);
+    const size_t at = off_;
+    off_ += sizeof(U) * size_t(count > 0 ? count : 0);
+    return at;
+  }
+  template <typename U>
+  U* take(int64_t count) {
+    const size_t at = reserve<U>(count);
+    return base_ ? reinterpret_cast<U*>(base_ + at) : nullptr;
+  }
+  size_t size() const { return off_; }
+
+ private:
+  uintptr_t base_;
+  size_t off_ = 0;
+};
+
+// What a session is sized for.
+struct Capacity {
+  int32_t n_streams = 1;
+  int64_t rows = 0;        // tokens per forward, all streams: max(n_streams * C, clip tokens)
+  int64_t group = 1;       // chunks per attention GEMM batch (scores buffer)
+  int64_t clip_tokens = 0; // bidirectional clips (0: none)
+};
+
+template <typename T>
+struct Buffers {
+  T *x = nullptr, *xn = nullptr, *mx = nullptr, *v = nullptr, *base = nullptr;
+  T *q = nullptr, *k = nullptr, *o = nullptr, *hb = nullptr, *ffn = nullptr, *scores = nullptr;
+  T* ring = nullptr;          // n_layers x (n_streams, K, d)
+  float* h = nullptr;         // n_layers x (n_streams, d, N), untruncated
+  double* pool = nullptr;     // (n_streams, W, d)
+  double* total = nullptr;    // (n_streams, d)
+  float* head_scratch = nullptr;
+  float* logits = nullptr;    // (n_streams, n_classes)
+  int64_t* zero_index = nullptr;  // (n_streams) zeros: the clip path's chunk indices
+  float* input = nullptr;     // device copy of a step's samples (discrete GPUs)
+  int64_t* input_index = nullptr;
+  float* clip = nullptr;      // a clip's samples (bidirectional path)
+  void* workspace = nullptr;  // cuBLAS
+  size_t workspace_bytes = 0;
+
+  T* ring_of(const Dims& dm, const Capacity& cap, int32_t layer) const {
+    return ring + int64_t(layer) * cap.n_streams * dm.k * dm.d;
+  }
+  float* h_of(const Dims& dm, const Capacity& cap, int32_t layer) const {
+    return h + int64_t(layer) * cap.n_streams * dm.d * dm.n;
+  }
+};
+
+inline int64_t step_stride(const Dims& dm) { return dm.ctx + dm.chunk_samples; }
+
+template <typename T>
+void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t workspace_bytes, Buffers<T>* b) {
+  const int64_t r = cap.rows, S = cap.n_streams;
+  b->x = a.take<T>(r * dm.d);
+  b->xn = a.take<T>(r * dm.d);
+  b->mx = a.take<T>(r * dm.d);
+  b->v = a.take<T>(r * dm.h);
+  b->base = a.take<T>(r * dm.base_cols());
+  b->q = a.take<T>(r * dm.z);
+  b->k = a.take<T>(r * dm.z);
+  b->o = a.take<T>(r * dm.h);
+  b->hb = a.take<T>(r * dm.d);
+  b->ffn = a.take<T>(r * dm.f);
+  b->scores = a.take<T>(cap.group * dm.c * dm.c);
+  b->ring = a.take<T>(int64_t(dm.n_layers) * S * dm.k * dm.d);
+  b->h = a.take<float>(dm.k == 0 ? int64_t(dm.n_layers) * S * dm.d * dm.n : 0);
+  b->pool = a.take<double>(S * dm.w * dm.d);
+  b->total = a.take<double>(S * dm.d);
+  const int32_t sd = dm.d > dm.cdim ? dm.d : dm.cdim;
+  b->head_scratch = a.take<float>(S * 2 * sd);
+  b->logits = a.take<float>(S * dm.n_classes);
+  b->zero_index = a.take<int64_t>(S);
+  b->input = a.take<float>(S * step_stride(dm));
+  b->input_index = a.take<int64_t>(S);
+  b->clip = a.take<float>(cap.clip_tokens > 0 ? dm.ctx + cap.clip_tokens * dm.patch_s : 0);
+  b->workspace = a.take<uint8_t>(int64_t(workspace_bytes));
+  b->workspace_bytes = workspace_bytes;
+}
+
+// Converts a float weight into the storage type (specialized for __half where
+// the CUDA headers are in scope).
+template <typename T>
+struct StorageOf {
+  static T from(float v) { return v; }
+};
+
+struct LinearDev {
+  const void* w = nullptr;     // (n_out, n_in) in the storage type
+  const float* b = nullptr;    // (n_out) or null
+  int32_t n_out = 0, n_in = 0;
+};
+
+struct EmaDev {
+  const float *a = nullptr, *g = nullptr, *qk = nullptr, *out = nullptr;
+  const float* omega = nullptr;
+};
+
+struct LayerDev {
+  NormDev norm, ffn_norm;
+  EmaDev ema;
+  LinearDev v_proj, mx_proj, h_proj, fc1, fc2;
+  const float* qk_gamma = nullptr;
+  const float* qk_beta = nullptr;
+  const float* rel_bias = nullptr;
+  bool has_ffn = false;
+};
+
+struct WeightsDev {
+  const float* embed_w = nullptr;
+  const float* embed_b = nullptr;
+  std::vector<LayerDev> layers;   // sized at creation
+  NormDev final_norm;
+  const HeadLayer* head = nullptr;  // classifier layers + projection, in device memory
+  int32_t n_head = 0;
+};
+
+// Packs the weights into one block: run with host == nullptr to size it, then
+// with a host staging block of that size; the pointers in *w are dev_base +
+// offset (copy the staging block to dev_base afterwards).
+class WeightPacker {
+ public:
+  WeightPacker(uint8_t* host, uintptr_t dev_base) : host_(host), dev_(dev_base), carve_(0) {}
+  // n values converted to the storage type T
+  template <typename T>
+  const T* stored(const float* src, int64_t n) {
+    const size_t off = carve_.reserve<T>(n);
+    if (host_) {
+      T* dst = reinterpret_cast<T*>(host_ + off);
+      for (int64_t i = 0; i < n; ++i) dst[i] = StorageOf<T>::from(src[i]);
+    }
+    return reinterpret_cast<const T*>(dev_ + off);
+  }
+  const float* floats(const float* src, int64_t n) { return stored<float>(src, n); }
+  const float* floats_from_double(const std::vector<double>& src) {
+    const size_t off = carve_.reserve<float>(int64_t(src.size()));
+    if (host_) {
+      float* dst = reinterpret_cast<float*>(host_ + off);
+      for (size_t i = 0; i < src.size(); ++i) dst[i] = float(src[i]);
+    }
+    return reinterpret_cast<const float*>(dev_ + off);
+  }
+  const HeadLayer* head_layers(const std::vector<HeadLayer>& layers) {
+    const size_t off = carve_.reserve<HeadLayer>(int64_t(layers.size()));
+    if (host_) {
+      HeadLayer* dst = reinterpret_cast<HeadLayer*>(host_ + off);
+      for (size_t i = 0; i < layers.size(); ++i) dst[i] = layers[i];
+    }
+    return reinterpret_cast<const HeadLayer*>(dev_ + off);
+  }
+  size_t size() const { return carve_.size(); }
+
+ private:
+  uint8_t* host_;
+  uintptr_t dev_;
+  Carver carve_;
+};
+
+inline NormDev pack_norm(WeightPacker& pk, const NormWeights& nw, int32_t d) {
+  NormDev n;
+  n.type = nw.type;
+  n.eps = nw.eps;
+  n.scalar = nw.scalar;
+  switch (nw.type) {
+    case NormType::batch_norm:
+      n.a = pk.floats(nw.bn_scale.data(), d);
+      n.b = pk.floats(nw.bn_shift.data(), d);
+      break;
+    case NormType::layer_norm:
+      n.a = pk.floats(nw.weight, d);
+      n.b = pk.floats(nw.bias, d);
+      break;
+    case NormType::rms_norm:
+      n.a = pk.floats(nw.weight, d);
+      break;
+    case NormType::scale_norm:
+      break;
+  }
+  return n;
+}
+
+template <typename T>
+LinearDev pack_linear(WeightPacker& pk, const LinearWeights& lw) {
+  LinearDev l;
+  l.w = pk.stored<T>(lw.w, int64_t(lw.n_out) * lw.n_in);
+  l.b = lw.b ? pk.floats(lw.b, lw.n_out) : nullptr;
+  l.n_out = lw.n_out;
+  l.n_in = lw.n_in;
+  return l;
+}
+
+template <typename T>
+void pack_weights(WeightPacker& pk, const ModelData& md, const Dims& dm, WeightsDev* w) {
+  w->embed_w = pk.floats(md.embed_w, int64_t(dm.d) * dm.patch_k);
+  w->embed_b = pk.floats(md.embed_b, dm.d);
+  w->layers.resize(md.layers.size());
+  for (size_t l = 0; l < md.layers.size(); ++l) {
+    const LayerWeights& L = md.layers[l];
+    LayerDev& o = w->layers[l];
+    o.norm = pack_norm(pk, L.norm, dm.d);
+    std::vector<double> rate(L.ema.decay.size());
+    for (size_t i = 0; i < rate.size(); ++i) rate[i] = 1.0 - L.ema.decay[i];
+    o.ema.a = pk.floats_from_double(rate);
+    o.ema.g = pk.floats_from_double(L.ema.gain);
+    o.ema.qk = pk.floats_from_double(L.ema.decay_k);
+    o.ema.out = pk.floats_from_double(L.ema.out);
+    o.ema.omega = pk.floats(L.ema.omega, dm.d);
+    o.v_proj = pack_linear<T>(pk, L.v_proj);
+    o.mx_proj = pack_linear<T>(pk, L.mx_proj);
+    o.h_proj = pack_linear<T>(pk, L.h_proj);
+    o.qk_gamma = pk.floats(L.qk_gamma, 2 * int64_t(dm.z));
+    o.qk_beta = pk.floats(L.qk_beta, 2 * int64_t(dm.z));
+    o.rel_bias = pk.floats(L.rel_pos_bias, 2 * int64_t(dm.c) - 1);
+    o.has_ffn = L.has_ffn;
+    if (L.has_ffn) {
+      o.ffn_norm = pack_norm(pk, L.ffn_norm, dm.d);
+      o.fc1 = pack_linear<T>(pk, L.fc1);
+      o.fc2 = pack_linear<T>(pk, L.fc2);
+    }
+  }
+  if (md.has_final_norm) w->final_norm = pack_norm(pk, md.final_norm, dm.d);
+  std::vector<HeadLayer> head;
+  for (const LinearWeights& cl : md.classifier) {
+    HeadLayer h;
+    h.w = pk.floats(cl.w, int64_t(cl.n_out) * cl.n_in);
+    h.b = cl.b ? pk.floats(cl.b, cl.n_out) : nullptr;
+    h.n_out = cl.n_out;
+    h.n_in = cl.n_in;
+    head.push_back(h);
+  }
+  HeadLayer proj;
+  proj.w = pk.floats(md.projection.w, int64_t(md.projection.n_out) * md.projection.n_in);
+  proj.b = md.projection.b ? pk.floats(md.projection.b, md.projection.n_out) : nullptr;
+  proj.n_out = md.projection.n_out;
+  proj.n_in = md.projection.n_in;
+  head.push_back(proj);
+  w->head = pk.head_layers(head);
+  w->n_head = int32_t(head.size());
+}
+
+}  // namespace mega::gpu

@@ -1,0 +1,149 @@
+// Compute backends behind one interface: a streaming Engine (one stream, the
+// Session contract plus an asynchronous submit/poll pair) and a BatchEngine
+// (many independent streams advanced one chunk per step). "cpu" wraps
+// mega::Session and is always there; "cuda" runs on an NVIDIA GPU when the
+// library was built with -DMEGA_CUDA=ON and a device is present.
+//
+// As everywhere in this API: status codes, never exceptions; all memory
+// (host and device) is allocated at creation; nothing allocates per chunk.
+// An engine is used by one thread at a time (any thread); one model serves
+// any number of engines.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mega/mega.hpp"
+
+namespace mega {
+
+struct EngineOptions {
+  // cpu: which kernels the sessions run
+  KernelImpl kernels = KernelImpl::optimized;
+  // Longest clip classify_clip() takes for bidirectional models, in samples
+  // (0: one model window); unidirectional models take clips of any length.
+  int64_t max_clip_samples = 0;
+  // cuda: float16 storage of activations and GEMM operands (float32
+  // accumulation and elementwise math) instead of float32
+  bool fp16 = false;
+  // cuda: device ordinal
+  int32_t device = 0;
+  // Steps submit() may queue before it answers Status::busy (results not yet
+  // collected with poll()/wait() count as queued). 1 to 16.
+  int32_t max_in_flight = 3;
+};
+
+// An Engine's single stream. Use either push() (synchronous, as
+// Session::push) or submit()/poll() (asynchronous), not both: push() collects
+// results itself and drops any that submit() left uncollected.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  virtual const char* backend() const = 0;  // "cpu" or "cuda"
+  virtual const Model& model() const = 0;
+
+  // Session::push: consumes samples up to and including the one that
+  // completes the next chunk (or all n), and when a chunk completed, waits for
+  // its result and sets *chunk_done (last_result() then describes it).
+  virtual Status push(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done) = 0;
+  template <typename F>
+  Status push_all(const float* samples, int64_t n, F&& on_chunk) {
+    while (n > 0) {
+      int64_t used = 0;
+      bool done = false;
+      const Status s = push(samples, n, &used, &done);
+      if (s != Status::ok) return s;
+      if (done) on_chunk(last_result());
+      samples += used;
+      n -= used;
+    }
+    return Status::ok;
+  }
+  virtual const ChunkResult& last_result() const = 0;
+
+  // Asynchronous streaming: consumes samples like push(), but when a chunk
+  // completes it only starts its computation (*chunk_submitted) and returns
+  // without waiting. Status::busy (nothing consumed) when max_in_flight chunks
+  // are queued or uncollected: collect one and try again.
+  virtual Status submit(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_submitted) = 0;
+  // The oldest submitted chunk's result, if it is finished: *ready says
+  // whether *out was filled. Its logits stay valid until the next submit().
+  virtual Status poll(ChunkResult* out, bool* ready) = 0;
+  // Same, waiting for it; invalid_argument if nothing is queued.
+  virtual Status wait(ChunkResult* out) = 0;
+
+  // Back to a fresh stream (drops queued results).
+  virtual void reset() = 0;
+
+  // Offline logits of one clip (Session::classify_clip); resets the stream.
+  virtual Status classify_clip(const float* samples, int64_t n, float* logits) = 0;
+  virtual int64_t padded_clip_samples(int64_t n) const = 0;
+  // The model file's self-test through classify_clip().
+  Status self_test(float* max_abs_diff);
+
+  // Memory this engine allocated (host and device).
+  virtual int64_t memory_bytes() const = 0;
+  // The last failure's description (device errors name the call, file and line).
+  virtual const char* last_error() const = 0;
+
+ protected:
+  Engine() = default;
+};
+
+// One step's results for every stream of a BatchEngine.
+struct BatchResult {
+  int64_t step = 0;                      // 0-based, since creation
+  int32_t n_streams = 0;
+  int32_t n_classes = 0;
+  const int64_t* chunk_index = nullptr;  // per stream: the chunk this step completed (0 after a reset)
+  const float* logits = nullptr;         // n_streams x n_classes window logits; valid until the next submit()
+};
+
+// B independent streams of a streaming (unidirectional) model, all advanced
+// by one chunk per step: for multi-microphone devices and servers.
+class BatchEngine {
+ public:
+  virtual ~BatchEngine() = default;
+  BatchEngine(const BatchEngine&) = delete;
+  BatchEngine& operator=(const BatchEngine&) = delete;
+
+  virtual const char* backend() const = 0;
+  virtual const Model& model() const = 0;
+  virtual int32_t n_streams() const = 0;
+
+  // One chunk for every stream: samples[b * chunk_samples + i], raw audio as
+  // given to Session::push. Starts the step and returns (cuda) or computes it
+  // (cpu); Status::busy when max_in_flight steps are uncollected.
+  virtual Status submit(const float* samples) = 0;
+  virtual Status poll(BatchResult* out, bool* ready) = 0;
+  virtual Status wait(BatchResult* out) = 0;
+  // Stream b (or every stream, b = -1) starts afresh at the next submit().
+  virtual Status reset(int32_t b) = 0;
+
+  virtual int64_t memory_bytes() const = 0;
+  virtual const char* last_error() const = 0;
+
+ protected:
+  BatchEngine() = default;
+};
+
+// "cpu", or "cuda" (Status::no_device, with the reason in *error, when this
+// build has no CUDA backend or no device is present).
+std::unique_ptr<Engine> create_engine(const std::string& backend, std::shared_ptr<const Model> model,
+                                      const EngineOptions& opts, std::string* error, Status* status = nullptr);
+// Needs a streamable model (Status::not_streamable otherwise); n_streams >= 1.
+std::unique_ptr<BatchEngine> create_batch_engine(const std::string& backend, std::shared_ptr<const Model> model,
+                                                 int32_t n_streams, const EngineOptions& opts, std::string* error,
+                                                 Status* status = nullptr);
+
+// Whether create_engine() can make this backend here; *why says why not, or
+// names the device ("NVIDIA H100 80GB HBM3, compute capability 9.0").
+bool backend_available(const std::string& backend, std::string* why = nullptr);
+// "cuda" when available, else "cpu".
+const char* default_backend();
+
+}  // namespace mega
