@@ -108,12 +108,15 @@ class CudaEngine final : public Engine {
     return ds_->device_bytes() + ds_->host_bytes() + int64_t(sizeof(float) * chunk_.size());
   }
   const char* last_error() const override { return ds_->last_error(); }
+  // Streamed samples are cleaned here (mega.hpp); the clip path and non-finite
+  // logits are not checked on the GPU yet.
+  SessionStats stats() const override { return stats_; }
 
  private:
   void take(const float* samples, int64_t n, int64_t* n_consumed) {
     const int64_t cs = int64_t(chunk_.size());
     const int64_t k = std::min(n, cs - n_chunk_);
-    std::copy(samples, samples + k, chunk_.begin() + n_chunk_);
+    for (int64_t i = 0; i < k; ++i) chunk_[size_t(n_chunk_ + i)] = clean_sample(samples[i], &stats_);
     n_chunk_ += k;
     *n_consumed = k;
     if (n_chunk_ == cs) {
@@ -142,6 +145,7 @@ class CudaEngine final : public Engine {
   int64_t n_chunk_ = 0;
   bool full_ = false;  // chunk_ holds a whole chunk not yet submitted
   ChunkResult last_;
+  SessionStats stats_;
 };
 
 class CudaBatchEngine final : public BatchEngine {

@@ -140,6 +140,7 @@ class CpuEngine final : public Engine {
     return session_->classify_clip(samples, n, logits);
   }
   int64_t padded_clip_samples(int64_t n) const override { return session_->padded_clip_samples(n); }
+  SessionStats stats() const override { return session_->stats(); }
   int64_t memory_bytes() const override { return session_->memory_bytes() + int64_t(queue_.bytes()); }
   const char* last_error() const override { return ""; }
 

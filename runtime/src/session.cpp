@@ -128,17 +128,7 @@ struct SessionState {
   }
 
   // Input hygiene (mega.hpp, kMaxSampleMagnitude), then the model's scaling.
-  float clean_sample(float s) {
-    if (!std::isfinite(s)) {
-      ++stats.n_nonfinite_samples;
-      return scale_sample(0.0f);
-    }
-    if (std::fabs(s) > kMaxSampleMagnitude) {
-      ++stats.n_clamped_samples;
-      s = std::copysign(kMaxSampleMagnitude, s);
-    }
-    return scale_sample(s);
-  }
+  float clean_sample(float s) { return scale_sample(mega::clean_sample(s, &stats)); }
 
   // Non-finite logits: zero them and clear the recurrent state (EMA, window),
   // as if the stream restarted from silence; counters and positions go on.

@@ -85,6 +85,8 @@ class Engine {
   // The model file's self-test through classify_clip().
   Status self_test(float* max_abs_diff);
 
+  // Input hygiene counts (mega.hpp: non-finite and clipped samples, state resets).
+  virtual SessionStats stats() const = 0;
   // Memory this engine allocated (host and device).
   virtual int64_t memory_bytes() const = 0;
   // The last failure's description (device errors name the call, file and line).

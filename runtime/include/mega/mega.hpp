@@ -6,6 +6,7 @@
 // come back as a Status plus a message.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -152,6 +153,19 @@ struct SessionStats {
   int64_t n_clamped_samples = 0;    // samples beyond full scale, clipped to +-kMaxSampleMagnitude
   int64_t n_state_resets = 0;       // chunks (or clips) whose logits were non-finite: zeroed, state cleared
 };
+
+// One sample after the input hygiene above (before the model's scaling), counted in *stats.
+inline float clean_sample(float s, SessionStats* stats) {
+  if (!std::isfinite(s)) {
+    ++stats->n_nonfinite_samples;
+    return 0.0f;
+  }
+  if (s > kMaxSampleMagnitude || s < -kMaxSampleMagnitude) {
+    ++stats->n_clamped_samples;
+    return s > 0.0f ? kMaxSampleMagnitude : -kMaxSampleMagnitude;
+  }
+  return s;
+}
 
 struct SessionState;
 
