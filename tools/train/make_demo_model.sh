@@ -14,7 +14,7 @@ WORK=$(dirname "$DATA")
   --minutes 20 --out "$WORK/stream-val.wav" --labels-out "$WORK/stream-val.csv" --seed 7
 [ -f "$WORK/stream-test.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split testing \
   --minutes 10 --out "$WORK/stream-test.wav" --labels-out "$WORK/stream-test.csv" --seed 2
-$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" --stream "$WORK/stream-val.wav" \
+$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" --stream "$WORK/stream-val.wav" --max-fa-per-hour 30 \
   --labels "$WORK/stream-val.csv" -o "$RUN/detection.json" | tail -1
 STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); print(c['step'], round(c['best_val'], 4))" "$RUN/best.pt")
 $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT" --detection "$RUN/detection.json" \
