@@ -696,6 +696,50 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
   simd_truth.print();
 }
 
+// Saturated laplace weights must be exactly 0 and 1, as erf gives them in float: a
+// fused kernel that returned its approximation's value at the clamp (1 - 2e-7) passed
+// the tests above yet, summed over a row's many saturated keys and six layers, moved
+// the base model's logits by 2e-3. With v = 1, o_i counts the keys whose argument is
+// far above the centre, exactly.
+TEST(Kernels, AttentionSaturatedLaplaceWeightsAreExact) {
+  std::mt19937 rng(4242);
+  for (const int32_t c : {7, 100, 1000}) {
+    const int32_t z = 3, hdim = 2;
+    const auto q = uniform(rng, size_t(c) * z, -0.1f, 0.1f);
+    const auto k = uniform(rng, size_t(c) * z, -0.1f, 0.1f);
+    const std::vector<float> v(size_t(c) * hdim, 1.0f);
+    // laplace argument (s - mu) / (sigma sqrt 2) beyond +-4.5: far in both tails
+    std::vector<float> bias(size_t(2 * c - 1));
+    std::uniform_int_distribution<int> coin(0, 1);
+    for (auto& b : bias) b = coin(rng) ? 3.0f : -1.5f;
+    mega::cpu::AttentionParams p;
+    p.q = q.data();
+    p.k = k.data();
+    p.v = v.data();
+    p.rel_pos_bias = bias.data();
+    p.chunk = p.c = c;
+    p.z = z;
+    p.hdim = hdim;
+    p.fn = AttentionFn::laplace;
+    std::vector<float> o_ref(size_t(c) * hdim), scores(size_t(c) * size_t(c));
+    p.scores = scores.data();
+    p.o = o_ref.data();
+    mega::cpu::attention_ref(p);
+    std::vector<float> scratch(size_t(mega::cpu::attention_scratch_floats(c, z)));
+    for (const SimdKernels* set : simd_sets()) {
+      std::vector<float> o(size_t(c) * hdim);
+      p.o = o.data();
+      set->attention(p, 0, (c + set->query_block - 1) / set->query_block, scratch.data());
+      for (int32_t i = 0; i < c; ++i) {
+        float ones = 0.0f;
+        for (int32_t j = 0; j < c; ++j) ones += bias[size_t(c - 1 + j - i)] > 0.0f ? 1.0f : 0.0f;
+        ASSERT_EQ(o_ref[size_t(i) * hdim], ones) << "reference, c=" << c << " row " << i;
+        ASSERT_EQ(o[size_t(i) * hdim], ones) << set->name << ", c=" << c << " row " << i;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Norms
 
