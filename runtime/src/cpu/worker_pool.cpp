@@ -62,14 +62,20 @@ void wait_while_equal(std::atomic<uint32_t>& word, uint32_t value) {
 bool WorkerPool::start(int32_t n_threads) {
   if (!workers_.empty()) return false;
   workers_.reserve(size_t(n_threads > 1 ? n_threads - 1 : 0));
-  for (int32_t t = 1; t < n_threads; ++t) {
+  bool ok = true;
+  for (int32_t t = 1; t < n_threads && ok; ++t) {
     try {
       workers_.emplace_back(&WorkerPool::worker_main, this, t);
     } catch (const std::system_error&) {
-      return false;  // the pool keeps the workers it has
+      ok = false;  // the pool keeps the workers it has
     }
   }
-  return true;
+  // Return once every worker runs: whatever a new thread sets up (its stack,
+  // the C library's per-thread state) is done now, not during the first chunk.
+  for (uint32_t n; (n = started_.load(std::memory_order_acquire)) != uint32_t(workers_.size());) {
+    wait_while_equal(started_, n);
+  }
+  return ok;
 }
 
 WorkerPool::~WorkerPool() {
@@ -85,6 +91,8 @@ void WorkerPool::work(int32_t thread) {
 }
 
 void WorkerPool::worker_main(int32_t thread) {
+  started_.fetch_add(1, std::memory_order_release);
+  futex_wake_all(&started_);
   uint32_t seen = 0;
   for (;;) {
     wait_while_equal(epoch_, seen);

@@ -3,7 +3,8 @@
 // thread and the workers, handing the indices out through an atomic counter
 // (so a preempted thread simply takes fewer), and returns when all are done.
 //
-// Workers start with the pool and live as long as it does. run() neither
+// Workers start with the pool (start() returns once they all run) and live
+// as long as it does. run() neither
 // allocates nor takes a lock: an idle worker spins for a few microseconds
 // and then sleeps on a futex (Linux; elsewhere it yields), and the last
 // thread to finish wakes the caller the same way. Results never depend on
@@ -52,6 +53,7 @@ class WorkerPool {
   std::atomic<int32_t> next_{0};        // next task index to hand out
   std::atomic<uint32_t> epoch_{0};      // bumped once per job (futex word)
   std::atomic<uint32_t> remaining_{0};  // workers still on the job (futex word)
+  std::atomic<uint32_t> started_{0};    // workers that have begun to run (futex word)
   std::atomic<bool> stop_{false};
 };
 
