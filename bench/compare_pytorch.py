@@ -31,15 +31,14 @@ import tempfile
 import time
 import wave
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
 
-import torch  # noqa: E402
-
-import mega_convert  # noqa: E402
-import mega_torch as mt  # noqa: E402
+# numpy, torch, mega_torch and mega_convert are imported in main(), once the
+# thread variables are set: Debian's numpy and torch run their matrix products
+# on OpenBLAS, which sizes its thread pool when it is loaded and ignores
+# torch.set_num_threads.
+np = torch = mt = mega_convert = None
 
 LABELS = "yes,no,up,down,left,right,on,off,stop,go".split(",")
 
@@ -102,6 +101,13 @@ def main():
     ks = os.path.join(args.build, "keyword_spotter")
     if not os.access(ks, os.X_OK):
         raise SystemExit(f"{ks} not found: build first (or pass --build)")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    global np, torch, mt, mega_convert
+    import numpy as np  # noqa: E402
+    import torch  # noqa: E402
+    import mega_torch as mt  # noqa: E402
+    import mega_convert  # noqa: E402
     torch.set_num_threads(args.threads)
     labels = LABELS
     if args.checkpoint:
