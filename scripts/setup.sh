@@ -2,7 +2,7 @@
 # Installs the Debian packages the project needs (skips what is already there).
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config
-      libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev libsndfile1-dev
+      libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev libbenchmark-dev libsndfile1-dev
       libsamplerate0-dev portaudio19-dev
       python3 python3-torch python3-numpy python3-flatbuffers
       sox espeak-ng flite time

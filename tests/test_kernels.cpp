@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "cpu/simd_kernels.h"
 #include "model_data.h"
 
 namespace {
@@ -27,6 +28,14 @@ using mega::LinearWeights;
 using mega::NormType;
 using mega::NormWeights;
 using mega::cpu::MathImpl;
+using mega::cpu::SimdKernels;
+
+// Every SIMD kernel set this CPU runs (on an AVX-512 machine: AVX-512, AVX2 and SSE2).
+std::vector<const SimdKernels*> simd_sets() {
+  const SimdKernels* sets[4];
+  const int32_t n = mega::cpu::simd_kernel_sets(sets, 4);
+  return std::vector<const SimdKernels*>(sets, sets + n);
+}
 
 constexpr float k_guard = -12345.678f;  // written after every output buffer; must survive
 constexpr int64_t k_guard_n = 16;
@@ -93,12 +102,16 @@ class Checker {
 // ---------------------------------------------------------------------------------------
 // Linear
 
-TEST(Kernels, LinearBlasMatchesReferenceAndDouble) {
+TEST(Kernels, LinearBlasAndSimdMatchReferenceAndDouble) {
   std::mt19937 rng(1234);
   Checker blas_ref("linear: blas vs ref", 1e-5);
   Checker ref_truth("linear: ref vs double", 1e-5);
   Checker blas_truth("linear: blas vs double", 1e-5);
-  for (const int64_t n : {1, 3, 17, 1000}) {
+  Checker simd_ref("linear: simd vs ref", 1e-5);
+  Checker simd_truth("linear: simd vs double", 1e-5);
+  const std::vector<const SimdKernels*> sets = simd_sets();
+  // n = 13 and 25 leave 1 row after the 12- and 6-row register tiles
+  for (const int64_t n : {1, 3, 13, 17, 25, 1000}) {
     for (const int32_t n_in : {1, 7, 60, 61, 270}) {
       for (const int32_t n_out : {1, 7, 60, 61, 270}) {
         for (const bool with_bias : {false, true}) {
@@ -117,6 +130,16 @@ TEST(Kernels, LinearBlasMatchesReferenceAndDouble) {
           mega::cpu::linear_blas({x.data(), n, &w, y_blas.data()});
           expect_guard_intact(y_ref, n * n_out, "linear_ref");
           expect_guard_intact(y_blas, n * n_out, "linear_blas");
+          std::vector<float> packed(size_t(n_in + 1) * size_t(mega::cpu::linear_padded_outputs(n_out)));
+          mega::cpu::linear_pack(w, packed.data());
+          w.packed = packed.data();
+          w.n_out_padded = mega::cpu::linear_padded_outputs(n_out);
+          std::vector<std::vector<float>> y_simd;
+          for (const SimdKernels* set : sets) {
+            y_simd.push_back(guarded(n * n_out));
+            set->linear({x.data(), n, &w, y_simd.back().data()});
+            expect_guard_intact(y_simd.back(), n * n_out, set->name);
+          }
           bool ok = true;
           for (int64_t t = 0; t < n && ok; ++t) {
             for (int32_t o = 0; o < n_out && ok; ++o) {
@@ -134,6 +157,10 @@ TEST(Kernels, LinearBlasMatchesReferenceAndDouble) {
               ok &= blas_ref.near(y_blas[size_t(idx)], y_ref[size_t(idx)], mag, ctx, idx);
               ok &= ref_truth.near(y_ref[size_t(idx)], want, mag, ctx, idx);
               ok &= blas_truth.near(y_blas[size_t(idx)], want, mag, ctx, idx);
+              for (size_t k = 0; k < sets.size(); ++k) {
+                ok &= simd_ref.near(y_simd[k][size_t(idx)], y_ref[size_t(idx)], mag, ctx + " " + sets[k]->name, idx);
+                ok &= simd_truth.near(y_simd[k][size_t(idx)], want, mag, ctx + " " + sets[k]->name, idx);
+              }
             }
           }
         }
@@ -143,6 +170,8 @@ TEST(Kernels, LinearBlasMatchesReferenceAndDouble) {
   blas_ref.print();
   ref_truth.print();
   blas_truth.print();
+  simd_ref.print();
+  simd_truth.print();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -280,14 +309,29 @@ struct CausalRun {
 
 using EmaFn = void (*)(const mega::cpu::EmaParams&);
 
+// One causal EMA implementation: the scalar reference or a SIMD set. A SIMD set runs
+// each span as two calls over disjoint channel groups (as two threads would).
+struct EmaImpl {
+  std::string name;
+  EmaFn fn = nullptr;
+  const SimdKernels* simd = nullptr;
+};
+
+std::vector<EmaImpl> causal_impls() {
+  std::vector<EmaImpl> impls = {{"ref", mega::cpu::ema_causal_ref, nullptr}};
+  for (const SimdKernels* k : simd_sets()) impls.push_back({k->name, nullptr, k});
+  return impls;
+}
+
 // Feeds x (T x d) from a fresh state in spans whose sizes cycle through `spans` (a 0 is
 // an empty call), carrying h, ring and tokens_seen between calls.
-CausalRun run_causal(EmaFn fn, const EmaWeights& w, const std::vector<double>& ref_kernel,
+CausalRun run_causal(const EmaImpl& impl, const EmaWeights& w, const std::vector<double>& ref_kernel,
                      const std::vector<float>& x, int64_t T, int32_t d, const std::vector<int64_t>& spans) {
   CausalRun r;
   r.y = guarded(T * d);
   r.h.assign(size_t(d) * size_t(w.n_dim), 0.0);
   r.ring.assign(size_t(w.truncation) * size_t(d), 0.0f);
+  std::vector<double> scratch(size_t(mega::cpu::ema_scratch_doubles(w.n_dim)));
   int64_t seen = 0;
   for (size_t s = 0; seen < T; s = (s + 1) % spans.size()) {
     const int64_t n = std::min(spans[s], T - seen);
@@ -301,7 +345,13 @@ CausalRun run_causal(EmaFn fn, const EmaWeights& w, const std::vector<double>& r
     p.ring = r.ring.empty() ? nullptr : r.ring.data();
     p.tokens_seen = seen;
     p.ref_kernel = ref_kernel.empty() ? nullptr : ref_kernel.data();
-    fn(p);
+    if (impl.simd) {
+      const int32_t groups = (d + impl.simd->ema_group - 1) / impl.simd->ema_group;
+      impl.simd->ema_causal(p, groups / 2, groups, scratch.data());  // the second half first
+      impl.simd->ema_causal(p, 0, groups / 2, scratch.data());
+    } else {
+      impl.fn(p);
+    }
     seen += n;
   }
   return r;
@@ -319,8 +369,9 @@ TEST(Kernels, EmaCausalMatchesBruteForceAndStreamsExactly) {
   Checker h_truth("ema causal: h vs double brute force", 1e-10);
   Checker y_split("ema causal: y split vs one span", 1e-6);
   Checker h_split("ema causal: h split vs one span", 1e-12);
-  Checker y_rf("ema causal: y fast vs ref (split)", 1e-6);
-  Checker h_rf("ema causal: h fast vs ref (split)", 1e-10);
+  Checker y_rf("ema causal: y simd vs ref (split)", 1e-6);
+  Checker h_rf("ema causal: h simd vs ref (split)", 1e-10);
+  const std::vector<EmaImpl> impls = causal_impls();
   int64_t ring_mismatches = 0;
 
   for (const int32_t d : {1, 5, 60}) {
@@ -341,17 +392,15 @@ TEST(Kernels, EmaCausalMatchesBruteForceAndStreamsExactly) {
           } else {
             splits.push_back({1, 7, 13, 64, 65, 63});
           }
-          std::vector<CausalRun> runs[2];  // [ref, fast] x splits
-          const EmaFn fns[2] = {mega::cpu::ema_causal_ref, mega::cpu::ema_causal_fast};
-          const char* fn_names[2] = {"ref", "fast"};
-          for (int f = 0; f < 2; ++f) {
+          std::vector<std::vector<CausalRun>> runs(impls.size());  // [impl] x splits
+          for (size_t f = 0; f < impls.size(); ++f) {
             for (const auto& spans : splits) {
-              const std::string ctx = std::string(fn_names[f]) + " d=" + std::to_string(d) +
+              const std::string ctx = impls[f].name + " d=" + std::to_string(d) +
                                       " N=" + std::to_string(n_dim) + " K=" + std::to_string(K) +
                                       " T=" + std::to_string(T) + " " + span_name(spans);
-              runs[f].push_back(run_causal(fns[f], e.w, ref_kernel, x, T, d, spans));
+              runs[f].push_back(run_causal(impls[f], e.w, ref_kernel, x, T, d, spans));
               const CausalRun& r = runs[f].back();
-              expect_guard_intact(r.y, T * d, fn_names[f]);
+              expect_guard_intact(r.y, T * d, impls[f].name.c_str());
               bool ok = true;
               for (int64_t i = 0; i < T * d && ok; ++i) {
                 ok &= y_truth.near(r.y[size_t(i)], tr.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
@@ -383,11 +432,12 @@ TEST(Kernels, EmaCausalMatchesBruteForceAndStreamsExactly) {
               }
             }
           }
+          for (size_t f = 1; f < impls.size(); ++f) {
           for (size_t s = 0; s < splits.size(); ++s) {
-            const std::string ctx = "fast vs ref d=" + std::to_string(d) + " N=" + std::to_string(n_dim) +
-                                    " K=" + std::to_string(K) + " T=" + std::to_string(T) + " " +
-                                    span_name(splits[s]);
-            const CausalRun &a = runs[1][s], &b = runs[0][s];
+            const std::string ctx = impls[f].name + " vs ref d=" + std::to_string(d) + " N=" +
+                                    std::to_string(n_dim) + " K=" + std::to_string(K) + " T=" +
+                                    std::to_string(T) + " " + span_name(splits[s]);
+            const CausalRun &a = runs[f][s], &b = runs[0][s];
             bool ok = true;
             for (int64_t i = 0; i < T * d && ok; ++i) {
               ok &= y_rf.near(a.y[size_t(i)], b.y[size_t(i)], tr.y_mag[size_t(i)], ctx, i);
@@ -396,6 +446,7 @@ TEST(Kernels, EmaCausalMatchesBruteForceAndStreamsExactly) {
               ok &= h_rf.near(a.h[i], b.h[i], tr.h_mag[i], ctx, int64_t(i));
             }
             if (a.ring != b.ring && ++ring_mismatches <= 5) ADD_FAILURE() << "ring differs: " << ctx;
+          }
           }
         }
       }
@@ -420,10 +471,11 @@ TEST(Kernels, EmaCausalTruncationIsObservable) {
   EmaCase e = make_ema(rng, d, n_dim, K);
   const auto x = uniform(rng, size_t(T * d), 0.0f, 1.0f);  // one sign, so nothing cancels
   const CausalTruth truncated = brute_causal(e, x, T, d);
-  const CausalRun fast = run_causal(mega::cpu::ema_causal_fast, e.w, {}, x, T, d, {T});
+  const EmaImpl simd = causal_impls().back();
+  const CausalRun fast = run_causal(simd, e.w, {}, x, T, d, {T});
   e.w.truncation = 0;
   e.w.decay_k.assign(e.w.decay_k.size(), 0.0);
-  const CausalRun untruncated = run_causal(mega::cpu::ema_causal_fast, e.w, {}, x, T, d, {T});
+  const CausalRun untruncated = run_causal(simd, e.w, {}, x, T, d, {T});
   double worst = 0.0;
   for (int64_t i = (T - 1) * d; i < T * d; ++i) {
     EXPECT_NEAR(fast.y[size_t(i)], truncated.y[size_t(i)], 1e-6 * truncated.y_mag[size_t(i)]);
@@ -561,10 +613,15 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
   Checker exact_ref("attention: blas(Reference) vs ref", 2e-6);
   Checker ref_truth("attention: ref vs double", 2e-6);
   Checker fast_truth("attention: blas(Fast) vs double", 2e-6);
+  Checker simd_ref("attention: simd (fused) vs ref", 2e-6);
+  Checker simd_truth("attention: simd (fused) vs double", 2e-6);
+  const std::vector<const SimdKernels*> sets = simd_sets();
   for (const AttentionFn fn : {AttentionFn::laplace, AttentionFn::softmax, AttentionFn::relu2}) {
-    for (const int32_t c : {1, 2, 7, 13, 100}) {
+    // c = 33 and 65 leave 1 query in the last 32- and 16-wide block; hdim = 13 leaves
+    // one column after the 12- and 6-wide register tiles
+    for (const int32_t c : {1, 2, 7, 13, 33, 65, 100}) {
       for (const int32_t z : {1, 3, 30}) {
-        for (const int32_t hdim : {1, 5, 120}) {
+        for (const int32_t hdim : {1, 5, 13, 120}) {
           const std::string ctx = std::string(fn_name(fn)) + " c=" + std::to_string(c) + " z=" +
                                   std::to_string(z) + " hdim=" + std::to_string(hdim);
           // q.k * scale spread by ~0.3 (std); the bias centres the laplace argument near mu
@@ -609,6 +666,24 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
             ok &= ref_truth.near(o_ref[i], want[i], mag[i], ctx, int64_t(i));
             ok &= fast_truth.near(o_fast[i], want[i], mag[i], ctx, int64_t(i));
           }
+          if (fn == AttentionFn::softmax) continue;  // not fused: attention_blas serves it
+          std::vector<float> scratch(size_t(mega::cpu::attention_scratch_floats(c, z)));
+          for (const SimdKernels* set : sets) {
+            // the blocks in two calls, the second half first (as two threads would)
+            auto o_simd = guarded(n_out);
+            const int32_t blocks = (c + set->query_block - 1) / set->query_block;
+            mega::cpu::AttentionParams ps = p;
+            ps.scores = nullptr;
+            ps.o = o_simd.data();
+            set->attention(ps, blocks / 2, blocks, scratch.data());
+            set->attention(ps, 0, blocks / 2, scratch.data());
+            expect_guard_intact(o_simd, n_out, set->name);
+            ok = true;
+            for (size_t i = 0; i < want.size() && ok; ++i) {
+              ok &= simd_ref.near(o_simd[i], o_ref[i], mag[i], ctx + " " + set->name, int64_t(i));
+              ok &= simd_truth.near(o_simd[i], want[i], mag[i], ctx + " " + set->name, int64_t(i));
+            }
+          }
         }
       }
     }
@@ -617,6 +692,52 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
   exact_ref.print();
   ref_truth.print();
   fast_truth.print();
+  simd_ref.print();
+  simd_truth.print();
+}
+
+// Saturated laplace weights must be exactly 0 and 1, as erf gives them in float: a
+// fused kernel that returned its approximation's value at the clamp (1 - 2e-7) passed
+// the tests above yet, summed over a row's many saturated keys and six layers, moved
+// the base model's logits by 2e-3. With v = 1, o_i counts the keys whose argument is
+// far above the centre, exactly.
+TEST(Kernels, AttentionSaturatedLaplaceWeightsAreExact) {
+  std::mt19937 rng(4242);
+  for (const int32_t c : {7, 100, 1000}) {
+    const int32_t z = 3, hdim = 2;
+    const auto q = uniform(rng, size_t(c) * z, -0.1f, 0.1f);
+    const auto k = uniform(rng, size_t(c) * z, -0.1f, 0.1f);
+    const std::vector<float> v(size_t(c) * hdim, 1.0f);
+    // laplace argument (s - mu) / (sigma sqrt 2) beyond +-4.5: far in both tails
+    std::vector<float> bias(size_t(2 * c - 1));
+    std::uniform_int_distribution<int> coin(0, 1);
+    for (auto& b : bias) b = coin(rng) ? 3.0f : -1.5f;
+    mega::cpu::AttentionParams p;
+    p.q = q.data();
+    p.k = k.data();
+    p.v = v.data();
+    p.rel_pos_bias = bias.data();
+    p.chunk = p.c = c;
+    p.z = z;
+    p.hdim = hdim;
+    p.fn = AttentionFn::laplace;
+    std::vector<float> o_ref(size_t(c) * hdim), scores(size_t(c) * size_t(c));
+    p.scores = scores.data();
+    p.o = o_ref.data();
+    mega::cpu::attention_ref(p);
+    std::vector<float> scratch(size_t(mega::cpu::attention_scratch_floats(c, z)));
+    for (const SimdKernels* set : simd_sets()) {
+      std::vector<float> o(size_t(c) * hdim);
+      p.o = o.data();
+      set->attention(p, 0, (c + set->query_block - 1) / set->query_block, scratch.data());
+      for (int32_t i = 0; i < c; ++i) {
+        float ones = 0.0f;
+        for (int32_t j = 0; j < c; ++j) ones += bias[size_t(c - 1 + j - i)] > 0.0f ? 1.0f : 0.0f;
+        ASSERT_EQ(o_ref[size_t(i) * hdim], ones) << "reference, c=" << c << " row " << i;
+        ASSERT_EQ(o[size_t(i) * hdim], ones) << set->name << ", c=" << c << " row " << i;
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -18,10 +18,12 @@ inline std::shared_ptr<const mega::Model> load(const std::string& path) {
 }
 
 inline std::unique_ptr<mega::Session> session(const std::shared_ptr<const mega::Model>& m,
-                                              mega::KernelImpl impl = mega::KernelImpl::optimized) {
+                                              mega::KernelImpl impl = mega::KernelImpl::optimized,
+                                              int32_t n_threads = 1) {
   std::string err;
   mega::SessionOptions o;
   o.kernels = impl;
+  o.n_threads = n_threads;
   auto s = mega::Session::create(m, o, &err);
   EXPECT_TRUE(s) << err;
   return s;

@@ -86,6 +86,48 @@ TEST(TinyStreaming, ReferenceAndOptimizedStreamsAgree) {
   EXPECT_LE(max_abs_diff(ra.data(), rb.data(), ra.size()), 2e-5);
 }
 
+// Threads split each chunk into tasks that write disjoint outputs with the same
+// arithmetic, so the thread count cannot change a single bit.
+TEST(Streaming, ThreadCountDoesNotChangeResults) {
+  struct Case {
+    std::string dir, name;
+  };
+  const Case cases[] = {{MEGA_FIXTURES, "tiny_uni"}, {MEGA_FIXTURES, "tiny_softmax_ln_post"},
+                        {MEGA_FIXTURES, "tiny_patch"}, {MEGA_GENERATED, "base_uni"}};
+  for (const Case& c : cases) {
+    auto m = load(c.dir + "/" + c.name + ".mega");
+    ASSERT_TRUE(m);
+    Golden g;
+    ASSERT_TRUE(g.load(c.dir + "/" + c.name + ".golden"));
+    std::vector<float> in = g.at("input");
+    in.resize(std::min<size_t>(in.size(), size_t(3 * m->hparams().chunk_samples())));  // base: 3 chunks suffice
+    std::vector<float> first;
+    for (int32_t threads : {1, 2, 3}) {
+      auto s = session(m, mega::KernelImpl::optimized, threads);
+      ASSERT_TRUE(s);
+      const std::vector<float> got = stream(*s, in, 777);
+      ASSERT_FALSE(got.empty()) << c.name;
+      if (first.empty()) {
+        first = got;
+      } else {
+        EXPECT_EQ(got, first) << c.name << ": " << threads << " threads differ from 1";
+      }
+    }
+  }
+}
+
+TEST(Streaming, ThreadCountIsValidated) {
+  auto m = load(mega_test::fixture_path("tiny_uni.mega"));
+  for (int32_t bad : {0, -1, 17}) {
+    mega::SessionOptions o;
+    o.n_threads = bad;
+    std::string err;
+    mega::Status st = mega::Status::ok;
+    EXPECT_FALSE(mega::Session::create(m, o, &err, &st)) << bad;
+    EXPECT_EQ(st, mega::Status::invalid_argument) << bad;
+  }
+}
+
 TEST(TinyStreaming, TwoSessionsOnOneModelAreIndependent) {
   auto m = load(mega_test::fixture_path("tiny_uni.mega"));
   Golden g;

@@ -1,13 +1,23 @@
-// bench: real-time factor, per-chunk latency, peak memory, model load time.
+// bench: real-time factor, per-chunk latency, model FLOPs and the achieved
+// rate next to OpenBLAS sgemm measured in the same run, peak memory and model
+// load time.
+//
+// Times are taken twice: by the clock (what a listener waits for) and as the
+// process's CPU time over all its threads (what the code costs; on a shared
+// machine the two differ by what the scheduler gave to other processes).
+#include <cblas.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <random>
 
+#include "audio_file.h"
 #include "commands.h"
+#include "model_flops.h"
 
 namespace kws {
 
@@ -16,6 +26,12 @@ namespace {
 double now_ms() {
   using namespace std::chrono;
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+double cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return 1e3 * double(ts.tv_sec) + 1e-6 * double(ts.tv_nsec);
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -76,9 +92,52 @@ int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, co
   return kExitOk;
 }
 
+// The 1-minute load average, or -1 where /proc/loadavg is not there.
+double load_average() {
+  double l = -1.0;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1.0;
+    std::fclose(f);
+  }
+  return l;
+}
+
+struct Rate {
+  double gflops = 0.0, gflops_cpu = 0.0;
+};
+
+// OpenBLAS sgemm at the shape of the model's largest product, the attention's
+// a.v (C x H x C), with `threads` BLAS threads: the yardstick for the achieved
+// rate. About 0.3 s after one warm-up call.
+Rate sgemm_rate(int m, int n, int k, int threads) {
+  std::vector<float> a(size_t(m) * size_t(k)), b(size_t(k) * size_t(n)), c(size_t(m) * size_t(n));
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  mega::set_blas_threads(threads);
+  auto gemm = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+  };
+  gemm();
+  int64_t reps = 0;
+  const double t0 = now_ms(), c0 = cpu_ms();
+  double t = 0.0;
+  do {
+    gemm();
+    ++reps;
+    t = now_ms() - t0;
+  } while (t < 300.0);
+  const double cpu = cpu_ms() - c0;
+  mega::set_blas_threads(1);
+  const double flops = 2.0 * m * n * k * double(reps);
+  return {flops / t * 1e-6, flops / cpu * 1e-6};
+}
+
 }  // namespace
 
 int cmd_bench(const Params& p) {
+  const double load_avg = load_average();
   // model load: the best of several (the file is in the page cache after the first)
   std::vector<double> loads;
   std::shared_ptr<const mega::Model> m;
@@ -92,66 +151,102 @@ int cmd_bench(const Params& p) {
   const double seconds = p.seconds > 0 ? p.seconds : 10.0;
   const int64_t n = int64_t(seconds * hp.sample_rate);
   std::vector<float> audio(static_cast<size_t>(n));
-  std::mt19937 rng(1);
-  std::normal_distribution<float> noise(0.0f, 0.05f);
-  for (int64_t i = 0; i < n; ++i) {  // noise plus a wandering tone: nothing degenerate
-    const double t = double(i) / hp.sample_rate;
-    audio[size_t(i)] = float(0.3 * std::sin(2 * M_PI * (300 + 200 * std::sin(t)) * t)) + noise(rng);
+  if (!p.files.empty()) {  // the file, looped to the length asked for
+    std::vector<float> clip;
+    AudioInfo ai;
+    std::string err;
+    if (!read_audio_file(p.files[0], hp.sample_rate, 3600.0, &clip, &ai, &err)) {
+      std::fprintf(stderr, "keyword_spotter: %s\n", err.c_str());
+      return kExitFailed;
+    }
+    for (int64_t i = 0; i < n; ++i) audio[size_t(i)] = clip[size_t(i) % clip.size()];
+  } else {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> noise(0.0f, 0.05f);
+    for (int64_t i = 0; i < n; ++i) {  // noise plus a wandering tone: nothing degenerate
+      const double t = double(i) / hp.sample_rate;
+      audio[size_t(i)] = float(0.3 * std::sin(2 * M_PI * (300 + 200 * std::sin(t)) * t)) + noise(rng);
+    }
   }
   if (p.streams > 0) return bench_batch(p, m, audio, *std::min_element(loads.begin(), loads.end()));
   auto s = make_session(m, p, hp.window_samples());
   if (!s) return kExitModel;
-  std::vector<double> lat;
-  double t_total = 0.0;
+  std::vector<double> lat, lat_cpu;  // per chunk (or window): clock and CPU time
+  double t_total = 0.0, cpu_total = 0.0;
   if (m->streamable()) {
     const int64_t chunk = hp.chunk_samples();
-    // warm-up chunk (first-touch of buffers, BLAS init)
+    // warm-up chunk (first-touch of buffers, thread start-up)
     s->push_all(audio.data(), std::min(n, chunk), [](const mega::ChunkResult&) {});
     s->reset();
     for (int64_t off = 0; off + chunk <= n; off += chunk) {
-      const double t0 = now_ms();
+      const double t0 = now_ms(), c0 = cpu_ms();
       s->push_all(audio.data() + off, chunk, [](const mega::ChunkResult&) {});
-      const double dt = now_ms() - t0;
+      const double dt = now_ms() - t0, dc = cpu_ms() - c0;
       lat.push_back(dt);
+      lat_cpu.push_back(dc);
       t_total += dt;
+      cpu_total += dc;
     }
   } else {
     const int64_t w = hp.window_samples();
     std::vector<float> logits(size_t(hp.n_classes));
     for (int64_t off = 0; off + w <= n; off += w) {
-      const double t0 = now_ms();
+      const double t0 = now_ms(), c0 = cpu_ms();
       s->classify_clip(audio.data() + off, w, logits.data());
-      const double dt = now_ms() - t0;
+      const double dt = now_ms() - t0, dc = cpu_ms() - c0;
       lat.push_back(dt);
+      lat_cpu.push_back(dc);
       t_total += dt;
+      cpu_total += dc;
     }
   }
-  const double audio_s = double(lat.size()) * double(m->streamable() ? hp.chunk_samples() : hp.window_samples()) /
-                         hp.sample_rate;
+  const int64_t unit_samples = m->streamable() ? hp.chunk_samples() : hp.window_samples();
+  const double audio_s = double(lat.size()) * double(unit_samples) / hp.sample_rate;
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   const double rss_mb = double(ru.ru_maxrss) / 1024.0;
+  // after the peak RSS is read: its matrices are not the runtime's memory
+  const Rate sgemm = sgemm_rate(hp.chunk_size, hp.hidden_dim, hp.chunk_size, p.threads);
   const double rtf = audio_s > 0 ? t_total / 1000.0 / audio_s : 0.0;
+  const double rtf_cpu = audio_s > 0 ? cpu_total / 1000.0 / audio_s : 0.0;
   const double load_ms = *std::min_element(loads.begin(), loads.end());
+  // FLOPs of what ran: whole windows offline, chunks when streaming
+  const double gflop_per_s = mega_bench::model_flops_per_second(hp) * 1e-9;
+  const double gflop_run = gflop_per_s * audio_s;
+  const double gflops = t_total > 0 ? gflop_run / (t_total / 1000.0) : 0.0;
+  const double gflops_cpu = cpu_total > 0 ? gflop_run / (cpu_total / 1000.0) : 0.0;
   const char* unit = m->streamable() ? "chunk" : "window";
   if (p.json) {
-    std::printf("{\"rtf\": %.4f, \"chunk_ms_p50\": %.3f, \"chunk_ms_p99\": %.3f, \"peak_rss_mb\": %.1f, "
-                "\"load_ms\": %.3f, \"threads\": %d, \"backend\": \"%s\", \"kernels\": \"%s\", "
-                "\"audio_s\": %.3f, \"chunk_ms_audio\": %.3f, \"session_mb\": %.2f, \"streaming\": %s}\n",
-                rtf, percentile(lat, 0.5), percentile(lat, 0.99), rss_mb, load_ms, p.threads, s->backend(),
-                p.kernels.c_str(),
-                audio_s, 1000.0 * double(hp.chunk_samples()) / hp.sample_rate, double(s->memory_bytes()) / 1048576.0,
-                m->streamable() ? "true" : "false");
+    std::printf("{\"rtf\": %.4f, \"rtf_cpu\": %.4f, \"chunk_ms_p50\": %.3f, \"chunk_ms_p99\": %.3f, "
+                "\"chunk_cpu_ms_p50\": %.3f, \"chunk_cpu_ms_p99\": %.3f, "
+                "\"peak_rss_mb\": %.1f, \"load_ms\": %.3f, \"threads\": %d, \"backend\": \"%s\", "
+                "\"kernels\": \"%s\", \"audio_s\": %.3f, \"chunk_ms_audio\": %.3f, \"session_mb\": %.2f, "
+                "\"streaming\": %s, \"gflop_per_audio_s\": %.3f, \"gflops\": %.2f, \"gflops_cpu\": %.2f, "
+                "\"sgemm_gflops\": %.2f, \"sgemm_gflops_cpu\": %.2f, \"sgemm_floor_rtf\": %.4f, "
+                "\"sgemm_floor_rtf_cpu\": %.4f, \"load_average\": %.2f}\n",
+                rtf, rtf_cpu, percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat_cpu, 0.5),
+                percentile(lat_cpu, 0.99), rss_mb, load_ms, p.threads, s->backend(),
+                p.kernels.c_str(), audio_s, 1000.0 * double(hp.chunk_samples()) / hp.sample_rate,
+                double(s->memory_bytes()) / 1048576.0, m->streamable() ? "true" : "false", gflop_per_s, gflops,
+                gflops_cpu, sgemm.gflops, sgemm.gflops_cpu, gflop_per_s / sgemm.gflops, gflop_per_s / sgemm.gflops_cpu,
+                load_avg);
   } else {
-    std::printf("audio            %.2f s in %zu %ss of %.1f ms (%s kernels, %d BLAS thread%s, %s%s)\n", audio_s,
-                lat.size(), unit, 1000.0 * double(m->streamable() ? hp.chunk_samples() : hp.window_samples()) /
-                hp.sample_rate, p.kernels.c_str(), p.threads, p.threads == 1 ? "" : "s", s->backend(),
-                p.fp16 ? ", fp16" : "");
-    std::printf("real-time factor %.3f (compute time / audio time)\n", rtf);
-    std::printf("%-16s p50 %.2f ms, p99 %.2f ms\n", (std::string("per-") + unit).c_str(), percentile(lat, 0.5),
-                percentile(lat, 0.99));
+    std::printf("audio            %.2f s in %zu %ss of %.1f ms (%s kernels, %d thread%s, %s%s)\n", audio_s,
+                lat.size(), unit, 1000.0 * double(unit_samples) / hp.sample_rate, p.kernels.c_str(), p.threads,
+                p.threads == 1 ? "" : "s", s->backend(), p.fp16 ? ", fp16" : "");
+    std::printf("real-time factor %.3f by the clock, %.3f in CPU time (compute time / audio time)\n", rtf,
+                rtf_cpu);
+    std::printf("%-16s p50 %.2f ms, p99 %.2f ms (CPU time: p50 %.2f ms, p99 %.2f ms)\n",
+                (std::string("per-") + unit).c_str(), percentile(lat, 0.5), percentile(lat, 0.99),
+                percentile(lat_cpu, 0.5), percentile(lat_cpu, 0.99));
+    std::printf("model cost       %.2f GFLOP per second of audio; achieved %.1f GFLOP/s (%.1f in CPU time)\n",
+                gflop_per_s, gflops, gflops_cpu);
+    std::printf("sgemm            %.1f GFLOP/s (%.1f in CPU time) at %d x %d x %d: the model at that rate, RTF %.3f "
+                "(%.3f)\n", sgemm.gflops, sgemm.gflops_cpu, hp.chunk_size, hp.hidden_dim, hp.chunk_size,
+                gflop_per_s / sgemm.gflops, gflop_per_s / sgemm.gflops_cpu);
     std::printf("model load       %.2f ms\n", load_ms);
     std::printf("memory           peak RSS %.1f MB, session %.2f MB\n", rss_mb, double(s->memory_bytes()) / 1048576.0);
+    std::printf("machine          load average %.2f\n", load_avg);
   }
   return kExitOk;
 }

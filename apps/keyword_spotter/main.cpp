@@ -4,7 +4,7 @@
 //   keyword_spotter scan     -m MODEL [--json] FILE
 //   keyword_spotter listen   -m MODEL [--device NAME|INDEX] [--json]
 //   keyword_spotter devices
-//   keyword_spotter bench    -m MODEL [--threads N] [--seconds S] [--streams B] [--json]
+//   keyword_spotter bench    -m MODEL [--threads N] [--seconds S] [--streams B] [--json] [FILE]
 //   keyword_spotter info     -m MODEL
 //   keyword_spotter selftest -m MODEL
 #include <cerrno>
@@ -29,7 +29,8 @@ void print_usage(FILE* out) {
       "  scan       stream a recording of any length and print each keyword detection\n"
       "  listen     spot keywords live on a microphone (PortAudio)\n"
       "  devices    list audio input devices\n"
-      "  bench      real-time factor, per-chunk latency, memory and load time\n"
+      "  bench      real-time factor, per-chunk latency, FLOP rate vs sgemm, memory, load time\n"
+      "             (on FILE, looped, if given; else on synthetic audio)\n"
       "  info       print the model's metadata\n"
       "  selftest   run the self-test stored in the model file (exit 0 if it passes)\n"
       "\n"
@@ -41,7 +42,7 @@ void print_usage(FILE* out) {
       "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
       "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
       "      --streams B         bench: B streams advanced together in one batch    [one stream]\n"
-      "  -t, --threads N         BLAS threads                                       [1]\n"
+      "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
       "  -d, --device NAME|IDX   listen: input device (name substring or index)     [default input]\n"
       "  -s, --seconds S         listen: stop after S s; bench: audio to process    [listen: until Ctrl-C; bench: 10]\n"
       "      --threshold T       detection threshold for every keyword, 0..1        [from the model]\n"
@@ -133,7 +134,7 @@ int parse_args(int argc, char** argv, Params* p) {
       if (!value() || !parse_int(v, 1, 1 << 20, &iv)) return usage_error("--streams needs an integer in [1, 1048576]");
       p->streams = int32_t(iv);
     } else if (a == "-t" || a == "--threads") {
-      if (!value() || !parse_int(v, 1, 256, &iv)) return usage_error("--threads needs an integer in [1, 256]");
+      if (!value() || !parse_int(v, 1, 16, &iv)) return usage_error("--threads needs an integer in [1, 16]");
       p->threads = int(iv);
     } else if (a == "-d" || a == "--device") {
       if (!value()) return usage_error("--device needs a name or an index");
@@ -163,7 +164,8 @@ int parse_args(int argc, char** argv, Params* p) {
   if (needs_model && p->model_path.empty()) return usage_error("-m MODEL is required");
   if (p->command == "classify" && p->files.empty()) return usage_error("classify needs at least one audio file");
   if (p->command == "scan" && p->files.size() != 1) return usage_error("scan takes exactly one audio file");
-  if (p->command != "classify" && p->command != "scan" && !p->files.empty()) {
+  if (p->command == "bench" && p->files.size() > 1) return usage_error("bench takes at most one audio file");
+  if (p->command != "classify" && p->command != "scan" && p->command != "bench" && !p->files.empty()) {
     return usage_error("%s takes no files", p->command.c_str());
   }
   if (p->block_size > 0 && p->command != "classify") return usage_error("--block-size is for classify");
@@ -211,6 +213,7 @@ mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples) {
   opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
   opts.max_clip_samples = max_clip_samples;
   opts.fp16 = p.fp16;
+  opts.n_threads = p.threads;
   return opts;
 }
 
@@ -332,7 +335,7 @@ int main(int argc, char** argv) {
   kws::Params p;
   const int rc = kws::parse_args(argc, argv, &p);
   if (rc >= 0) return rc;
-  mega::set_blas_threads(p.threads);
+  mega::set_blas_threads(1);  // sessions split the work themselves (--threads)
   if (p.command != "info" && p.command != "devices") {
     // the default: cuda when built in and a GPU is present (or --fp16 asks for it), else cpu
     if (p.backend.empty()) p.backend = p.fp16 ? "cuda" : p.kernels == "reference" ? "cpu" : mega::default_backend();

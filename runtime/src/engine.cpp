@@ -81,6 +81,7 @@ class CpuEngine final : public Engine {
     SessionOptions so;
     so.kernels = o.kernels;
     so.max_clip_samples = o.max_clip_samples;
+    so.n_threads = o.n_threads;
     auto session = Session::create(model, so, error, status);
     if (!session) return nullptr;
     std::unique_ptr<CpuEngine> e(new (std::nothrow) CpuEngine());

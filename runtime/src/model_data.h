@@ -28,6 +28,11 @@ struct LinearWeights {
   const float* b = nullptr;  // (n_out) or null
   int32_t n_out = 0;
   int32_t n_in = 0;
+  // The layers' projections only, for SimdKernels::linear: w transposed with
+  // the bias (or zeros) as one more row, (n_in + 1) x n_out_padded, columns
+  // zero-padded (cpu::linear_pack).
+  const float* packed = nullptr;
+  int32_t n_out_padded = 0;
 };
 
 // Per (row, n): row = channel for unidirectional EMAs, D + channel for the

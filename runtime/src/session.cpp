@@ -16,11 +16,19 @@
 
 #include "cpu/denormals.h"
 #include "cpu/kernels.h"
+#include "cpu/simd_kernels.h"
+#include "cpu/worker_pool.h"
 #include "model_data.h"
 
 namespace mega {
 
 namespace {
+
+constexpr int32_t k_max_threads = 16;
+// Chunks shorter than this run on the calling thread alone: waking a worker
+// costs more than their share of the work (the demo model's 25-token chunks
+// took 3x longer on two threads).
+constexpr int32_t k_min_parallel_chunk = 128;
 
 // Carves one allocation into aligned arrays. Run once without memory to size
 // the block, then again to hand out pointers.
@@ -54,6 +62,10 @@ struct SessionState {
   HParams hp;
   KernelImpl impl = KernelImpl::optimized;
   cpu::MathImpl math = cpu::MathImpl::Fast;
+  const cpu::SimdKernels* simd = nullptr;  // optimized kernels only
+  bool fused_attention = false;            // simd->attention serves the model's attention function
+  cpu::WorkerPool workers;                 // SessionOptions::n_threads, the caller included
+  int32_t n_threads = 1;
   bool bidir = false;
   int64_t span_tokens = 0;      // tokens per forward span: C, or max clip tokens (bidirectional)
   int64_t max_clip_samples = 0;
@@ -79,7 +91,9 @@ struct SessionState {
   float *x = nullptr, *xn = nullptr, *mx = nullptr;       // (span x D)
   float *v = nullptr, *base = nullptr, *q = nullptr, *k = nullptr;
   float *scores = nullptr, *o = nullptr, *hb = nullptr, *ffn = nullptr;
-  double* ema_scratch = nullptr;
+  double* ema_scratch = nullptr;   // bidirectional fast EMA
+  float* attn_scratch[k_max_threads] = {};     // per thread: fused attention
+  double* simd_ema_scratch[k_max_threads] = {};  // per thread: SIMD causal EMA
   float* clip = nullptr;        // bidirectional: the scaled clip with its left context
   double* rep = nullptr;        // (D) pooled sum
   float *head_a = nullptr, *head_b = nullptr;
@@ -104,11 +118,15 @@ struct SessionState {
     base = a.take<float>(C * (2 * D + Z + H));
     q = a.take<float>(C * Z);
     k = a.take<float>(C * Z);
-    scores = a.take<float>(C * C);
+    scores = fused_attention ? nullptr : a.take<float>(C * C);
     o = a.take<float>(C * H);
     hb = a.take<float>(C * D);
     ffn = a.take<float>(C * std::max<int64_t>(F, 1));
     ema_scratch = a.take<double>(N);
+    for (int32_t t = 0; t < n_threads && simd; ++t) {
+      attn_scratch[t] = fused_attention ? a.take<float>(cpu::attention_scratch_floats(int32_t(C), int32_t(Z))) : nullptr;
+      simd_ema_scratch[t] = a.take<double>(cpu::ema_scratch_doubles(int32_t(N)));
+    }
     clip = bidir ? a.take<float>(context + max_clip_samples) : nullptr;
     rep = a.take<double>(D);
     head_a = a.take<float>(std::max<int64_t>(D, hp.classifier_dim));
@@ -175,19 +193,48 @@ struct SessionState {
     p.y = out;
     if (impl == KernelImpl::reference) {
       cpu::linear_ref(p);
+    } else if (w.packed) {
+      simd->linear(p);
     } else {
       cpu::linear_blas(p);
     }
   }
 
-  // Everything after the EMA for one chunk: x (C x D) updated in place.
-  void chunk_rest(const LayerWeights& L, float* xc, const float* xnc, const float* mxc) {
-    const int64_t D = hp.embed_dim, H = hp.hidden_dim, Z = hp.z_dim, C = hp.chunk_size;
-    const int64_t W = 2 * D + Z + H;
-    linear(xnc, C, L.v_proj, v);
-    cpu::activation_apply(math, hp.activation, v, C * H);
-    linear(mxc, C, L.mx_proj, base);
-    for (int64_t t = 0; t < C; ++t) {
+  // Row tasks of a chunk: about 8 (enough to balance two threads when one
+  // is preempted), whole multiples of 16 rows.
+  int64_t row_task_rows() const { return std::max<int64_t>(16, (hp.chunk_size + 127) / 128 * 16); }
+  int32_t row_tasks() const { return int32_t((hp.chunk_size + row_task_rows() - 1) / row_task_rows()); }
+
+  // f(r0, r1) over the row tasks of a chunk, on all threads.
+  template <typename F>
+  void for_rows(F&& f) {
+    const int64_t step = row_task_rows(), C = hp.chunk_size;
+    auto task = [&](int32_t t, int32_t) { f(t * step, std::min<int64_t>(C, (t + 1) * step)); };
+    workers.run(row_tasks(), task);
+  }
+
+  // kernel(params, unit, unit + 1, scratch) for units [0, n_units) (query
+  // blocks, channel groups), one task each, with each thread's scratch.
+  template <typename P, typename S>
+  void run_units(const P& params, int32_t n_units, void (*kernel)(const P&, int32_t, int32_t, S*),
+                 S* const* scratch) {
+    auto task = [&](int32_t unit, int32_t thread) { kernel(params, unit, unit + 1, scratch[thread]); };
+    workers.run(n_units, task);
+  }
+
+  // Rows [r0, r1) of one chunk up to the attention: mx = silu(EMA + omega xn),
+  // v, and base = (u, z, r, hx) with q and k from z.
+  void rows_before_attention(const LayerWeights& L, const float* xnc, float* mxc, int64_t r0, int64_t r1) {
+    const int64_t D = hp.embed_dim, H = hp.hidden_dim, Z = hp.z_dim;
+    const int64_t W = 2 * D + Z + H, n = r1 - r0;
+    for (int64_t t = r0; t < r1; ++t) {
+      for (int64_t d = 0; d < D; ++d) mxc[t * D + d] += L.ema.omega[d] * xnc[t * D + d];
+    }
+    cpu::vec_silu(math, mxc + r0 * D, mxc + r0 * D, n * D);
+    linear(xnc + r0 * D, n, L.v_proj, v + r0 * H);
+    cpu::activation_apply(math, hp.activation, v + r0 * H, n * H);
+    linear(mxc + r0 * D, n, L.mx_proj, base + r0 * W);
+    for (int64_t t = r0; t < r1; ++t) {
       float* b = base + t * W;
       cpu::vec_sigmoid(math, b, b, D);          // u
       cpu::vec_silu(math, b + D, b + D, Z + H);  // z, r
@@ -196,6 +243,9 @@ struct SessionState {
         k[t * Z + i] = b[D + i] * L.qk_gamma[Z + i] + L.qk_beta[Z + i];
       }
     }
+  }
+
+  void attention(const LayerWeights& L) {
     cpu::AttentionParams ap;
     ap.q = q;
     ap.k = k;
@@ -210,55 +260,64 @@ struct SessionState {
     ap.o = o;
     if (impl == KernelImpl::reference) {
       cpu::attention_ref(ap);
-    } else {
+    } else if (!fused_attention) {
       cpu::attention_blas(ap, math);
+    } else {
+      const int32_t qb = simd->query_block;
+      run_units(ap, (hp.chunk_size + qb - 1) / qb, simd->attention, attn_scratch);
     }
-    for (int64_t t = 0; t < C; ++t) {
+  }
+
+  // Rows [r0, r1) of one chunk after the attention: the gate, the output
+  // projection, the residual and the FFN sublayer; x (C x D) updated in place.
+  void rows_after_attention(const LayerWeights& L, float* xc, int64_t r0, int64_t r1) {
+    const int64_t D = hp.embed_dim, H = hp.hidden_dim, Z = hp.z_dim, F = hp.ffn_hidden_dim;
+    const int64_t W = 2 * D + Z + H, n = r1 - r0;
+    for (int64_t t = r0; t < r1; ++t) {
       const float* r = base + t * W + D + Z;
       for (int64_t i = 0; i < H; ++i) o[t * H + i] *= r[i];
     }
-    linear(o, C, L.h_proj, hb);
-    for (int64_t t = 0; t < C; ++t) {
+    linear(o + r0 * H, n, L.h_proj, hb + r0 * D);
+    for (int64_t t = r0; t < r1; ++t) {
       const float* hx = base + t * W + D + Z + H;
       for (int64_t i = 0; i < D; ++i) hb[t * D + i] += hx[i];
     }
-    cpu::activation_apply(math, hp.activation, hb, C * D);
-    for (int64_t t = 0; t < C; ++t) {
+    cpu::activation_apply(math, hp.activation, hb + r0 * D, n * D);
+    for (int64_t t = r0; t < r1; ++t) {
       const float* u = base + t * W;
       for (int64_t i = 0; i < D; ++i) {
         const float res = xc[t * D + i];
         xc[t * D + i] = res + u[i] * (hb[t * D + i] - res);
       }
     }
-    if (!hp.prenorm) cpu::norm_apply(L.norm, xc, xc, C, hp.embed_dim);
+    float* xr = xc + r0 * D;
+    if (!hp.prenorm) cpu::norm_apply(L.norm, xr, xr, n, hp.embed_dim);
     if (!L.has_ffn) return;
-    // FFN sublayer; hb and a fresh copy in v's place are free now
-    float* t_in = hb;
+    // FFN sublayer; hb is free again
+    float* t_in = hb + r0 * D;
     if (hp.prenorm) {
-      cpu::norm_apply(L.ffn_norm, xc, t_in, C, hp.embed_dim);
+      cpu::norm_apply(L.ffn_norm, xr, t_in, n, hp.embed_dim);
     } else {
-      std::memcpy(t_in, xc, sizeof(float) * size_t(C * D));
+      std::memcpy(t_in, xr, sizeof(float) * size_t(n * D));
     }
-    linear(t_in, C, L.fc1, ffn);
-    cpu::activation_apply(math, hp.activation, ffn, C * hp.ffn_hidden_dim);
-    linear(ffn, C, L.fc2, hb);
-    for (int64_t i = 0; i < C * D; ++i) xc[i] += hb[i];
-    if (!hp.prenorm) cpu::norm_apply(L.ffn_norm, xc, xc, C, hp.embed_dim);
+    linear(t_in, n, L.fc1, ffn + r0 * F);
+    cpu::activation_apply(math, hp.activation, ffn + r0 * F, n * F);
+    linear(ffn + r0 * F, n, L.fc2, t_in);
+    for (int64_t i = 0; i < n * D; ++i) xr[i] += t_in[i];
+    if (!hp.prenorm) cpu::norm_apply(L.ffn_norm, xr, xr, n, hp.embed_dim);
   }
 
-  // One layer over a span of n_tok tokens (a multiple of C) held in x.
-  void layer_forward(size_t l, int64_t n_tok) {
-    const LayerWeights& L = md->layers[l];
-    LayerState& ls = layers[l];
-    const int32_t D = hp.embed_dim;
-    if (hp.prenorm) {
-      cpu::norm_apply(L.norm, x, xn, n_tok, D);
-    } else {
-      std::memcpy(xn, x, sizeof(float) * size_t(n_tok * D));
-    }
+  // Everything after the EMA for one chunk: x (C x D) updated in place.
+  void chunk_rest(const LayerWeights& L, float* xc, const float* xnc, float* mxc) {
+    for_rows([&](int64_t r0, int64_t r1) { rows_before_attention(L, xnc, mxc, r0, r1); });
+    attention(L);
+    for_rows([&](int64_t r0, int64_t r1) { rows_after_attention(L, xc, r0, r1); });
+  }
+
+  void ema(const LayerWeights& L, LayerState& ls, int64_t n_tok) {
     cpu::EmaParams ep;
     ep.w = &L.ema;
-    ep.d = D;
+    ep.d = hp.embed_dim;
     ep.n = n_tok;
     ep.x = xn;
     ep.y = mx;
@@ -269,13 +328,24 @@ struct SessionState {
     ep.scratch = ema_scratch;
     if (bidir) {
       impl == KernelImpl::reference ? cpu::ema_bidir_ref(ep) : cpu::ema_bidir_fast(ep);
+    } else if (impl == KernelImpl::reference) {
+      cpu::ema_causal_ref(ep);
     } else {
-      impl == KernelImpl::reference ? cpu::ema_causal_ref(ep) : cpu::ema_causal_fast(ep);
+      const int32_t group = simd->ema_group;
+      run_units(ep, (hp.embed_dim + group - 1) / group, simd->ema_causal, simd_ema_scratch);
     }
-    for (int64_t t = 0; t < n_tok; ++t) {
-      for (int32_t d = 0; d < D; ++d) mx[t * D + d] += L.ema.omega[d] * xn[t * D + d];
+  }
+
+  // One layer over a span of n_tok tokens (a multiple of C) held in x.
+  void layer_forward(size_t l, int64_t n_tok) {
+    const LayerWeights& L = md->layers[l];
+    const int32_t D = hp.embed_dim;
+    if (hp.prenorm) {
+      cpu::norm_apply(L.norm, x, xn, n_tok, D);
+    } else {
+      std::memcpy(xn, x, sizeof(float) * size_t(n_tok * D));
     }
-    cpu::vec_silu(math, mx, mx, n_tok * D);
+    ema(L, layers[l], n_tok);
     const int64_t C = hp.chunk_size;
     for (int64_t c0 = 0; c0 < n_tok; c0 += C) {
       chunk_rest(L, x + c0 * D, xn + c0 * D, mx + c0 * D);
@@ -381,6 +451,9 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
     return fail(Status::invalid_argument, "unknown kernel implementation");
   }
   if (opts.max_clip_samples < 0) return fail(Status::invalid_argument, "max_clip_samples must be >= 0");
+  if (opts.n_threads < 1 || opts.n_threads > k_max_threads) {
+    return fail(Status::invalid_argument, "n_threads must be in [1, " + std::to_string(k_max_threads) + "]");
+  }
   std::unique_ptr<Session> s(new (std::nothrow) Session());
   if (!s) return fail(Status::out_of_memory, "out of memory");
   s->st_.reset(new (std::nothrow) SessionState());
@@ -390,6 +463,11 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
   st.hp = model->hparams();
   st.impl = opts.kernels;
   st.math = opts.kernels == KernelImpl::reference ? cpu::MathImpl::Reference : cpu::MathImpl::Fast;
+  if (st.impl == KernelImpl::optimized) {
+    st.simd = &cpu::simd_kernels();
+    st.fused_attention = st.hp.attention_fn != AttentionFn::softmax;
+  }
+  st.n_threads = st.hp.chunk_size < k_min_parallel_chunk ? 1 : opts.n_threads;
   st.bidir = st.hp.ema_direction == EmaDirection::bidirectional;
   st.context = st.hp.patch_kernel - st.hp.patch_stride;
   const int64_t cs = st.hp.chunk_samples();
@@ -415,6 +493,7 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
   if (st.impl == KernelImpl::reference && st.hp.truncation > 0) {
     for (size_t l = 0; l < st.layers.size(); ++l) cpu::ema_lag_kernel(st.md->layers[l].ema, st.layers[l].ref_kernel);
   }
+  if (!st.workers.start(st.n_threads)) return fail(Status::out_of_memory, "cannot start the worker threads");
   s->model_ = std::move(model);
   st.reset_stream();
   if (status) *status = Status::ok;

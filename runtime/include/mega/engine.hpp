@@ -24,6 +24,9 @@ struct EngineOptions {
   // Longest clip classify_clip() takes for bidirectional models, in samples
   // (0: one model window); unidirectional models take clips of any length.
   int64_t max_clip_samples = 0;
+  // cpu: threads sharing each chunk's work (SessionOptions::n_threads); batch
+  // engines run each stream's session on one thread
+  int32_t n_threads = 1;
   // cuda: float16 storage of activations and GEMM operands (float32
   // accumulation and elementwise math) instead of float32
   bool fp16 = false;

@@ -129,6 +129,12 @@ struct SessionOptions {
   // Longest clip classify_clip() accepts for bidirectional models, in samples
   // (0: one model window). Unidirectional models take clips of any length.
   int64_t max_clip_samples = 0;
+  // Threads that share each chunk's work (1..16), the caller's included: the
+  // session starts n_threads - 1 workers at creation (none for models whose
+  // chunks are under 128 tokens, too short to split). Results are the same
+  // for any count. With more than one, keep OpenBLAS at one thread
+  // (set_blas_threads(1)); the session already splits its matrix products.
+  int32_t n_threads = 1;
 };
 
 // What a session produces each time a chunk completes.

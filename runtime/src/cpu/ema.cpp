@@ -1,11 +1,11 @@
 // The truncated damped EMA (mega-spec.md, "The EMA").
 //
 // Reference: the defining lag sum y_t = sum_{l<K} k[l] x_{t-l}, in double.
-// Fast: the exact recurrent form of the truncated kernel,
-//   h_t = q h_{t-1} + g x_t - q^K g x_{t-K},   y_t = sum_n out * h_t,
-// in double so the cancellation of the q^K term stays exact to ~1e-12.
-// Both leave the same state (h and the ring of the last K inputs), so a
-// stream can be checked chunk by chunk against either.
+// The optimized causal EMA is the exact recurrent form of the truncated
+// kernel, vectorized across channels (simd_kernels.inc); both leave the same
+// state (h and the ring of the last K inputs), so a stream can be checked
+// chunk by chunk against either. The bidirectional fast form below uses the
+// same recurrence per channel.
 #include <cstring>
 
 #include "cpu/kernels.h"
@@ -50,7 +50,7 @@ void push_ring(const EmaParams& p) {
 }
 
 // Untruncated EMA: the plain recurrence (no lag sum can be formed over an
-// unbounded past). Shared by both implementations.
+// unbounded past); the reference for K = 0.
 void ema_causal_untruncated(const EmaParams& p) {
   const EmaWeights& w = *p.w;
   const int32_t N = w.n_dim;
@@ -94,32 +94,6 @@ void ema_causal_ref(const EmaParams& p) {
         ql *= w.decay[i];
       }
       p.h[i] = w.gain[i] * acc;
-    }
-  }
-  push_ring(p);
-}
-
-void ema_causal_fast(const EmaParams& p) {
-  const EmaWeights& w = *p.w;
-  const int64_t K = w.truncation;
-  if (K == 0) return ema_causal_untruncated(p);
-  const int32_t N = w.n_dim;
-  const int64_t start = p.tokens_seen;
-  for (int32_t ch = 0; ch < p.d; ++ch) {
-    double* h = p.h + int64_t(ch) * N;
-    const double* q = w.decay.data() + size_t(ch) * size_t(N);
-    const double* g = w.gain.data() + size_t(ch) * size_t(N);
-    const double* qk = w.decay_k.data() + size_t(ch) * size_t(N);
-    const double* out = w.out.data() + size_t(ch) * size_t(N);
-    for (int64_t t = 0; t < p.n; ++t) {
-      const double x = p.x[t * p.d + ch];
-      const double old = causal_input(p, start, start + t - K, ch);
-      double acc = 0.0;
-      for (int32_t n = 0; n < N; ++n) {
-        h[n] = q[n] * h[n] + g[n] * (x - qk[n] * old);
-        acc += out[n] * h[n];
-      }
-      p.y[t * p.d + ch] = float(acc);
     }
   }
   push_ring(p);

@@ -20,6 +20,11 @@ struct LinearParams {
 };
 void linear_ref(const LinearParams& p);
 void linear_blas(const LinearParams& p);
+// The packed form SimdKernels::linear reads (LinearWeights::packed): columns
+// padded to a multiple of k_linear_pack_cols.
+constexpr int32_t k_linear_pack_cols = 32;
+int32_t linear_padded_outputs(int32_t n_out);
+void linear_pack(const LinearWeights& w, float* packed);  // (n_in + 1) x linear_padded_outputs(n_out) floats
 
 // y (n x d) = EMA of x (n x d), token-major. For the causal form the state
 // carries across calls: h (d x N) and ring (K x d, the last K inputs, slot
@@ -36,8 +41,7 @@ struct EmaParams {
   const double* ref_kernel = nullptr;  // (n_rows x K): reference only
   double* scratch = nullptr;           // N doubles: bidirectional fast only
 };
-void ema_causal_ref(const EmaParams& p);
-void ema_causal_fast(const EmaParams& p);
+void ema_causal_ref(const EmaParams& p);  // optimized twin: SimdKernels::ema_causal
 // Whole span, no state: forward rows 0..d-1 plus backward rows d..2d-1.
 void ema_bidir_ref(const EmaParams& p);
 void ema_bidir_fast(const EmaParams& p);
@@ -55,10 +59,12 @@ struct AttentionParams {
   int32_t z = 0;
   int32_t hdim = 0;
   AttentionFn fn = AttentionFn::laplace;
-  float* scores = nullptr;
+  float* scores = nullptr;   // reference and blas only
   float* o = nullptr;
 };
 void attention_ref(const AttentionParams& p);
+// Optimized: SimdKernels::attention (laplace, relu2); softmax and the
+// reference math run here, through a (c x c) score matrix and two sgemms.
 void attention_blas(const AttentionParams& p, MathImpl math);
 
 // y = norm(x) over each of the n tokens (d channels); y may alias x.

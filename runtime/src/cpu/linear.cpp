@@ -32,4 +32,23 @@ void linear_blas(const LinearParams& p) {
   }
 }
 
+int32_t linear_padded_outputs(int32_t n_out) {
+  return (n_out + k_linear_pack_cols - 1) / k_linear_pack_cols * k_linear_pack_cols;
+}
+
+void linear_pack(const LinearWeights& w, float* packed) {
+  const int32_t ld = linear_padded_outputs(w.n_out);
+  for (int32_t i = 0; i <= w.n_in; ++i) {
+    float* row = packed + int64_t(i) * ld;
+    for (int32_t o = 0; o < ld; ++o) {
+      const bool in = o < w.n_out;
+      if (i < w.n_in) {
+        row[o] = in ? w.w[int64_t(o) * w.n_in + i] : 0.0f;
+      } else {
+        row[o] = in && w.b ? w.b[o] : 0.0f;
+      }
+    }
+  }
+}
+
 }  // namespace mega::cpu
