@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "cpu/simd_kernels.h"
 
 TEST(EmaDrift, RecurrenceMatchesTheLagSumAfterManyTokens) {
   const char* env = std::getenv("MEGA_EMA_DRIFT_TOKENS");
@@ -48,10 +49,13 @@ TEST(EmaDrift, RecurrenceMatchesTheLagSumAfterManyTokens) {
   p.y = y.data();
   p.h = h.data();
   p.ring = ring.data();
+  const mega::cpu::SimdKernels& ks = mega::cpu::simd_kernels();
+  const int32_t groups = (D + ks.ema_group - 1) / ks.ema_group;
+  std::vector<double> scratch(size_t(mega::cpu::ema_scratch_doubles(N)));
   for (int64_t t0 = 0; t0 < n_tokens; t0 += C) {
     for (int64_t i = 0; i < C * D; ++i) x[size_t(i)] = (i % D == 0 ? 1.0f : -3.0f) + noise(rng);
     p.tokens_seen = t0;
-    mega::cpu::ema_causal_fast(p);
+    ks.ema_causal(p, 0, groups, scratch.data());
   }
   const int64_t end = (n_tokens + C - 1) / C * C;  // tokens fed
   double worst_h = 0.0, worst_y = 0.0;

@@ -712,18 +712,10 @@ TEST(Kernels, AttentionSaturatedLaplaceWeightsAreExact) {
     std::vector<float> bias(size_t(2 * c - 1));
     std::uniform_int_distribution<int> coin(0, 1);
     for (auto& b : bias) b = coin(rng) ? 3.0f : -1.5f;
-    mega::cpu::AttentionParams p;
-    p.q = q.data();
-    p.k = k.data();
-    p.v = v.data();
-    p.rel_pos_bias = bias.data();
-    p.chunk = p.c = c;
-    p.z = z;
-    p.hdim = hdim;
-    p.fn = AttentionFn::laplace;
     std::vector<float> o_ref(size_t(c) * hdim), scores(size_t(c) * size_t(c));
-    p.scores = scores.data();
-    p.o = o_ref.data();
+    // q, k, v, bias, chunk, c, z, hdim, fn, scores, o
+    mega::cpu::AttentionParams p{q.data(), k.data(), v.data(), bias.data(), c, c, z, hdim,
+                                 AttentionFn::laplace, scores.data(), o_ref.data()};
     mega::cpu::attention_ref(p);
     std::vector<float> scratch(size_t(mega::cpu::attention_scratch_floats(c, z)));
     for (const SimdKernels* set : simd_sets()) {
