@@ -1,6 +1,7 @@
 #!/bin/bash
-# Sets up, builds (warnings as errors) and runs every test; then again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# Sets up, builds (warnings as errors) and runs every test; checks the install
+# and the aarch64 cross build; then runs the tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,6 +15,9 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then CUDA=(-DM
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_TEST_GENERATED="$FIXTURES" "${CUDA[@]}"
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
+if [ ${#CUDA[@]} -gt 0 ]; then bash scripts/check_cuda_arch.sh build 87; fi   # Jetson Orin device code
+bash scripts/test_install.sh build   # cmake --install; examples/embed against the installed package
+bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI parity under qemu
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGA_WERROR=ON -DMEGA_SANITIZE=ON \
       -DMEGA_TEST_GENERATED="$FIXTURES"
@@ -26,4 +30,4 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 # microphone test runs with AddressSanitizer but without the leak check.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --test-dir build-asan --output-on-failure -R '^listen$'
 bash scripts/ci_fuzz.sh 60   # libFuzzer: model loader and audio-file reader, 60 s each (at once)
-echo "all tests passed (release, sanitizers, fuzzing)"
+echo "all tests passed (release, install, aarch64 under qemu, sanitizers, fuzzing)"

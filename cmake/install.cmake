@@ -1,0 +1,45 @@
+# cmake --install: the library (libmega_kws), the public headers, the CLI, the
+# converter (bin/mega-convert), the demo model and sample clips; an exported
+# CMake package (find_package(MegaKWS), target MegaKWS::mega_kws) and a
+# pkg-config file (mega_kws.pc). Included from the top-level CMakeLists.txt.
+include(CMakePackageConfigHelpers)
+
+set(MEGA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MegaKWS)
+set(MEGA_INSTALL_DATADIR ${CMAKE_INSTALL_DATADIR}/mega_kws)
+
+install(TARGETS mega_kws EXPORT MegaKWSTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY runtime/include/mega DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(EXPORT MegaKWSTargets NAMESPACE MegaKWS:: DESTINATION ${MEGA_INSTALL_CMAKEDIR} COMPONENT dev)
+configure_package_config_file(cmake/MegaKWSConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/MegaKWSConfig.cmake
+                              INSTALL_DESTINATION ${MEGA_INSTALL_CMAKEDIR}
+                              PATH_VARS MEGA_INSTALL_DATADIR CMAKE_INSTALL_INCLUDEDIR)
+# 0.x: a new minor version may change the API
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/MegaKWSConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/MegaKWSConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/MegaKWSConfigVersion.cmake
+        DESTINATION ${MEGA_INSTALL_CMAKEDIR} COMPONENT dev)
+
+# pkg-config, relocatable: paths relative to the .pc file's own directory.
+file(RELATIVE_PATH MEGA_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+string(REGEX REPLACE "/$" "" MEGA_PC_TO_PREFIX "${MEGA_PC_TO_PREFIX}")
+configure_file(cmake/mega_kws.pc.in ${CMAKE_CURRENT_BINARY_DIR}/mega_kws.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mega_kws.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+if(MEGA_BUILD_APPS)
+  install(TARGETS keyword_spotter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+endif()
+install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT runtime)
+install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT runtime FILES_MATCHING PATTERN "*.wav")
+
+# The converter: Python sources under share/mega_kws/convert, run by a small
+# wrapper in bin that finds them relative to itself.
+install(FILES tools/convert/mega_convert.py tools/convert/mega_torch.py tools/convert/check_official.py
+        DESTINATION ${MEGA_INSTALL_DATADIR}/convert COMPONENT tools)
+install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/convert/generated COMPONENT tools
+        FILES_MATCHING PATTERN "*.py")
+file(RELATIVE_PATH MEGA_BIN_TO_DATA /root/${CMAKE_INSTALL_BINDIR} /root/${MEGA_INSTALL_DATADIR})
+configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
+install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)

@@ -1,0 +1,71 @@
+#!/bin/bash
+# The aarch64 (Jetson CPU) build, verified on this x86 machine:
+#  1. cross-compiles the CPU build with Debian's aarch64 g++ and arm64 multiarch
+#     packages (toolchains/aarch64-linux-gnu.cmake), warnings as errors;
+#  2. runs the unit tests under qemu-user: all but the base-size ones (Base*, each
+#     10 min emulated; the native build runs them) and the tests that drive
+#     host programs (shell, Python, sound server);
+#  3. classifies the sample clips with the demo model, and one clip with the
+#     paper's base model, on both builds, and requires the same labels and
+#     logits within the documented parity tolerance (1e-4);
+#  4. installs the aarch64 build and cross-compiles examples/embed against the
+#     installed package, then runs it under qemu;
+#  5. builds the CLI with toolchains/jetson-aarch64.cmake (Orin CPU flags) and
+#     compares its classifications with x86 in the same way.
+# Usage: scripts/test_cross.sh [NATIVE_BUILD_DIR]   (default build; must hold keyword_spotter)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NATIVE=${1:-build}
+B=build-aarch64
+JOBS=$(nproc)
+bash scripts/setup_cross.sh
+[ -x "$NATIVE/keyword_spotter" ] || { echo "no $NATIVE/keyword_spotter: build natively first"; exit 1; }
+
+cmake -S . -B $B -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
+      -DMEGA_WERROR=ON -DMEGA_BUILD_BENCH=OFF -DMEGA_TEST_GENERATED="${MEGA_TEST_GENERATED:-$PWD/build-fixtures}"
+cmake --build $B -j "$JOBS"
+readelf -h $B/keyword_spotter | grep -q 'AArch64' || { echo "$B/keyword_spotter is not an aarch64 program"; exit 1; }
+# the emulator as the toolchain file picks it (see the comment there about -L)
+QEMU=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
+[ -e /lib/ld-linux-aarch64.so.1 ] || QEMU="$QEMU -L /usr/aarch64-linux-gnu"
+echo "emulator: $QEMU"
+
+ctest --test-dir $B --output-on-failure -j "$JOBS" \
+      -E 'Base|^(cli|scan_long|train_smoke|listen|soak_short|soak_short_tiny|leaks|converter|official_parity|schema_python_in_sync)$'
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+run_both() {  # run_both NAME ARGS...: the same keyword_spotter command on both builds
+  local name=$1; shift
+  "$NATIVE/keyword_spotter" "$@" > "$T/$name.x86.json"
+  $QEMU $B/keyword_spotter "$@" > "$T/$name.arm.json"
+  echo -n "$name: "
+  /usr/bin/python3 scripts/compare_logits.py "$T/$name.x86.json" "$T/$name.arm.json" --tol 1e-4
+}
+$QEMU $B/keyword_spotter selftest -m models/sc10-demo.mega
+run_both demo classify --json -m models/sc10-demo.mega samples/*.wav
+run_both demo_streamed classify --json -b 777 -m models/sc10-demo.mega samples/yes.wav samples/left.wav
+run_both base classify --json -m models/sc10-random-init.mega samples/yes.wav
+
+# The installed aarch64 package, consumed by the example from its own build tree.
+cmake --install $B --prefix "$T/prefix" >/dev/null
+cmake -S examples/embed -B "$T/embed" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$PWD/toolchains/aarch64-linux-gnu.cmake" \
+      -DCMAKE_PREFIX_PATH="$T/prefix" >/dev/null
+cmake --build "$T/embed" >/dev/null
+$QEMU "$T/embed/embed_kws" "$T/prefix/share/mega_kws/models/sc10-demo.mega" \
+  samples/commands.wav > "$T/embed.txt"
+for w in yes stop go left no; do
+  grep -q " $w " "$T/embed.txt" || { echo "embed_kws (aarch64) never reported '$w'"; cat "$T/embed.txt"; exit 1; }
+done
+# The Jetson toolchain file (Orin's -mcpu=cortex-a78ae), CPU backend: the CLI
+# builds and gives the x86 results.
+J=build-jetson-cpu
+cmake -S . -B $J -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/jetson-aarch64.cmake -DCMAKE_BUILD_TYPE=Release \
+      -DMEGA_WERROR=ON -DMEGA_BUILD_TESTS=OFF -DMEGA_BUILD_BENCH=OFF >/dev/null
+cmake --build $J -j "$JOBS" --target keyword_spotter
+"$NATIVE/keyword_spotter" classify --json -m models/sc10-demo.mega samples/*.wav > "$T/jetson.x86.json"
+$QEMU $J/keyword_spotter classify --json -m models/sc10-demo.mega samples/*.wav > "$T/jetson.arm.json"
+echo -n "jetson toolchain: "
+/usr/bin/python3 scripts/compare_logits.py "$T/jetson.x86.json" "$T/jetson.arm.json" --tol 1e-4
+
+echo "aarch64: unit tests, CLI parity with x86 and the installed package's example passed"
