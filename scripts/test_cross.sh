@@ -10,8 +10,9 @@
 #     logits within the documented parity tolerance (1e-4);
 #  4. installs the aarch64 build and cross-compiles examples/embed against the
 #     installed package, then runs it under qemu;
-#  5. builds the CLI with toolchains/jetson-aarch64.cmake (Orin CPU flags) and
-#     compares its classifications with x86 in the same way.
+#  5. builds the CLI with toolchains/jetson-aarch64.cmake (Orin CPU flags)
+#     against a sysroot (scripts/make_test_sysroot.sh: Debian arm64 packages
+#     standing in for a JetPack rootfs) and compares it with x86 in the same way.
 # Usage: scripts/test_cross.sh [NATIVE_BUILD_DIR]   (default build; must hold keyword_spotter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,27 +46,35 @@ run_both() {  # run_both NAME ARGS...: the same keyword_spotter command on both 
 $QEMU $B/keyword_spotter selftest -m models/sc10-demo.mega
 run_both demo classify --json -m models/sc10-demo.mega samples/*.wav
 run_both demo_streamed classify --json -b 777 -m models/sc10-demo.mega samples/yes.wav samples/left.wav
-run_both base classify --json -m models/sc10-random-init.mega samples/yes.wav
+run_both base classify --json -m models/sc10-random-init.mega samples/yes.wav  # ~3 min under qemu
 
 # The installed aarch64 package, consumed by the example from its own build tree.
 cmake --install $B --prefix "$T/prefix" >/dev/null
 cmake -S examples/embed -B "$T/embed" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$PWD/toolchains/aarch64-linux-gnu.cmake" \
       -DCMAKE_PREFIX_PATH="$T/prefix" >/dev/null
-cmake --build "$T/embed" >/dev/null
+cmake --build "$T/embed"
 $QEMU "$T/embed/embed_kws" "$T/prefix/share/mega_kws/models/sc10-demo.mega" \
   samples/commands.wav > "$T/embed.txt"
 for w in yes stop go left no; do
   grep -q " $w " "$T/embed.txt" || { echo "embed_kws (aarch64) never reported '$w'"; cat "$T/embed.txt"; exit 1; }
 done
-# The Jetson toolchain file (Orin's -mcpu=cortex-a78ae), CPU backend: the CLI
-# builds and gives the x86 results.
-J=build-jetson-cpu
-cmake -S . -B $J -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/jetson-aarch64.cmake -DCMAKE_BUILD_TYPE=Release \
-      -DMEGA_WERROR=ON -DMEGA_BUILD_TESTS=OFF -DMEGA_BUILD_BENCH=OFF >/dev/null
+# The Jetson toolchain file (Orin's -mcpu=cortex-a78ae) with a sysroot, as
+# for a JetPack rootfs (here one made of Debian arm64 packages): the CLI
+# builds against the sysroot's libraries only, runs under qemu -L SYSROOT and
+# gives the x86 results.
+J=build-jetson-sysroot
+SYSROOT=$PWD/build-sysroot-arm64   # a fixed path: the build tree records it
+bash scripts/make_test_sysroot.sh "$SYSROOT"
+cmake -S . -B $J -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/jetson-aarch64.cmake -DMEGA_SYSROOT="$SYSROOT" \
+      -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_BUILD_TESTS=OFF -DMEGA_BUILD_BENCH=OFF >/dev/null
 cmake --build $J -j "$JOBS" --target keyword_spotter
+if ninja -C $J -t commands keyword_spotter | grep -E -- '-o keyword_spotter' | grep -q -- ' /usr/lib/'; then
+  echo "the sysroot build linked a library from the host's /usr/lib"; exit 1
+fi
 "$NATIVE/keyword_spotter" classify --json -m models/sc10-demo.mega samples/*.wav > "$T/jetson.x86.json"
-$QEMU $J/keyword_spotter classify --json -m models/sc10-demo.mega samples/*.wav > "$T/jetson.arm.json"
-echo -n "jetson toolchain: "
+${QEMU%% *} -L "$SYSROOT" $J/keyword_spotter classify --json -m models/sc10-demo.mega samples/*.wav \
+  > "$T/jetson.arm.json"
+echo -n "jetson toolchain + sysroot: "
 /usr/bin/python3 scripts/compare_logits.py "$T/jetson.x86.json" "$T/jetson.arm.json" --tol 1e-4
 
 echo "aarch64: unit tests, CLI parity with x86 and the installed package's example passed"

@@ -20,7 +20,7 @@ LIBDIR=$(dirname "$(find "$P" -name 'libmega_kws.so' | head -1)")
 MODEL=$P/share/mega_kws/models/sc10-demo.mega
 
 cmake -S examples/embed -B "$T/embed" -G Ninja -DCMAKE_PREFIX_PATH="$P" >/dev/null
-cmake --build "$T/embed" >/dev/null
+cmake --build "$T/embed"
 "$T/embed/embed_kws" "$MODEL" samples/commands.wav > "$T/cmake.txt"
 for w in yes stop go left no; do
   grep -q " $w " "$T/cmake.txt" || { echo "embed_kws never reported '$w'"; cat "$T/cmake.txt"; exit 1; }

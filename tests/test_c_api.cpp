@@ -72,3 +72,86 @@ TEST(CApi, ErrorsAreStatusCodes) {
   mega_session_free(s);
   mega_model_free(m);
 }
+
+// Session options: two CPU threads stream the same logits as one; "auto"
+// resolves to a backend this build and machine have; bad options and a
+// backend that is not there are refused with a status and a message.
+TEST(CApi, SessionOptions) {
+  mega_status st = MEGA_ERR_IO;
+  mega_model* m = mega_model_load(mega_test::fixture_path("tiny_uni.mega").c_str(), &st);
+  ASSERT_NE(m, nullptr) << mega_load_error();
+  mega_test::Golden g;
+  ASSERT_TRUE(g.load(mega_test::fixture_path("tiny_uni.golden")));
+  const auto& in = g.at("input");
+
+  mega_session_options o;
+  std::memset(&o, 0xff, sizeof o);
+  mega_session_options_init(&o);
+  EXPECT_STREQ(o.backend, "cpu");
+  EXPECT_EQ(o.n_threads, 1);
+  EXPECT_EQ(o.fp16, 0);
+  EXPECT_EQ(o.device, 0);
+
+  auto stream = [&](mega_session* s) {  // the window logits of every chunk, streamed in blocks of 7
+    std::vector<float> out;
+    float logits[4];
+    for (size_t off = 0; off < in.size();) {
+      int64_t used = 0;
+      int32_t done = 0;
+      EXPECT_EQ(mega_session_push(s, in.data() + off, std::min<int64_t>(7, int64_t(in.size() - off)), &used,
+                                  &done, logits),
+                MEGA_OK);
+      if (used == 0) break;
+      off += size_t(used);
+      if (done) out.insert(out.end(), logits, logits + 4);
+    }
+    return out;
+  };
+  mega_session* one = mega_session_create_with_options(m, &o, &st);
+  ASSERT_NE(one, nullptr) << mega_load_error();
+  EXPECT_STREQ(mega_session_backend(one), "cpu");
+  o.n_threads = 2;
+  mega_session* two = mega_session_create_with_options(m, &o, &st);
+  ASSERT_NE(two, nullptr) << mega_load_error();
+  const std::vector<float> a = stream(one), b = stream(two);
+  ASSERT_EQ(a.size(), g.at("chunk_logits").size());
+  EXPECT_EQ(a, b);
+  EXPECT_LE(mega_test::max_abs_diff(a.data(), g.at("chunk_logits").data(), int(a.size())), 2e-5);
+  mega_session_free(one);
+  mega_session_free(two);
+
+  o.backend = "auto";
+  o.n_threads = 1;
+  mega_session* any = mega_session_create_with_options(m, &o, &st);
+  ASSERT_NE(any, nullptr) << mega_load_error();
+  EXPECT_TRUE(std::strcmp(mega_session_backend(any), "cpu") == 0 || std::strcmp(mega_session_backend(any), "cuda") == 0);
+  mega_session_free(any);
+
+  o.backend = "tpu";
+  EXPECT_EQ(mega_session_create_with_options(m, &o, &st), nullptr);
+  EXPECT_EQ(st, MEGA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(mega_load_error(), "unknown backend 'tpu'"), nullptr);
+  o.backend = "cpu";
+  for (int32_t bad : {0, 17, -1}) {
+    o.n_threads = bad;
+    EXPECT_EQ(mega_session_create_with_options(m, &o, &st), nullptr);
+    EXPECT_EQ(st, MEGA_ERR_INVALID_ARGUMENT);
+  }
+  o.n_threads = 1;
+  o.fp16 = 2;
+  EXPECT_EQ(mega_session_create_with_options(m, &o, &st), nullptr);
+  EXPECT_EQ(st, MEGA_ERR_INVALID_ARGUMENT);
+
+  // cuda: a session when this build and machine have a GPU, else NO_DEVICE with the reason
+  mega_session_options_init(&o);
+  o.backend = "cuda";
+  mega_session* gpu = mega_session_create_with_options(m, &o, &st);
+  if (gpu) {
+    EXPECT_STREQ(mega_session_backend(gpu), "cuda");
+    mega_session_free(gpu);
+  } else {
+    EXPECT_EQ(st, MEGA_ERR_NO_DEVICE);
+    EXPECT_GT(std::strlen(mega_load_error()), 0u);
+  }
+  mega_model_free(m);
+}

@@ -1,6 +1,6 @@
 /* Streams a 16 kHz mono audio file through the mega_kws C API in 100 ms
  * blocks, as a microphone callback would, and prints the most probable label
- * after every chunk. Usage: embed_kws MODEL.mega FILE.wav */
+ * after every chunk. Usage: embed_kws MODEL.mega FILE.wav [cpu|cuda|auto] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +9,8 @@
 #include <sndfile.h>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s MODEL.mega FILE.wav\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s MODEL.mega FILE.wav [cpu|cuda|auto]\n", argv[0]);
     return 2;
   }
   mega_status st;
@@ -28,7 +28,12 @@ int main(int argc, char** argv) {
     mega_model_free(model);
     return 1;
   }
-  mega_session* session = mega_session_create(model, &st);  /* all memory is allocated here */
+  mega_session_options options;
+  mega_session_options_init(&options);
+  options.backend = argc == 4 ? argv[3] : "auto";  /* auto: the GPU when there is one */
+  mega_session* session = mega_session_create_with_options(model, &options, &st);  /* allocates everything */
+  if (session) fprintf(stderr, "backend: %s\n", mega_session_backend(session));
+  else fprintf(stderr, "%s\n", mega_load_error());
   int32_t n_classes = mega_model_n_classes(model);
   float* logits = malloc(sizeof(float) * (size_t)n_classes);
   float block[1600];

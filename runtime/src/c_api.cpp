@@ -6,14 +6,16 @@
 #include <new>
 #include <string>
 
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 
 struct mega_model {
   std::shared_ptr<const mega::Model> model;
 };
 
+// Every session is an engine (mega/engine.hpp): the CPU one wraps mega::Session.
 struct mega_session {
-  std::unique_ptr<mega::Session> session;
+  std::unique_ptr<mega::Engine> session;
 };
 
 namespace {
@@ -63,23 +65,52 @@ int64_t mega_model_chunk_samples(const mega_model* m) { return m ? m->model->hpa
 int64_t mega_model_window_samples(const mega_model* m) { return m ? m->model->hparams().window_samples() : 0; }
 int32_t mega_model_streamable(const mega_model* m) { return m && m->model->streamable() ? 1 : 0; }
 
-mega_session* mega_session_create(const mega_model* model, mega_status* status) {
+void mega_session_options_init(mega_session_options* o) {
+  if (!o) return;
+  o->backend = "cpu";
+  o->n_threads = 1;
+  o->fp16 = 0;
+  o->device = 0;
+}
+
+mega_session* mega_session_create_with_options(const mega_model* model, const mega_session_options* options,
+                                               mega_status* status) {
   try {
-    if (!model) {
+    g_load_error.clear();
+    mega_session_options o;
+    mega_session_options_init(&o);
+    if (options) o = *options;
+    std::string backend = o.backend ? o.backend : "cpu";
+    if (backend == "auto") backend = mega::default_backend();
+    if (!model || (backend != "cpu" && backend != "cuda") || o.n_threads < 1 || o.n_threads > 16 ||
+        (o.fp16 != 0 && o.fp16 != 1) || o.device < 0) {
+      g_load_error = !model ? "null model"
+                     : backend != "cpu" && backend != "cuda"
+                         ? "unknown backend '" + backend + "' (cpu, cuda or auto)"
+                         : "bad session option (n_threads 1..16, fp16 0 or 1, device >= 0)";
       set_status(status, MEGA_ERR_INVALID_ARGUMENT);
       return nullptr;
     }
-    std::string err;
+    mega::EngineOptions eo;
+    eo.n_threads = o.n_threads;
+    eo.fp16 = o.fp16 != 0;
+    eo.device = o.device;
     mega::Status st = mega::Status::ok;
-    auto s = mega::Session::create(model->model, mega::SessionOptions(), &err, &st);
+    auto e = mega::create_engine(backend, model->model, eo, &g_load_error, &st);
     set_status(status, to_c(st));
-    if (!s) return nullptr;
-    return new mega_session{std::move(s)};
+    if (!e) return nullptr;
+    return new mega_session{std::move(e)};
   } catch (...) {
     set_status(status, MEGA_ERR_OUT_OF_MEMORY);
     return nullptr;
   }
 }
+
+mega_session* mega_session_create(const mega_model* model, mega_status* status) {
+  return mega_session_create_with_options(model, nullptr, status);
+}
+
+const char* mega_session_backend(const mega_session* s) { return s ? s->session->backend() : ""; }
 
 void mega_session_free(mega_session* s) { delete s; }
 
@@ -108,7 +139,7 @@ mega_status mega_session_classify(mega_session* s, const float* samples, int64_t
 mega_status mega_session_stats(const mega_session* s, int64_t* n_nonfinite_samples, int64_t* n_clamped_samples,
                                int64_t* n_state_resets) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
-  const mega::SessionStats& st = s->session->stats();
+  const mega::SessionStats st = s->session->stats();
   if (n_nonfinite_samples) *n_nonfinite_samples = st.n_nonfinite_samples;
   if (n_clamped_samples) *n_clamped_samples = st.n_clamped_samples;
   if (n_state_resets) *n_state_resets = st.n_state_resets;

@@ -1,10 +1,9 @@
 /* Mega-chunk keyword spotting runtime: the C API.
  *
  * Every function returns a status code (MEGA_OK = 0) or a pointer that is
- * NULL on failure; nothing aborts or throws. Error text for the last failure
- * on a handle is available from mega_model_last_error()/mega_load_error()
- * (thread-local for loads). One model serves many sessions; a session is
- * used by one thread at a time. */
+ * NULL on failure; nothing aborts or throws. The text of the last failed
+ * load or session creation on the calling thread is mega_load_error(). One
+ * model serves many sessions; a session is used by one thread at a time. */
 #ifndef MEGA_KWS_H
 #define MEGA_KWS_H
 
@@ -25,7 +24,7 @@ typedef enum {
   MEGA_ERR_TOO_LONG = 6,
   MEGA_ERR_OUT_OF_MEMORY = 7,
   MEGA_ERR_SELF_TEST_FAILED = 8,
-  MEGA_ERR_NO_DEVICE = 9,      /* C++ engine API only (mega/engine.hpp) */
+  MEGA_ERR_NO_DEVICE = 9,      /* the backend asked for is not available */
   MEGA_ERR_DEVICE = 10,
   MEGA_ERR_BUSY = 11
 } mega_status;
@@ -46,8 +45,27 @@ int64_t mega_model_chunk_samples(const mega_model* model);
 int64_t mega_model_window_samples(const mega_model* model);
 int32_t mega_model_streamable(const mega_model* model); /* 1: unidirectional EMA */
 
-/* Creates a session (all its memory is allocated here). */
+/* Creates a session on the CPU backend, one thread (all its memory is
+ * allocated here). */
 mega_session* mega_session_create(const mega_model* model, mega_status* status);
+
+/* Session options. Fill them with mega_session_options_init() first: later
+ * versions may add fields at the end. */
+typedef struct mega_session_options {
+  const char* backend; /* "cpu", "cuda" (NVIDIA GPU), or "auto": cuda when built in and a
+                          GPU is present, else cpu. NULL means "cpu". */
+  int32_t n_threads;   /* cpu: threads sharing each chunk's work, 1..16 [1] */
+  int32_t fp16;        /* cuda: 1 for float16 activations (float32 accumulation) [0] */
+  int32_t device;      /* cuda: device ordinal [0] */
+} mega_session_options;
+void mega_session_options_init(mega_session_options* options);
+/* As mega_session_create, with options (NULL: the defaults). A backend that is
+ * not available gives MEGA_ERR_NO_DEVICE and the reason in mega_load_error();
+ * an unknown backend name or a bad option gives MEGA_ERR_INVALID_ARGUMENT. */
+mega_session* mega_session_create_with_options(const mega_model* model, const mega_session_options* options,
+                                               mega_status* status);
+/* "cpu" or "cuda". */
+const char* mega_session_backend(const mega_session* session);
 void mega_session_free(mega_session* session);
 void mega_session_reset(mega_session* session);
 
