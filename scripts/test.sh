@@ -19,12 +19,11 @@ if [ ${#CUDA[@]} -gt 0 ]; then bash scripts/check_cuda_arch.sh build 87; fi   # 
 bash scripts/test_install.sh build   # cmake --install; examples/embed against the installed package
 bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI parity under qemu
 
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGA_WERROR=ON -DMEGA_SANITIZE=ON \
-      -DMEGA_TEST_GENERATED="$FIXTURES"
-cmake --build build-asan -j "$JOBS"
+# the asan preset (CMakePresets.json): build-asan, its sanitizer options and test filter
+cmake --preset asan -DMEGA_TEST_GENERATED="$FIXTURES"
+cmake --build --preset asan -j "$JOBS"
+ctest --preset asan -j "$JOBS"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS" -E '^(converter|official_parity|listen|scan_long)$'
 # The sound stack PortAudio loads (ALSA plugins, PulseAudio/JACK clients) leaks
 # from plugins it has already unloaded, which no suppression can name: the
 # microphone test runs with AddressSanitizer but without the leak check.
