@@ -23,7 +23,7 @@ inline ModelFlops model_flops_per_chunk(const mega::HParams& hp) {
   const double F = hp.ffn_hidden_dim, L = hp.n_layers, Cd = hp.classifier_dim;
   const double ema_dirs = hp.ema_direction == mega::EmaDirection::bidirectional ? 2 : 1;
   ModelFlops f;
-  f.embed = 2 * C * D * hp.patch_kernel;
+  f.embed = 2 * C * D * hp.patch_kernel * (hp.patch_features == mega::PatchFeatures::log_power ? 2 : 1);
   f.ema = L * 7 * C * D * N * ema_dirs;
   f.projections = L * 2 * C * (D * H + D * (2 * D + Z + H) + H * D + 2 * D * F);
   f.attention = L * 2 * C * C * (Z + H);

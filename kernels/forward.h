@@ -235,7 +235,9 @@ Status encode(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& b
   ep.samples = sp.samples;
   ep.stream_stride = sp.sample_stride;
   ep.w = w.embed_w;
+  ep.g = w.embed_g;
   ep.b = w.embed_b;
+  ep.eps = dm.patch_eps;
   ep.x = bf.x;
   ep.n_streams = sp.n_streams;
   ep.n_tok = sp.n_tok;

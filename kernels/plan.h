@@ -23,6 +23,7 @@ struct Dims {
   int32_t d = 0, h = 0, z = 0, n = 0, f = 0, c = 0, k = 0, w = 0;
   int32_t n_layers = 0, n_classes = 0, cdim = 0;
   int32_t patch_k = 1, patch_s = 1;
+  float patch_eps = 0.0f;  // log-power features (WeightsDev::embed_g set)
   int64_t ctx = 0;            // k - s samples of left context per stream
   int64_t chunk_samples = 0;  // C * s
   bool bidir = false, prenorm = true, has_final_norm = false;
@@ -55,6 +56,7 @@ inline Dims make_dims(const ModelData& md) {
   dm.cdim = hp.classifier_dim;
   dm.patch_k = hp.patch_kernel;
   dm.patch_s = hp.patch_stride;
+  dm.patch_eps = hp.patch_log_eps;
   dm.ctx = hp.patch_kernel - hp.patch_stride;
   dm.chunk_samples = hp.chunk_samples();
   dm.bidir = hp.ema_direction == EmaDirection::bidirectional;
@@ -184,6 +186,7 @@ struct LayerDev {
 
 struct WeightsDev {
   const float* embed_w = nullptr;
+  const float* embed_g = nullptr;  // log-power scale; null: linear features
   const float* embed_b = nullptr;
   std::vector<LayerDev> layers;   // sized at creation
   NormDev final_norm;
@@ -267,7 +270,8 @@ LinearDev pack_linear(WeightPacker& pk, const LinearWeights& lw) {
 
 template <typename T>
 void pack_weights(WeightPacker& pk, const ModelData& md, const Dims& dm, WeightsDev* w) {
-  w->embed_w = pk.floats(md.embed_w, int64_t(dm.d) * dm.patch_k);
+  w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_g ? 2 : 1) * dm.d * dm.patch_k);
+  w->embed_g = md.embed_g ? pk.floats(md.embed_g, dm.d) : nullptr;
   w->embed_b = pk.floats(md.embed_b, dm.d);
   w->layers.resize(md.layers.size());
   for (size_t l = 0; l < md.layers.size(); ++l) {

@@ -51,6 +51,21 @@ TEST(ModelFile, GoodFileLoadsFromDiskAndMemory) {
   EXPECT_GT(m->info().n_params, 1000);
 }
 
+// Linear-feature files stay schema 1 (readable by older runtimes); log-power
+// ones say 2, so a runtime that cannot compute them refuses them.
+TEST(ModelFile, PatchFeaturesAndTheSchemaTheyNeed) {
+  std::string err;
+  auto lin = mega::Model::load(mega_test::fixture_path("tiny_patch.mega"), &err);
+  ASSERT_TRUE(lin) << err;
+  EXPECT_EQ(lin->info().schema_version, 1u);
+  EXPECT_EQ(lin->hparams().patch_features, mega::PatchFeatures::linear);
+  auto lp = mega::Model::load(mega_test::fixture_path("tiny_logpower.mega"), &err);
+  ASSERT_TRUE(lp) << err;
+  EXPECT_EQ(lp->info().schema_version, 2u);
+  EXPECT_EQ(lp->hparams().patch_features, mega::PatchFeatures::log_power);
+  EXPECT_FLOAT_EQ(lp->hparams().patch_log_eps, 1e-6f);
+}
+
 TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
   struct Case {
     const char* file;
@@ -59,7 +74,7 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
   };
   const Case cases[] = {
       {"bad_identifier.mega", mega::Status::bad_model, "not a .mega model file"},
-      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 2 is newer"},
+      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 3 is newer"},
       {"bad_missing_tensor.mega", mega::Status::bad_model, "missing tensor 'layers.1.mega_layer.h_proj.bias'"},
       {"bad_wrong_shape.mega", mega::Status::bad_model,
        "tensor 'layers.0.mega_layer.v_proj.weight' has shape [8, 12], expected [12, 8]"},

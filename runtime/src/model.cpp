@@ -21,7 +21,7 @@
 namespace mega {
 
 // Bump together with SCHEMA_VERSION in tools/convert/mega_convert.py.
-constexpr uint32_t kSchemaVersion = 1;
+constexpr uint32_t kSchemaVersion = 2;  // 2: PatchFeatures::LogPower
 constexpr size_t kTrailerBytes = 12;  // "MGCK", u32 file length, u32 CRC-32 of the rest
 constexpr size_t kMinFileBytes = 16 + kTrailerBytes;
 
@@ -235,6 +235,7 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   hp->n_classes = h->n_classes();
   hp->patch_kernel = h->patch_kernel();
   hp->patch_stride = h->patch_stride();
+  hp->patch_log_eps = h->patch_log_eps();
   hp->window_chunks = h->window_chunks();
   constexpr int64_t kMaxDim = 1 << 14;
   bool ok = check_range(err, "embed_dim", hp->embed_dim, 1, kMaxDim) &&
@@ -265,6 +266,13 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
     return err->set(Status::unsupported_model, "unknown classifier_activation " + std::to_string(cact));
   }
   if (pool != 0) return err->set(Status::unsupported_model, "unknown pooling " + std::to_string(pool));
+  const int32_t feat = h->patch_features();
+  if (feat < 0 || feat > 1) return err->set(Status::unsupported_model, "unknown patch_features " + std::to_string(feat));
+  hp->patch_features = PatchFeatures(feat);
+  if (hp->patch_features == PatchFeatures::log_power &&
+      !(hp->patch_log_eps > 0.0f && std::isfinite(hp->patch_log_eps))) {
+    return err->set(Status::bad_model, "hyper-parameter patch_log_eps must be a positive number");
+  }
   hp->ema_direction = EmaDirection(dir);
   hp->attention_fn = AttentionFn(attn);
   hp->norm_type = NormType(norm);
@@ -482,7 +490,9 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   // Tensors, in the order the forward pass uses them.
   TensorTable tt(m, md, err);
   const int32_t d = hp.embed_dim, h = hp.hidden_dim, z = hp.z_dim, f = hp.ffn_hidden_dim;
-  md->embed_w = tt.get("embed_tokens.weight", {d, hp.patch_kernel});
+  const bool log_power = hp.patch_features == PatchFeatures::log_power;
+  md->embed_w = tt.get("embed_tokens.weight", {log_power ? 2 * d : d, hp.patch_kernel});
+  if (log_power) md->embed_g = tt.get("embed_tokens.scale", {d});
   md->embed_b = tt.get("embed_tokens.bias", {d});
   md->layers.resize(size_t(hp.n_layers));
   for (int32_t i = 0; i < hp.n_layers && !err->failed(); ++i) {

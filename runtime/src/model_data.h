@@ -69,7 +69,8 @@ struct ModelData {
   std::shared_ptr<void> mapping;           // the mapped (or copied) file
   std::vector<std::unique_ptr<float[]>> owned;
   // weights
-  const float* embed_w = nullptr;  // (D, k)
+  const float* embed_w = nullptr;  // (D, k); log_power: (2D, k)
+  const float* embed_g = nullptr;  // (D) log_power scale; null for linear
   const float* embed_b = nullptr;  // (D)
   std::vector<LayerWeights> layers;
   bool has_final_norm = false;

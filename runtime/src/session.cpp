@@ -173,14 +173,22 @@ struct SessionState {
   // Tokens [0, n_tok) of x from scaled samples laid out as [k - s context | n_tok * s].
   void embed(const float* samples, int64_t n_tok, float* out) const {
     const int32_t D = hp.embed_dim, kk = hp.patch_kernel, s = hp.patch_stride;
+    const auto dot = [kk](const float* w, const float* win) {
+      float acc = 0.0f;
+      for (int32_t i = 0; i < kk; ++i) acc += w[i] * win[i];
+      return acc;
+    };
     for (int64_t j = 0; j < n_tok; ++j) {
       const float* win = samples + j * s;
       float* xt = out + j * D;
       for (int32_t d = 0; d < D; ++d) {
-        const float* w = md->embed_w + int64_t(d) * kk;
-        float acc = 0.0f;
-        for (int32_t i = 0; i < kk; ++i) acc += w[i] * win[i];
-        xt[d] = acc + md->embed_b[d];
+        const float a = dot(md->embed_w + int64_t(d) * kk, win);
+        if (md->embed_g == nullptr) {
+          xt[d] = a + md->embed_b[d];
+        } else {  // log power of the filter pair (d, D + d)
+          const float b = dot(md->embed_w + int64_t(D + d) * kk, win);
+          xt[d] = md->embed_g[d] * std::log(a * a + b * b + hp.patch_log_eps) + md->embed_b[d];
+        }
       }
     }
   }

@@ -44,7 +44,7 @@ std::vector<float> stream(mega::Engine& e, const std::vector<float>& in, int64_t
 }
 
 const char* kTiny[] = {"tiny_uni", "tiny_bi", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn",
-                       "tiny_rms_bi_untrunc", "tiny_patch", "tiny_scan"};
+                       "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_scan"};
 
 void check_clip(const std::string& dir, const std::string& name, double tol) {
   Golden g;
@@ -97,6 +97,7 @@ TEST(CudaStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
       {MEGA_FIXTURES, "tiny_softmax_ln_post", {1, 9, 40}, 2e-5},
       {MEGA_FIXTURES, "tiny_relu2_scale_noffn", {2, 11}, 2e-5},
       {MEGA_FIXTURES, "tiny_patch", {1, 7, 100}, 2e-5},
+      {MEGA_FIXTURES, "tiny_logpower", {1, 2, 7, 64}, 2e-5},
       {MEGA_FIXTURES, "tiny_scan", {1, 999, 1000, 1001}, 2e-5},
       {MEGA_GENERATED, "base_uni", {16000, 1, 999, 1000, 4096}, 1e-4},
   };

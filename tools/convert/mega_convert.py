@@ -27,10 +27,16 @@ import torch  # noqa: E402
 
 import mega_torch  # noqa: E402
 from mega.fb import (DType, EmaDirection, AttentionFn, NormType, Activation,  # noqa: E402
-                     Pooling, HParams, Tensor, Detection, Provenance, SelfTest, Model)
+                     Pooling, PatchFeatures, HParams, Tensor, Detection, Provenance, SelfTest, Model)
 
 CONVERTER_VERSION = "0.1.0"
-SCHEMA_VERSION = 1           # keep in step with runtime/src/model.cpp
+SCHEMA_VERSION = 2           # the newest this converter writes; keep in step with runtime/src/model.cpp
+
+
+def min_schema_version(cfg) -> int:
+    """The oldest schema that describes cfg: files stay readable by older runtimes
+    unless they use something those runtimes would misread (schema 2: LogPower)."""
+    return 2 if cfg.patch_features != "linear" else 1
 TENSOR_ALIGN = 64
 # After the FlatBuffer: b"MGCK", u32 total file length, u32 CRC-32 of the FlatBuffer
 # bytes. Lets the runtime refuse truncated or bit-flipped files, whatever byte is hit.
@@ -48,6 +54,7 @@ _NORM = {"batchnorm": NormType.NormType.BatchNorm, "layernorm": NormType.NormTyp
 _ACT = {"silu": Activation.Activation.SiLU, "relu": Activation.Activation.ReLU,
         "gelu": Activation.Activation.GELU, "gelu_accurate": Activation.Activation.GELUTanh,
         "linear": Activation.Activation.Linear}
+_PATCH = {"linear": PatchFeatures.PatchFeatures.Linear, "logpower": PatchFeatures.PatchFeatures.LogPower}
 
 
 class ConvertError(Exception):
@@ -114,7 +121,7 @@ def _offset_vector(builder, offsets):
 
 def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=False,
                      source_sha256="", source_format="", notes="", detection=None,
-                     schema_version=SCHEMA_VERSION, tensor_hook=None):
+                     schema_version=None, tensor_hook=None):
     """Serializes a model (weights, hparams, labels, self-test) into .mega bytes.
 
     Returns (file bytes, self-test logits). tensor_hook (tests only) may edit
@@ -207,10 +214,12 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     HParams.AddPatchKernel(b, cfg.patch_kernel)
     HParams.AddPatchStride(b, cfg.patch_stride)
     HParams.AddWindowChunks(b, cfg.window_chunks)
+    HParams.AddPatchFeatures(b, _PATCH[cfg.patch_features])
+    HParams.AddPatchLogEps(b, cfg.patch_log_eps)
     hp_off = HParams.End(b)
 
     Model.Start(b)
-    Model.AddSchemaVersion(b, schema_version)
+    Model.AddSchemaVersion(b, min_schema_version(cfg) if schema_version is None else schema_version)
     Model.AddHparams(b, hp_off)
     Model.AddSampleRate(b, cfg.sample_rate)
     Model.AddInputScaling(b, input_mean is not None)
@@ -263,7 +272,8 @@ def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits) -> 
         f"EMA direction : {'bidirectional (clip only)' if cfg.bidirectional else 'unidirectional (streams)'}",
         f"attention     : {cfg.attention_fn}, norm {cfg.norm_type} ({'prenorm' if cfg.prenorm else 'postnorm'}), "
         f"activation {cfg.activation}",
-        f"embedding     : patch kernel {cfg.patch_kernel}, stride {cfg.patch_stride}",
+        f"embedding     : patch kernel {cfg.patch_kernel}, stride {cfg.patch_stride}, features {cfg.patch_features}"
+        + (f" (eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logpower" else ""),
         f"window        : {cfg.window_chunks} chunks = {cfg.window_samples / cfg.sample_rate:.3f} s at {cfg.sample_rate} Hz",
         f"input scaling : " + (f"(x - {input_mean}) / ({input_std} + 1e-5)" if input_mean is not None else "none"),
         f"labels        : {','.join(labels)}",

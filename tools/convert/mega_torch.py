@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 ATTENTION_FNS = ("laplace", "softmax", "relu2")
 NORM_TYPES = ("batchnorm", "layernorm", "scalenorm", "rmsnorm")
+PATCH_FEATURES = ("linear", "logpower")
 ACTIVATIONS = ("silu", "relu", "gelu", "gelu_accurate", "linear")
 
 LAPLACE_MU = 0.707107
@@ -46,6 +47,8 @@ class MegaConfig:
     n_classes: int = 10
     patch_kernel: int = 1
     patch_stride: int = 1
+    patch_features: str = "linear"  # "linear" (official) or "logpower" (see PatchEmbedding)
+    patch_log_eps: float = 1e-6
     window_chunks: int = 16
     sample_rate: int = 16000
 
@@ -61,6 +64,10 @@ class MegaConfig:
             raise ValueError("options ffn_hidden_dim and truncation must be >= 0")
         if self.patch_kernel < self.patch_stride:
             raise ValueError(f"option patch_kernel = {self.patch_kernel} must be >= patch_stride = {self.patch_stride}")
+        if self.patch_features not in PATCH_FEATURES:
+            raise ValueError(f"option patch_features = {self.patch_features!r} is not supported (supported: {', '.join(PATCH_FEATURES)})")
+        if self.patch_features == "logpower" and not self.patch_log_eps > 0:
+            raise ValueError(f"option patch_log_eps = {self.patch_log_eps} must be > 0")
         if self.attention_fn not in ATTENTION_FNS:
             raise ValueError(f"option attention_fn = {self.attention_fn!r} is not supported (supported: {', '.join(ATTENTION_FNS)})")
         if self.norm_type not in NORM_TYPES:
@@ -143,20 +150,50 @@ class SeqNorm(nn.Module):
 
 
 class PatchEmbedding(nn.Module):
-    """Strided causal patch embedding; k = s = 1 is the official x * w + b."""
+    """Strided causal patch embedding; k = s = 1 is the official x * w + b.
 
-    def __init__(self, dim: int, kernel: int, stride: int):
+    features "linear": y = conv(x) + bias, D filters of k taps.
+    features "logpower": 2D filters; y_j = scale_j * log(a_j^2 + b_j^2 + eps) + bias_j,
+    with a_j, b_j the outputs of filters j and D + j (a learnable, quadrature-initialized
+    short-time power spectrum, so the level of the input is a shift, not a factor)."""
+
+    def __init__(self, dim: int, kernel: int, stride: int, features: str = "linear", eps: float = 1e-6):
         super().__init__()
-        self.kernel, self.stride = kernel, stride
-        self.weight = nn.Parameter(torch.randn(dim, kernel) / math.sqrt(kernel))
-        self.bias = nn.Parameter(torch.randn(dim) * 0.1)
+        self.kernel, self.stride, self.features, self.eps = kernel, stride, features, eps
+        if features == "logpower":
+            self.weight = nn.Parameter(quadrature_filterbank(dim, kernel))
+            self.scale = nn.Parameter(torch.full((dim,), 0.2))
+            self.bias = nn.Parameter(torch.zeros(dim))
+        else:
+            self.weight = nn.Parameter(torch.randn(dim, kernel) / math.sqrt(kernel))
+            self.bias = nn.Parameter(torch.randn(dim) * 0.1)
 
     def forward(self, s: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T/stride, D)
-        if self.kernel == 1 and self.stride == 1:
+        if self.features == "linear" and self.kernel == 1 and self.stride == 1:
             return s.unsqueeze(-1) * self.weight[:, 0] + self.bias
         padded = F.pad(s, (self.kernel - self.stride, 0)).unsqueeze(1)  # (B, 1, T + k - s)
-        y = F.conv1d(padded, self.weight.unsqueeze(1), self.bias, stride=self.stride)  # (B, D, T/s)
-        return y.transpose(1, 2).contiguous()
+        if self.features == "linear":
+            y = F.conv1d(padded, self.weight.unsqueeze(1), self.bias, stride=self.stride)  # (B, D, T/s)
+            return y.transpose(1, 2).contiguous()
+        y = F.conv1d(padded, self.weight.unsqueeze(1), None, stride=self.stride)  # (B, 2D, T/s)
+        a, b = y.chunk(2, dim=1)
+        power = torch.log(a * a + b * b + self.eps)
+        return (power.transpose(1, 2) * self.scale + self.bias).contiguous()
+
+
+def quadrature_filterbank(dim: int, kernel: int, sample_rate: int = 16000) -> torch.Tensor:
+    """(2 dim, kernel): Hann-windowed cosines (rows 0..dim-1) and sines (dim..2dim-1)
+    at mel-spaced centre frequencies from 60 Hz to 7.6 kHz, unit gain at the centre."""
+    def mel(f):
+        return 2595.0 * math.log10(1.0 + f / 700.0)
+    lo, hi = mel(60.0), mel(min(7600.0, 0.475 * sample_rate))
+    freqs = [700.0 * (10 ** ((lo + (hi - lo) * i / max(1, dim - 1)) / 2595.0) - 1.0) for i in range(dim)]
+    n = torch.arange(kernel, dtype=torch.float64)
+    window = 0.5 - 0.5 * torch.cos(2 * math.pi * (n + 0.5) / kernel)
+    gain = 2.0 / window.sum()
+    rows = [window * torch.cos(2 * math.pi * f * n / sample_rate) * gain for f in freqs]
+    rows += [window * torch.sin(2 * math.pi * f * n / sample_rate) * gain for f in freqs]
+    return torch.stack(rows).float()
 
 
 class MultiHeadEMA(nn.Module):
@@ -310,7 +347,8 @@ class MegaKWS(nn.Module):
         cfg.check()
         self.cfg = cfg
         self.input_mean, self.input_std = input_mean, input_std
-        self.embed_tokens = PatchEmbedding(cfg.embed_dim, cfg.patch_kernel, cfg.patch_stride)
+        self.embed_tokens = PatchEmbedding(cfg.embed_dim, cfg.patch_kernel, cfg.patch_stride,
+                                           cfg.patch_features, cfg.patch_log_eps)
         self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
         self.final_norm = SeqNorm(cfg.norm_type, cfg.embed_dim, cfg.norm_eps) if cfg.prenorm else None
         dims = [cfg.embed_dim] + [cfg.classifier_dim] * cfg.classifier_layers
@@ -526,6 +564,8 @@ def randomize_for_testing(model: MegaKWS, seed: int) -> None:
             elif name.endswith("h_proj.weight") and cfg.attention_fn != "softmax":
                 # unnormalized attention sums ~C weighted values: keep h in range
                 new = normal(shape, 4.0 / (math.sqrt(shape[1]) * cfg.chunk_size))
+            elif name == "embed_tokens.scale":
+                new = uniform(shape, 0.1, 0.5)
             elif name == "sentence_projection_layer.weight":
                 new = normal(shape, 0.2 / math.sqrt(shape[1]))  # logits of order 10, as trained models have
             elif leaf == "weight" and p.dim() == 2:

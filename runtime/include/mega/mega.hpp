@@ -36,6 +36,8 @@ enum class EmaDirection : int32_t { unidirectional = 0, bidirectional = 1 };
 enum class AttentionFn : int32_t { laplace = 0, softmax = 1, relu2 = 2 };
 enum class NormType : int32_t { batch_norm = 0, layer_norm = 1, scale_norm = 2, rms_norm = 3 };
 enum class Activation : int32_t { silu = 0, relu = 1, gelu = 2, gelu_tanh = 3, linear = 4 };
+// What the patch embedding computes per window (formats/mega_model.fbs, PatchFeatures).
+enum class PatchFeatures : int32_t { linear = 0, log_power = 1 };
 
 // Everything the spec names; counts of tokens unless said otherwise.
 struct HParams {
@@ -59,6 +61,8 @@ struct HParams {
   int32_t n_classes = 0;
   int32_t patch_kernel = 1;    // samples per token window (k)
   int32_t patch_stride = 1;    // samples per token (s)
+  PatchFeatures patch_features = PatchFeatures::linear;
+  float patch_log_eps = 1e-6f;  // log_power: log(a^2 + b^2 + eps)
   int32_t window_chunks = 0;   // W
   int32_t sample_rate = 16000;
 

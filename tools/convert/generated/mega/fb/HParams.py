@@ -182,7 +182,21 @@ class HParams(object):
             return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
         return 0
 
-def HParamsStart(builder): builder.StartObject(22)
+    # HParams
+    def PatchFeatures(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(48))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # HParams
+    def PatchLogEps(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(50))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1e-6
+
+def HParamsStart(builder): builder.StartObject(24)
 def Start(builder):
     return HParamsStart(builder)
 def HParamsAddEmbedDim(builder, embedDim): builder.PrependInt32Slot(0, embedDim, 0)
@@ -251,6 +265,12 @@ def AddPatchStride(builder, patchStride):
 def HParamsAddWindowChunks(builder, windowChunks): builder.PrependInt32Slot(21, windowChunks, 0)
 def AddWindowChunks(builder, windowChunks):
     return HParamsAddWindowChunks(builder, windowChunks)
+def HParamsAddPatchFeatures(builder, patchFeatures): builder.PrependInt8Slot(22, patchFeatures, 0)
+def AddPatchFeatures(builder, patchFeatures):
+    return HParamsAddPatchFeatures(builder, patchFeatures)
+def HParamsAddPatchLogEps(builder, patchLogEps): builder.PrependFloat32Slot(23, patchLogEps, 1e-6)
+def AddPatchLogEps(builder, patchLogEps):
+    return HParamsAddPatchLogEps(builder, patchLogEps)
 def HParamsEnd(builder): return builder.EndObject()
 def End(builder):
     return HParamsEnd(builder)
