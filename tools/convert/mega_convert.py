@@ -32,11 +32,6 @@ from mega.fb import (DType, EmaDirection, AttentionFn, NormType, Activation,  # 
 CONVERTER_VERSION = "0.1.0"
 SCHEMA_VERSION = 2           # the newest this converter writes; keep in step with runtime/src/model.cpp
 
-
-def min_schema_version(cfg) -> int:
-    """The oldest schema that describes cfg: files stay readable by older runtimes
-    unless they use something those runtimes would misread (schema 2: LogPower)."""
-    return 2 if cfg.patch_features != "linear" else 1
 TENSOR_ALIGN = 64
 # After the FlatBuffer: b"MGCK", u32 total file length, u32 CRC-32 of the FlatBuffer
 # bytes. Lets the runtime refuse truncated or bit-flipped files, whatever byte is hit.
@@ -55,6 +50,12 @@ _ACT = {"silu": Activation.Activation.SiLU, "relu": Activation.Activation.ReLU,
         "gelu": Activation.Activation.GELU, "gelu_accurate": Activation.Activation.GELUTanh,
         "linear": Activation.Activation.Linear}
 _PATCH = {"linear": PatchFeatures.PatchFeatures.Linear, "logpower": PatchFeatures.PatchFeatures.LogPower}
+
+
+def min_schema_version(cfg) -> int:
+    """The oldest schema that describes cfg: files stay readable by older runtimes
+    unless they use something those runtimes would misread (schema 2: LogPower)."""
+    return 2 if cfg.patch_features != "linear" else 1
 
 
 class ConvertError(Exception):

@@ -157,11 +157,12 @@ class PatchEmbedding(nn.Module):
     with a_j, b_j the outputs of filters j and D + j (a learnable, quadrature-initialized
     short-time power spectrum, so the level of the input is a shift, not a factor)."""
 
-    def __init__(self, dim: int, kernel: int, stride: int, features: str = "linear", eps: float = 1e-6):
+    def __init__(self, dim: int, kernel: int, stride: int, features: str = "linear", eps: float = 1e-6,
+                 sample_rate: int = 16000):
         super().__init__()
         self.kernel, self.stride, self.features, self.eps = kernel, stride, features, eps
         if features == "logpower":
-            self.weight = nn.Parameter(quadrature_filterbank(dim, kernel))
+            self.weight = nn.Parameter(quadrature_filterbank(dim, kernel, sample_rate))
             self.scale = nn.Parameter(torch.full((dim,), 0.2))
             self.bias = nn.Parameter(torch.zeros(dim))
         else:
@@ -348,7 +349,7 @@ class MegaKWS(nn.Module):
         self.cfg = cfg
         self.input_mean, self.input_std = input_mean, input_std
         self.embed_tokens = PatchEmbedding(cfg.embed_dim, cfg.patch_kernel, cfg.patch_stride,
-                                           cfg.patch_features, cfg.patch_log_eps)
+                                           cfg.patch_features, cfg.patch_log_eps, cfg.sample_rate)
         self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
         self.final_norm = SeqNorm(cfg.norm_type, cfg.embed_dim, cfg.norm_eps) if cfg.prenorm else None
         dims = [cfg.embed_dim] + [cfg.classifier_dim] * cfg.classifier_layers

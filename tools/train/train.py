@@ -233,10 +233,11 @@ def main() -> int:
     # Adam moves every weight by about lr per step, whatever its size: the front-end
     # filters (about 0.01 each) get a proportionally smaller rate, or the first
     # steps would wipe out their filterbank initialization.
-    front = [p for n, p in model.named_parameters() if n == "embed_tokens.weight"]
-    rest = [p for n, p in model.named_parameters() if n != "embed_tokens.weight"]
-    groups = [{"params": rest, "lr_scale": 1.0}, {"params": front, "lr_scale": args.frontend_lr_scale}]
-    if cfg.patch_features != "logpower":
+    if cfg.patch_features == "logpower":
+        front = [p for n, p in model.named_parameters() if n == "embed_tokens.weight"]
+        rest = [p for n, p in model.named_parameters() if n != "embed_tokens.weight"]
+        groups = [{"params": rest, "lr_scale": 1.0}, {"params": front, "lr_scale": args.frontend_lr_scale}]
+    else:
         groups = [{"params": list(model.parameters()), "lr_scale": 1.0}]  # one group, as older checkpoints have
     opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
     step, best = 0, 0.0
