@@ -32,4 +32,24 @@ grep -q "_silence_" "$T/convert.log"
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/run" --preset smoke --steps 110 \
     --batch 16 --warmup 5 --max-per-class 2 --eval-every 110 --threads 1 --resume >"$T/resume.log"
 grep -q "resumed at step 100" "$T/resume.log"
+# fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --init "$T/run/last.pt" --classes kws12 \
+    --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \
+    --threads 1 >"$T/ft.log"
+grep -q "initialized from" "$T/ft.log"
+$PY - "$T/train.log" "$T/ft.log" "$T/run/losses.txt" "$T/ft/losses.txt" <<'PY'
+import re, sys
+n = [int(re.search(r"data: (\d+) training", open(p).read()).group(1)) for p in sys.argv[1:3]]
+assert n[1] == 2 * n[0], f"--extra-data: {n[1]} training clips, expected {2 * n[0]}"
+start = [float(l.split()[1]) for l in open(sys.argv[3])][:10]
+tuned = [float(l.split()[1]) for l in open(sys.argv[4])][:3]
+# the trained weights were really loaded: the first losses are far below a fresh start's
+assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"--init: first losses {tuned} vs a fresh start {start}"
+PY
+# a checkpoint of another architecture is refused with a clear message
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
+    --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then
+  echo "--init with another preset was accepted"; exit 1
+fi
+grep -q "does not fit preset demo" "$T/bad.log"
 echo "training smoke test passed"

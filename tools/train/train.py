@@ -144,6 +144,11 @@ class Dataset:
     def __len__(self):
         return len(self.y)
 
+    def extend(self, other: "Dataset"):
+        self.audio = np.concatenate([self.audio, other.audio])
+        self.y = np.concatenate([self.y, other.y])
+        self.paths += other.paths
+
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool):
     """(B, 2 s) float inputs: context second + target second (shifted)."""
@@ -214,13 +219,25 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-per-class", type=int, default=0, help="cap clips per class (smoke tests)")
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
+    ap.add_argument("--extra-data", action="append", default=[], metavar="DIR",
+                    help="another Speech Commands-layout folder whose training split is added to the "
+                         "training clips (repeatable); validation always comes from --data")
+    ap.add_argument("--init", metavar="CKPT",
+                    help="start from this checkpoint's weights (same preset) with a fresh optimizer "
+                         "and schedule: fine-tuning, e.g. on more data")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
+    for d in [args.data] + args.extra_data:
+        if not os.path.isdir(d):
+            print(f"train.py: {d}: not a folder", file=sys.stderr)
+            return 1
     train = Dataset(args.data, args.classes, "training", args.max_per_class, args.seed)
+    for d in args.extra_data:
+        train.extend(Dataset(d, args.classes, "training", args.max_per_class, args.seed))
     val = Dataset(args.data, args.classes, "validation", args.max_per_class, args.seed)
     if len(train) == 0:
         print(f"train.py: no training clips found under {args.data}", file=sys.stderr)
@@ -250,6 +267,18 @@ def main() -> int:
         step, best = ck["step"], ck["best_val"]
         rng.bit_generator.state = ck["rng"]
         print(f"resumed at step {step} (best validation accuracy {best:.4f})", flush=True)
+    elif args.init:
+        ck = torch.load(args.init, map_location="cpu")
+        if ck.get("labels") != train.labels:
+            print(f"train.py: {args.init} has labels {ck.get('labels')}, this run {train.labels}", file=sys.stderr)
+            return 1
+        try:
+            model.load_state_dict(ck["model"])
+        except RuntimeError as e:
+            print(f"train.py: {args.init} does not fit preset {args.preset}: {e}", file=sys.stderr)
+            return 1
+        print(f"initialized from {args.init} (its step {ck.get('step')}, validation accuracy "
+              f"{ck.get('best_val', 0.0):.4f})", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
 

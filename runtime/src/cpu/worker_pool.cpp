@@ -1,6 +1,8 @@
 // See worker_pool.h.
 #include "cpu/worker_pool.h"
 
+#include "cpu/denormals.h"
+
 #include <climits>
 #include <system_error>
 
@@ -91,6 +93,10 @@ void WorkerPool::work(int32_t thread) {
 }
 
 void WorkerPool::worker_main(int32_t thread) {
+  // Workers only run forward-pass tasks, which the calling thread runs with
+  // subnormals flushed (ScopedFlushDenormals); a worker keeps that mode for
+  // its whole life, so a task computes the same bits on any thread.
+  const ScopedFlushDenormals ftz;
   started_.fetch_add(1, std::memory_order_release);
   futex_wake_all(&started_);
   uint32_t seen = 0;

@@ -8,7 +8,8 @@
 // allocates nor takes a lock: an idle worker spins for a few microseconds
 // and then sleeps on a futex (Linux; elsewhere it yields), and the last
 // thread to finish wakes the caller the same way. Results never depend on
-// which thread ran a task: tasks write disjoint outputs.
+// which thread ran a task: tasks write disjoint outputs, and workers run with
+// subnormals flushed to zero, like the forward pass on the calling thread.
 #pragma once
 
 #include <atomic>
