@@ -46,6 +46,26 @@ tuned = [float(l.split()[1]) for l in open(sys.argv[4])][:3]
 # the trained weights were really loaded: the first losses are far below a fresh start's
 assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"--init: first losses {tuned} vs a fresh start {start}"
 PY
+# --noise-prob: the mixed-in noise or babble sits 0-20 dB below the clip
+$PY - "$ROOT/tools/train" "$T/data" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import train
+ds = train.Dataset(sys.argv[2], "kws12", "training", 0, 1)
+rng = np.random.default_rng(0)
+clean = ds.audio[np.nonzero(ds.y < 10)[0][0]].astype(np.float32) / 32768.0
+snrs = []
+for _ in range(60):
+    x = clean.copy()
+    train.add_noise(x, ds, rng)
+    p_noise = float(np.mean((x - clean) ** 2))
+    if p_noise > 0:
+        snrs.append(10 * np.log10(float(np.mean(clean ** 2)) / p_noise))
+assert len(snrs) > 30, f"noise added to only {len(snrs)} of 60 clips"
+assert -0.01 <= min(snrs) and max(snrs) <= 20.01, f"SNR {min(snrs):.1f} .. {max(snrs):.1f} dB"
+print(f"add_noise: SNR {min(snrs):.1f} .. {max(snrs):.1f} dB")
+PY
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
     --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then

@@ -150,8 +150,29 @@ class Dataset:
         self.paths += other.paths
 
 
-def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool):
-    """(B, 2 s) float inputs: context second + target second (shifted)."""
+def add_noise(target: np.ndarray, ds: Dataset, rng: np.random.Generator):
+    """Mixes a random non-keyword clip into target, in place: a _silence_ clip
+    (noise, hum) at 0-20 dB SNR, or an _unknown_ word (babble) at 5-20 dB, rolled
+    by a random offset. A fresh draw each time a clip is used, so the model never
+    sees the same noisy version twice (the generated sets have one per clip)."""
+    pools = []
+    for name, snr in (("_silence_", (0.0, 20.0)), ("_unknown_", (5.0, 20.0))):
+        if name in ds.labels:
+            ids = np.nonzero(ds.y == ds.labels.index(name))[0]
+            if len(ids):
+                pools.append((ids, snr))
+    if not pools:
+        return
+    ids, (lo, hi) = pools[int(rng.integers(len(pools)))]
+    noise = np.roll(ds.audio[ids[rng.integers(len(ids))]].astype(np.float32) / 32768.0, int(rng.integers(SR)))
+    t_rms = float(np.sqrt(np.mean(target * target)))
+    n_rms = float(np.sqrt(np.mean(noise * noise))) + 1e-9  # digital silence adds nothing
+    target += noise * (t_rms / n_rms * float(10 ** (-rng.uniform(lo, hi) / 20)))
+
+
+def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0):
+    """(B, 2 s) float inputs: context second + target second (shifted); in
+    training, with probability noise_prob, noise added to the target second."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
     keyword_ids = set(range(len(KEYWORDS)))
@@ -165,6 +186,8 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
             target = np.concatenate([target[-shift:], np.zeros(-shift, np.float32)])
         if train:
             target *= float(10 ** (rng.uniform(-6, 6) / 20))
+            if noise_prob > 0 and rng.random() < noise_prob:
+                add_noise(target, ds, rng)
         ctx_kind = rng.random()
         if ctx_kind < 0.3 or len(non_kw) == 0:
             ctx = np.zeros(SR, np.float32)
@@ -222,6 +245,9 @@ def main() -> int:
     ap.add_argument("--extra-data", action="append", default=[], metavar="DIR",
                     help="another Speech Commands-layout folder whose training split is added to the "
                          "training clips (repeatable); validation always comes from --data")
+    ap.add_argument("--noise-prob", type=float, default=0.0, metavar="P",
+                    help="mix a fresh noise or babble clip into a training example with probability P "
+                         "(on-the-fly augmentation against overfitting; default 0)")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data")
@@ -295,7 +321,7 @@ def main() -> int:
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
-        x, y = make_batch(train, idx, rng, train=True)
+        x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob)
         loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=0.05)
         opt.zero_grad()
         loss.backward()
