@@ -54,11 +54,12 @@ import numpy as np
 import train
 ds = train.Dataset(sys.argv[2], "kws12", "training", 0, 1)
 rng = np.random.default_rng(0)
+pools = train.noise_pools(ds)
 clean = ds.audio[np.nonzero(ds.y < 10)[0][0]].astype(np.float32) / 32768.0
 snrs = []
 for _ in range(60):
     x = clean.copy()
-    train.add_noise(x, ds, rng)
+    train.add_noise(x, ds, pools, rng)
     p_noise = float(np.mean((x - clean) ** 2))
     if p_noise > 0:
         snrs.append(10 * np.log10(float(np.mean(clean ** 2)) / p_noise))

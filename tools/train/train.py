@@ -150,17 +150,23 @@ class Dataset:
         self.paths += other.paths
 
 
-def add_noise(target: np.ndarray, ds: Dataset, rng: np.random.Generator):
-    """Mixes a random non-keyword clip into target, in place: a _silence_ clip
-    (noise, hum) at 0-20 dB SNR, or an _unknown_ word (babble) at 5-20 dB, rolled
-    by a random offset. A fresh draw each time a clip is used, so the model never
-    sees the same noisy version twice (the generated sets have one per clip)."""
+def noise_pools(ds: Dataset):
+    """The clips add_noise draws from, with their SNR ranges in dB: _silence_
+    (noise, hum) at 0-20 dB, _unknown_ words (babble) at 5-20 dB."""
     pools = []
     for name, snr in (("_silence_", (0.0, 20.0)), ("_unknown_", (5.0, 20.0))):
         if name in ds.labels:
             ids = np.nonzero(ds.y == ds.labels.index(name))[0]
             if len(ids):
                 pools.append((ids, snr))
+    return pools
+
+
+def add_noise(target: np.ndarray, ds: Dataset, pools, rng: np.random.Generator):
+    """Mixes a random clip of one of the pools (noise_pools) into target, in
+    place, at a random SNR of the pool's range, rolled by a random offset. A
+    fresh draw each time a clip is used, so the model never sees the same noisy
+    version twice (the generated sets have one per clip)."""
     if not pools:
         return
     ids, (lo, hi) = pools[int(rng.integers(len(pools)))]
@@ -177,6 +183,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     x = np.zeros((b, 2 * SR), dtype=np.float32)
     keyword_ids = set(range(len(KEYWORDS)))
     non_kw = np.nonzero(~np.isin(ds.y, list(keyword_ids)))[0]
+    pools = noise_pools(ds) if train and noise_prob > 0 else []
     for i, j in enumerate(idx):
         target = ds.audio[j].astype(np.float32) / 32768.0
         shift = int(rng.integers(-1600, 1601)) if train else 0
@@ -187,7 +194,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
         if train:
             target *= float(10 ** (rng.uniform(-6, 6) / 20))
             if noise_prob > 0 and rng.random() < noise_prob:
-                add_noise(target, ds, rng)
+                add_noise(target, ds, pools, rng)
         ctx_kind = rng.random()
         if ctx_kind < 0.3 or len(non_kw) == 0:
             ctx = np.zeros(SR, np.float32)
@@ -252,6 +259,8 @@ def main() -> int:
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data")
     args = ap.parse_args()
+    if not 0.0 <= args.noise_prob <= 1.0:
+        ap.error(f"--noise-prob {args.noise_prob}: must be between 0 and 1")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
