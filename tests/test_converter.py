@@ -13,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FIX = os.path.join(HERE, "fixtures", "data")
 CONVERT = os.path.join(ROOT, "tools", "convert", "mega_convert.py")
+UNPACK = os.path.join(ROOT, "tools", "convert", "mega_unpack.py")
 sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "convert", "generated"))
 
@@ -155,6 +156,91 @@ class ConverterTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("mega_convert: error:", r.stderr)
         self.assertNotIn("Traceback", r.stderr)
+
+
+class UnpackTest(unittest.TestCase):
+    """mega_unpack.py: .mega -> checkpoint, checked against the file's self-test."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def unpack(self, model, out):
+        return subprocess.run([sys.executable, UNPACK, model, "-o", out], capture_output=True, text=True)
+
+    def test_round_trip_is_exact(self):
+        first, ckpt, second = (os.path.join(self.dir, n) for n in ("a.mega", "a.pt", "b.mega"))
+        det = os.path.join(self.dir, "det.json")
+        with open(det, "w") as f:
+            f.write('{"thresholds": [0.5, 0.6, 0.7, 0.8], "smoothing_hops": 3, "refractory_ms": 700}')
+        for source, fp16 in (("tiny_logpower.pt", ()), ("tiny_patch.pt", ("--fp16",))):
+            with self.subTest(source=source, fp16=bool(fp16)):
+                r = run(os.path.join(FIX, source), "-o", first, "--detection", det, *fp16)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                r = self.unpack(first, ckpt)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("self-test reproduced", r.stdout)
+                ck = torch.load(ckpt)
+                self.assertEqual(ck["labels"], LABELS4.split(","))
+                self.assertEqual(ck["detection"]["smoothing_hops"], 3)
+                self.assertEqual(ck["detection"]["refractory_ms"], 700)
+                np.testing.assert_allclose(ck["detection"]["thresholds"], [0.5, 0.6, 0.7, 0.8], rtol=1e-7)
+                r = run(ckpt, "-o", second, "--detection", det, *fp16)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                a, b = parse(first), parse(second)
+                for key in ("version", "hparams", "tensors", "labels", "scaling"):
+                    self.assertEqual(a[key], b[key], key)
+                np.testing.assert_array_equal(a["st_logits"], b["st_logits"])
+
+    def test_bad_files_are_refused(self):
+        good = os.path.join(self.dir, "good.mega")
+        r = run(os.path.join(FIX, "tiny_patch.pt"), "-o", good)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(good, "rb") as f:
+            data = f.read()
+        flipped = bytearray(data)
+        flipped[len(data) // 2] ^= 0x10
+        cases = [("truncated", data[: len(data) - 100], "no trailer"),
+                 ("flipped", bytes(flipped), "CRC-32 mismatch"),
+                 ("empty", b"", "not a .mega file"),
+                 ("normalized", None, "normalizes its input")]
+        for name, content, needle in cases:
+            with self.subTest(case=name):
+                path = os.path.join(self.dir, name + ".mega")
+                if content is None:
+                    path = os.path.join(FIX, "tiny_uni.mega")
+                else:
+                    with open(path, "wb") as f:
+                        f.write(content)
+                out = os.path.join(self.dir, name + ".pt")
+                r = self.unpack(path, out)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn(needle, r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
+                self.assertFalse(os.path.exists(out))
+        r = self.unpack(os.path.join(self.dir, "missing.mega"), os.path.join(self.dir, "m.pt"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("No such file", r.stderr)
+
+    def test_wrong_self_test_is_caught(self):
+        # weights edited after the self-test was computed: the unpacked model must be refused
+        sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
+        import mega_convert
+        import mega_torch
+        model, _, extra = mega_torch.load_checkpoint(os.path.join(FIX, "tiny_patch.pt"))
+
+        def hook(tensors):
+            return [(n, a * 1.5 if n == "layers.0.nffn.fc2.weight" else a) for n, a in tensors]
+        data, _ = mega_convert.build_model_file(model, extra["labels"], tensor_hook=hook)
+        path = os.path.join(self.dir, "edited.mega")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = self.unpack(path, os.path.join(self.dir, "e.pt"))
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("misses the file's self-test", r.stderr)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,16 @@ assert len(snrs) > 30, f"noise added to only {len(snrs)} of 60 clips"
 assert -0.01 <= min(snrs) and max(snrs) <= 20.01, f"SNR {min(snrs):.1f} .. {max(snrs):.1f} dB"
 print(f"add_noise: SNR {min(snrs):.1f} .. {max(snrs):.1f} dB")
 PY
+# --init from a .mega model file (mega_unpack.py): the converted weights are loaded
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/smoke.mega" --classes kws12 --out "$T/ftm" \
+    --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 >"$T/ftm.log"
+grep -q "initialized from .*smoke.mega (its step None, validation accuracy unknown)" "$T/ftm.log"
+$PY - "$T/run/losses.txt" "$T/ftm/losses.txt" <<'PY'
+import sys
+start = [float(l.split()[1]) for l in open(sys.argv[1])][:10]
+tuned = [float(l.split()[1]) for l in open(sys.argv[2])][:3]
+assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"--init .mega: first losses {tuned} vs a fresh start {start}"
+PY
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
     --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then

@@ -16,7 +16,7 @@ WORK=$(dirname "$DATA")
   --minutes 10 --out "$WORK/stream-test.wav" --labels-out "$WORK/stream-test.csv" --seed 2
 $PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" --stream "$WORK/stream-val.wav" --max-fa-per-hour 30 \
   --labels "$WORK/stream-val.csv" -o "$RUN/detection.json" | tail -1
-STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); print(c['step'], round(c['best_val'], 4))" "$RUN/best.pt")
+STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); v=c['best_val']; print(c['step'], '?' if v is None else round(v, 4))" "$RUN/best.pt")
 $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT" --detection "$RUN/detection.json" \
   --notes "Demo model trained on synthetic speech (tools/data/make_sc10.py: espeak-ng + flite kal/kal16 voices); step/validation accuracy: $STEP. See docs/models.md."
 "$KS" selftest -m "$OUT"

@@ -223,6 +223,20 @@ def evaluate(model, ds: Dataset, batch: int = 128):
     return correct / max(1, len(ds)), confusion
 
 
+def load_init(path):
+    """The checkpoint dict behind --init: a training checkpoint, or a .mega file unpacked."""
+    try:
+        if path.endswith(".mega"):
+            import mega_unpack  # the FlatBuffers reader, only needed here
+            with open(path, "rb") as f:
+                model, labels, detection, _ = mega_unpack.unpack(f.read())
+            return {"model": model.state_dict(), "labels": labels, "step": None, "best_val": None}
+        return torch.load(path, map_location="cpu")
+    except Exception as e:  # unreadable, corrupt, or not a model: say which file and why
+        print(f"train.py: --init {path}: {e}", file=sys.stderr)
+        return None
+
+
 def save(path, model, opt, step, best, labels, args, rng_state):
     tmp = path + ".tmp"
     torch.save({"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
@@ -257,7 +271,8 @@ def main() -> int:
                          "(on-the-fly augmentation against overfitting; default 0)")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
-                         "and schedule: fine-tuning, e.g. on more data")
+                         "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
+                         "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
     if not 0.0 <= args.noise_prob <= 1.0:
         ap.error(f"--noise-prob {args.noise_prob}: must be between 0 and 1")
@@ -303,7 +318,9 @@ def main() -> int:
         rng.bit_generator.state = ck["rng"]
         print(f"resumed at step {step} (best validation accuracy {best:.4f})", flush=True)
     elif args.init:
-        ck = torch.load(args.init, map_location="cpu")
+        ck = load_init(args.init)
+        if ck is None:
+            return 1
         if ck.get("labels") != train.labels:
             print(f"train.py: {args.init} has labels {ck.get('labels')}, this run {train.labels}", file=sys.stderr)
             return 1
@@ -312,8 +329,9 @@ def main() -> int:
         except RuntimeError as e:
             print(f"train.py: {args.init} does not fit preset {args.preset}: {e}", file=sys.stderr)
             return 1
+        val_acc = ck.get("best_val")
         print(f"initialized from {args.init} (its step {ck.get('step')}, validation accuracy "
-              f"{ck.get('best_val', 0.0):.4f})", flush=True)
+              f"{'unknown' if val_acc is None else f'{val_acc:.4f}'})", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
 
