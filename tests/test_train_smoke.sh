@@ -35,7 +35,7 @@ grep -q "resumed at step 100" "$T/resume.log"
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --init "$T/run/last.pt" --classes kws12 \
     --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \
-    --threads 1 >"$T/ft.log"
+    --threads 1 --speed-prob 0.5 --noise-prob 0.5 >"$T/ft.log"
 grep -q "initialized from" "$T/ft.log"
 $PY - "$T/train.log" "$T/ft.log" "$T/run/losses.txt" "$T/ft/losses.txt" <<'PY'
 import re, sys
@@ -76,6 +76,25 @@ import sys
 start = [float(l.split()[1]) for l in open(sys.argv[1])][:10]
 tuned = [float(l.split()[1]) for l in open(sys.argv[2])][:3]
 assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"--init .mega: first losses {tuned} vs a fresh start {start}"
+PY
+# --speed-prob: change_speed keeps the length and the word's centre, and scales
+# its duration and pitch by the factor
+$PY - "$ROOT/tools/train" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import train
+x = np.zeros(16000, np.float32)
+x[7000:9000] = np.sin(np.arange(2000) * 2 * np.pi * 440 / 16000)
+for f in train.SPEED_RANGE + (1.0,):
+    y = train.change_speed(x, f)
+    on = np.nonzero(np.abs(y) > 1e-3)[0]
+    dur, mid = on[-1] - on[0] + 1, (on[-1] + on[0]) / 2
+    pitch = np.argmax(np.abs(np.fft.rfft(y))) * 16000 / len(y)
+    assert len(y) == 16000 and y.dtype == np.float32
+    assert abs(dur - 2000 / f) < 12 and abs(mid - 8000) < 8, (f, dur, mid)
+    assert abs(pitch - 440 * f) < 2, (f, pitch)
+print("change_speed: duration and pitch scale with the factor")
 PY
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \

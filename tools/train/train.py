@@ -176,9 +176,30 @@ def add_noise(target: np.ndarray, ds: Dataset, pools, rng: np.random.Generator):
     target += noise * (t_rms / n_rms * float(10 ** (-rng.uniform(lo, hi) / 20)))
 
 
-def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0):
+SPEED_RANGE = (0.88, 1.12)  # --speed-prob: playback-rate factors (tempo and pitch together)
+
+
+def change_speed(clip: np.ndarray, factor: float) -> np.ndarray:
+    """The clip played `factor` times faster (linear interpolation), cut or
+    zero-padded back to its length around its middle, so that a word anywhere
+    in the second stays in it."""
+    n = len(clip)
+    m = max(1, int(round(n / factor)))
+    y = np.interp(np.arange(m) * (n - 1) / max(1, m - 1), np.arange(n), clip).astype(np.float32)
+    if m >= n:
+        start = (m - n) // 2
+        return y[start:start + n]
+    out = np.zeros(n, np.float32)
+    start = (n - m) // 2
+    out[start:start + m] = y
+    return out
+
+
+def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
+               speed_prob: float = 0.0):
     """(B, 2 s) float inputs: context second + target second (shifted); in
-    training, with probability noise_prob, noise added to the target second."""
+    training, with probability speed_prob, the target second played 0.88-1.12x
+    as fast, and with probability noise_prob, noise added to it."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
     keyword_ids = set(range(len(KEYWORDS)))
@@ -186,6 +207,8 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     pools = noise_pools(ds) if train and noise_prob > 0 else []
     for i, j in enumerate(idx):
         target = ds.audio[j].astype(np.float32) / 32768.0
+        if train and speed_prob > 0 and rng.random() < speed_prob:
+            target = change_speed(target, float(rng.uniform(*SPEED_RANGE)))
         shift = int(rng.integers(-1600, 1601)) if train else 0
         if shift > 0:
             target = np.concatenate([np.zeros(shift, np.float32), target[:-shift]])
@@ -269,13 +292,17 @@ def main() -> int:
     ap.add_argument("--noise-prob", type=float, default=0.0, metavar="P",
                     help="mix a fresh noise or babble clip into a training example with probability P "
                          "(on-the-fly augmentation against overfitting; default 0)")
+    ap.add_argument("--speed-prob", type=float, default=0.0, metavar="P",
+                    help=f"play a training example {SPEED_RANGE[0]}-{SPEED_RANGE[1]}x as fast (tempo and pitch) "
+                         "with probability P (on-the-fly augmentation; default 0)")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
-    if not 0.0 <= args.noise_prob <= 1.0:
-        ap.error(f"--noise-prob {args.noise_prob}: must be between 0 and 1")
+    for name in ("noise_prob", "speed_prob"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -348,7 +375,7 @@ def main() -> int:
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
-        x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob)
+        x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob)
         loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=0.05)
         opt.zero_grad()
         loss.backward()
