@@ -8,7 +8,9 @@ Streaming posteriors come from the PyTorch reference (features of a causal
 model over the whole stream equal the streamed ones); the detector is the
 runtime's (streamscore.detect). Picks, among thresholds x smoothing, the one
 with the best recall whose false alarms on keyword-free stretches stay under
-the limit (ties: fewer false alarms, then the higher threshold).
+the limit (ties: fewer false alarms, then the higher threshold). If none
+stays under it, the one with the fewest false alarms there (ties: the best
+recall), with a warning: never the loudest setting.
 """
 import argparse
 import json
@@ -62,15 +64,22 @@ def main() -> int:
             dets = streamscore.detect(probs, th, smoothing, refr, can_fire)
             r = streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
             ok = r["fa_per_hour_keyword_free"] <= args.max_fa_per_hour
-            key = (ok, r["recall"], -r["false_alarms"], thr)
+            if ok:
+                key = (1, r["recall"], -r["false_alarms"], thr)
+            else:
+                key = (0, -r["fa_per_hour_keyword_free"], r["recall"], thr)
             print(f"smoothing {smoothing} threshold {thr:.2f}: recall {r['recall']:.3f}, false alarms "
                   f"{r['false_alarms']} ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)")
             if best is None or key > best[0]:
                 best = (key, smoothing, float(thr), r)
-    _, smoothing, thr, r = best
+    key, smoothing, thr, r = best
+    if not key[0]:
+        print(f"tune_detection.py: warning: no setting keeps false alarms under {args.max_fa_per_hour}/h of "
+              "keyword-free audio; chose the one with the fewest", file=sys.stderr)
     out = {"thresholds": [round(thr, 4)] * len(labels), "smoothing_hops": smoothing,
            "refractory_ms": args.refractory_ms,
-           "tuned_on": {"stream": os.path.basename(args.stream), "recall": r["recall"],
+           "tuned_on": {"stream": os.path.basename(args.stream), "max_fa_per_hour": args.max_fa_per_hour,
+                        "limit_met": bool(key[0]), "recall": r["recall"],
                         "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}}
     with open(args.output, "w") as f:
         json.dump(out, f, indent=1)
