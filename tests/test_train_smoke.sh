@@ -96,6 +96,25 @@ for f in train.SPEED_RANGE + (1.0,):
     assert abs(pitch - 440 * f) < 2, (f, pitch)
 print("change_speed: duration and pitch scale with the factor")
 PY
+# --unknown-share: class shares of the sampling distribution
+$PY - "$ROOT/tools/train" "$T/data" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import train
+ds = train.Dataset(sys.argv[2], "kws12", "training", 0, 1)
+u = ds.labels.index("_unknown_")
+for share in (0.0, 0.3):
+    p = train.sampling_probabilities(ds, share)
+    mass = np.array([p[ds.y == c].sum() for c in range(len(ds.labels))])
+    want = np.full(len(ds.labels), 1 / len(ds.labels)) if share == 0 else np.full(len(ds.labels), 0.7 / 11)
+    if share:
+        want[u] = share
+    assert abs(p.sum() - 1) < 1e-9 and np.allclose(mass, want), (share, mass)
+    # within a class, clips are equally likely
+    assert np.allclose(p[ds.y == u], p[ds.y == u][0])
+print("sampling: class shares as asked")
+PY
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
     --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then

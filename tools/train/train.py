@@ -246,6 +246,23 @@ def evaluate(model, ds: Dataset, batch: int = 128):
     return correct / max(1, len(ds)), confusion
 
 
+def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0) -> np.ndarray:
+    """Per-clip probabilities of being drawn: every class equally likely
+    (class-balanced), or, with unknown_share > 0, _unknown_ drawn that share of
+    the time and the other classes equally likely in the rest."""
+    counts = np.bincount(ds.y, minlength=len(ds.labels)).astype(np.float64)
+    present = counts > 0
+    share = present / present.sum()
+    if unknown_share > 0 and "_unknown_" in ds.labels and present[ds.labels.index("_unknown_")]:
+        u = ds.labels.index("_unknown_")
+        rest = present.copy()
+        rest[u] = False
+        share = np.where(rest, (1.0 - unknown_share) / max(1, rest.sum()), 0.0)
+        share[u] = unknown_share
+    p = (share / np.maximum(counts, 1))[ds.y]
+    return p / p.sum()
+
+
 def load_init(path):
     """The checkpoint dict behind --init: a training checkpoint, or a .mega file unpacked."""
     try:
@@ -295,12 +312,15 @@ def main() -> int:
     ap.add_argument("--speed-prob", type=float, default=0.0, metavar="P",
                     help=f"play a training example {SPEED_RANGE[0]}-{SPEED_RANGE[1]}x as fast (tempo and pitch) "
                          "with probability P (on-the-fly augmentation; default 0)")
+    ap.add_argument("--unknown-share", type=float, default=0.0, metavar="S",
+                    help="draw _unknown_ clips this share of the time (the other classes equally often in "
+                         "the rest); default 0: every class equally often")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
-    for name in ("noise_prob", "speed_prob"):
+    for name in ("noise_prob", "speed_prob", "unknown_share"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -362,10 +382,7 @@ def main() -> int:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
 
-    # class-balanced sampling: keywords, silence and unknown equally likely
-    weights = np.bincount(train.y, minlength=len(train.labels)).astype(np.float64)
-    p_sample = (1.0 / np.maximum(weights, 1))[train.y]
-    p_sample /= p_sample.sum()
+    p_sample = sampling_probabilities(train, args.unknown_share)
     model.train()
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
