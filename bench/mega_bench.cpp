@@ -131,9 +131,10 @@ void BM_AttentionFused(benchmark::State& state) {
   if (!set) return state.SkipWithError("SIMD set not supported by this CPU");
   state.SetLabel(set->name);
   AttentionCase ac;
-  const auto p = ac.params();
-  const int32_t blocks = (ac.c + set->query_block - 1) / set->query_block;
-  for (auto _ : state) set->attention(p, 0, blocks, ac.scratch.data());
+  auto p = ac.params();
+  std::vector<float> partial(size_t(mega::cpu::attention_partial_floats(ac.hdim)));
+  p.partial = partial.data();
+  for (auto _ : state) mega::cpu::attention_all(*set, p, ac.scratch.data());
   set_gflops(state, ac.flops());
 }
 BENCHMARK(BM_AttentionFused)->DenseRange(0, 2)->ArgName("set")->Unit(benchmark::kMillisecond);

@@ -669,15 +669,19 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
           if (fn == AttentionFn::softmax) continue;  // not fused: attention_blas serves it
           std::vector<float> scratch(size_t(mega::cpu::attention_scratch_floats(c, z)));
           for (const SimdKernels* set : sets) {
-            // the blocks in two calls, the second half first (as two threads would)
+            // the work units in two calls, the second half first (as two threads would)
             auto o_simd = guarded(n_out);
-            const int32_t blocks = (c + set->query_block - 1) / set->query_block;
+            auto partial = guarded(size_t(mega::cpu::attention_partial_floats(hdim)));
+            const int32_t units = mega::cpu::attention_units(*set, c);
             mega::cpu::AttentionParams ps = p;
             ps.scores = nullptr;
             ps.o = o_simd.data();
-            set->attention(ps, blocks / 2, blocks, scratch.data());
-            set->attention(ps, 0, blocks / 2, scratch.data());
+            ps.partial = partial.data();
+            set->attention(ps, units / 2, units, scratch.data());
+            set->attention(ps, 0, units / 2, scratch.data());
+            mega::cpu::attention_finish(*set, ps);
             expect_guard_intact(o_simd, n_out, set->name);
+            expect_guard_intact(partial, size_t(mega::cpu::attention_partial_floats(hdim)), set->name);
             ok = true;
             for (size_t i = 0; i < want.size() && ok; ++i) {
               ok &= simd_ref.near(o_simd[i], o_ref[i], mag[i], ctx + " " + set->name, int64_t(i));
@@ -718,10 +722,12 @@ TEST(Kernels, AttentionSaturatedLaplaceWeightsAreExact) {
                                  AttentionFn::laplace, scores.data(), o_ref.data()};
     mega::cpu::attention_ref(p);
     std::vector<float> scratch(size_t(mega::cpu::attention_scratch_floats(c, z)));
+    std::vector<float> partial(size_t(mega::cpu::attention_partial_floats(hdim)));
+    p.partial = partial.data();
     for (const SimdKernels* set : simd_sets()) {
       std::vector<float> o(size_t(c) * hdim);
       p.o = o.data();
-      set->attention(p, 0, (c + set->query_block - 1) / set->query_block, scratch.data());
+      mega::cpu::attention_all(*set, p, scratch.data());
       for (int32_t i = 0; i < c; ++i) {
         float ones = 0.0f;
         for (int32_t j = 0; j < c; ++j) ones += bias[size_t(c - 1 + j - i)] > 0.0f ? 1.0f : 0.0f;

@@ -93,6 +93,7 @@ struct SessionState {
   float *scores = nullptr, *o = nullptr, *hb = nullptr, *ffn = nullptr;
   double* ema_scratch = nullptr;   // bidirectional fast EMA
   float* attn_scratch[k_max_threads] = {};     // per thread: fused attention
+  float* attn_partial = nullptr;                // fused attention: the split last block's halves
   double* simd_ema_scratch[k_max_threads] = {};  // per thread: SIMD causal EMA
   float* clip = nullptr;        // bidirectional: the scaled clip with its left context
   double* rep = nullptr;        // (D) pooled sum
@@ -123,6 +124,7 @@ struct SessionState {
     hb = a.take<float>(C * D);
     ffn = a.take<float>(C * std::max<int64_t>(F, 1));
     ema_scratch = a.take<double>(N);
+    attn_partial = fused_attention ? a.take<float>(cpu::attention_partial_floats(int32_t(H))) : nullptr;
     for (int32_t t = 0; t < n_threads && simd; ++t) {
       attn_scratch[t] = fused_attention ? a.take<float>(cpu::attention_scratch_floats(int32_t(C), int32_t(Z))) : nullptr;
       simd_ema_scratch[t] = a.take<double>(cpu::ema_scratch_doubles(int32_t(N)));
@@ -271,8 +273,9 @@ struct SessionState {
     } else if (!fused_attention) {
       cpu::attention_blas(ap, math);
     } else {
-      const int32_t qb = simd->query_block;
-      run_units(ap, (hp.chunk_size + qb - 1) / qb, simd->attention, attn_scratch);
+      ap.partial = attn_partial;
+      run_units(ap, cpu::attention_units(*simd, hp.chunk_size), simd->attention, attn_scratch);
+      cpu::attention_finish(*simd, ap);
     }
   }
 

@@ -61,6 +61,7 @@ struct AttentionParams {
   AttentionFn fn = AttentionFn::laplace;
   float* scores = nullptr;   // reference and blas only
   float* o = nullptr;
+  float* partial = nullptr;  // fused only: the split last block's two halves (attention_partial_floats)
 };
 void attention_ref(const AttentionParams& p);
 // Optimized: SimdKernels::attention (laplace, relu2); softmax and the

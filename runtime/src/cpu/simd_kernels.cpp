@@ -111,6 +111,35 @@ int32_t simd_kernel_sets(const SimdKernels** out, int32_t max) {
   return n;
 }
 
+namespace {
+// Whether the last query block is split (see attention_units), and where.
+bool split_last_block(int32_t query_block, int32_t c) {
+  const int32_t blocks = (c + query_block - 1) / query_block;
+  return blocks > 1 && blocks % 2 == 1;
+}
+}  // namespace
+
+int32_t attention_units(const SimdKernels& k, int32_t c) {
+  return (c + k.query_block - 1) / k.query_block + (split_last_block(k.query_block, c) ? 1 : 0);
+}
+
+void attention_finish(const SimdKernels& k, const AttentionParams& p) {
+  if (!split_last_block(k.query_block, p.c)) return;
+  const int32_t i0 = (p.c - 1) / k.query_block * k.query_block;
+  const int64_t n = int64_t(p.c - i0) * p.hdim;
+  const float* a = p.partial;
+  const float* b = p.partial + int64_t(k.query_block) * p.hdim;
+  float* o = p.o + int64_t(i0) * p.hdim;
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+}
+
+void attention_all(const SimdKernels& k, const AttentionParams& p, float* scratch) {
+  k.attention(p, 0, attention_units(k, p.c), scratch);
+  attention_finish(k, p);
+}
+
+int64_t attention_partial_floats(int32_t hdim) { return int64_t(2) * k_max_query_block * hdim; }
+
 int64_t attention_scratch_floats(int32_t c, int32_t z) {
   return int64_t(z) * k_max_query_block + attention_arg_floats(c) + int64_t(c) * k_max_query_block;
 }

@@ -23,11 +23,11 @@ struct SimdKernels {
   // queries for the attention, groups of ema_group channels for the EMA.
   int32_t query_block = 0;
   int32_t ema_group = 0;
-  // Fused laplace or relu2 attention for the query blocks [begin, end): the
-  // scores of one block are computed, passed through the attention function
-  // and multiplied into v while they are in cache; the (c x c) matrix is
-  // never written. scratch: attention_scratch_floats() floats. Softmax is
-  // not fused (attention_blas).
+  // Fused laplace or relu2 attention for the work units [begin, end) of
+  // attention_units(): the scores of one query block are computed, passed
+  // through the attention function and multiplied into v while they are in
+  // cache; the (c x c) matrix is never written. scratch:
+  // attention_scratch_floats() floats. Softmax is not fused (attention_blas).
   void (*attention)(const AttentionParams& p, int32_t begin, int32_t end, float* scratch) = nullptr;
   // y = x w^T + b for projections with packed weights (LinearWeights::packed).
   void (*linear)(const LinearParams& p) = nullptr;
@@ -43,7 +43,19 @@ const SimdKernels& simd_kernels();
 // Every set this CPU supports, fastest first; returns how many (<= 3).
 int32_t simd_kernel_sets(const SimdKernels** out, int32_t max);
 
+// The fused attention's work units for a chunk of c tokens: one per query
+// block, except that an odd number of blocks (more than one) has its last
+// block split into two halves of the keys (weights without normalization add
+// up over keys), so that two threads get equal shares. The split depends on c
+// and the set only, never on the thread count, so the results do not either.
+// After all units have run, attention_finish adds the halves into p.o.
+int32_t attention_units(const SimdKernels& k, int32_t c);
+void attention_finish(const SimdKernels& k, const AttentionParams& p);
+// Every unit in turn, then attention_finish: the whole chunk on one thread.
+void attention_all(const SimdKernels& k, const AttentionParams& p, float* scratch);
+
 // Scratch sizes, valid for every set.
+int64_t attention_partial_floats(int32_t hdim);
 int64_t attention_scratch_floats(int32_t c, int32_t z);
 int64_t ema_scratch_doubles(int32_t n_dim);
 
