@@ -2,13 +2,14 @@
 """Measure a .mega model with the shipped runtime (keyword_spotter).
 
   evaluate.py --ks build/keyword_spotter --model MODEL.mega --data DIR [--split testing]
-              [--stream stream.wav --stream-labels stream.csv] [--json-out results.json]
+              [--stream stream.wav --stream-labels stream.csv [--sweep]] [--json-out results.json]
 
 Clip accuracy: `keyword_spotter classify --json` on every clip of the split
 (1 s clips, classified as one window), with a confusion matrix.
 Streaming: `keyword_spotter scan --json` over a continuous recording, scored
 against its labels: recall of keyword occurrences, false alarms overall and
-per hour of keyword-free audio.
+per hour of keyword-free audio. --sweep adds the trade-off over thresholds
+and smoothing (scan --threshold T --smoothing H), one table row per threshold.
 """
 import argparse
 import json
@@ -54,8 +55,12 @@ def clip_accuracy(ks, model, data, split):
             "per_label": per, "labels": labels, "confusion": conf}
 
 
-def stream_eval(ks, model, wav, csv_path):
-    dets = run_json([ks, "scan", "-m", model, "--json", wav])
+SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96)
+SWEEP_SMOOTHING = (3, 1)
+
+
+def stream_eval(ks, model, wav, csv_path, extra=()):
+    dets = run_json([ks, "scan", "-m", model, "--json", *extra, wav])
     keywords, free = streamscore.read_stream_labels(csv_path)
     r = streamscore.score([(d["time_s"], d["label"]) for d in dets], keywords, free)
     return r
@@ -69,6 +74,7 @@ def main() -> int:
     ap.add_argument("--split", default="testing")
     ap.add_argument("--stream")
     ap.add_argument("--stream-labels")
+    ap.add_argument("--sweep", action="store_true", help="with --stream: the recall / false-alarm trade-off")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     result = {}
@@ -91,6 +97,22 @@ def main() -> int:
             print(f"  missed {m[2]} at {m[0]:.2f} s")
         for t, l in s["false_alarm_list"]:
             print(f"  false alarm {l} at {t:.2f} s")
+        if args.sweep:
+            result["sweep"] = []
+            print("| threshold | " + " | ".join(f"smoothing {h}: recall, false alarms (keyword-free)"
+                                               for h in SWEEP_SMOOTHING) + " |")
+            print("|---|" + "---|" * len(SWEEP_SMOOTHING))
+            for thr in SWEEP_THRESHOLDS:
+                cells = []
+                for h in SWEEP_SMOOTHING:
+                    r = stream_eval(args.ks, args.model, args.stream, args.stream_labels,
+                                    ("--threshold", str(thr), "--smoothing", str(h)))
+                    result["sweep"].append({"threshold": thr, "smoothing": h, "recall": r["recall"],
+                                            "detected": r["detected"], "false_alarms": r["false_alarms"],
+                                            "false_alarms_keyword_free": r["false_alarms_keyword_free"]})
+                    cells.append(f"{100 * r['recall']:.1f}% ({r['detected']}/{r['keywords']}), "
+                                 f"{r['false_alarms']} ({r['false_alarms_keyword_free']})")
+                print(f"| {thr} | " + " | ".join(cells) + " |")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(result, f, indent=1)
