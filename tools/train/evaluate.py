@@ -56,7 +56,7 @@ def clip_accuracy(ks, model, data, split):
 
 
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96)
-SWEEP_SMOOTHING = (3, 1)
+SWEEP_SMOOTHING = (3, 2, 1)
 
 
 def stream_eval(ks, model, wav, csv_path, extra=()):
