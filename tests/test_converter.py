@@ -47,7 +47,9 @@ def parse(path):
                 st_input=st.InputAsNumpy().copy(), st_logits=st.ExpectedLogitsAsNumpy().copy())
 
 
-class ConverterTest(unittest.TestCase):
+class TempDirTest(unittest.TestCase):
+    """Each test gets a fresh temporary folder, self.dir."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
@@ -55,6 +57,8 @@ class ConverterTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+
+class ConverterTest(TempDirTest):
     def out(self, name="out.mega"):
         return os.path.join(self.dir, name)
 
@@ -158,15 +162,8 @@ class ConverterTest(unittest.TestCase):
         self.assertNotIn("Traceback", r.stderr)
 
 
-class UnpackTest(unittest.TestCase):
+class UnpackTest(TempDirTest):
     """mega_unpack.py: .mega -> checkpoint, checked against the file's self-test."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def unpack(self, model, out):
         return subprocess.run([sys.executable, UNPACK, model, "-o", out], capture_output=True, text=True)

@@ -37,15 +37,22 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --init 
     --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \
     --threads 1 --speed-prob 0.5 --noise-prob 0.5 >"$T/ft.log"
 grep -q "initialized from" "$T/ft.log"
-$PY - "$T/train.log" "$T/ft.log" "$T/run/losses.txt" "$T/ft/losses.txt" <<'PY'
+$PY - "$T/train.log" "$T/ft.log" <<'PY'
 import re, sys
 n = [int(re.search(r"data: (\d+) training", open(p).read()).group(1)) for p in sys.argv[1:3]]
 assert n[1] == 2 * n[0], f"--extra-data: {n[1]} training clips, expected {2 * n[0]}"
-start = [float(l.split()[1]) for l in open(sys.argv[3])][:10]
-tuned = [float(l.split()[1]) for l in open(sys.argv[4])][:3]
-# the trained weights were really loaded: the first losses are far below a fresh start's
-assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"--init: first losses {tuned} vs a fresh start {start}"
 PY
+# the trained weights were really loaded by --init: the first losses of run $1 are
+# far below a fresh start's (the first training run's)
+expect_weights_loaded() {
+  $PY - "$T/run/losses.txt" "$T/$1/losses.txt" "$2" <<'PY'
+import sys
+start = [float(l.split()[1]) for l in open(sys.argv[1])][:10]
+tuned = [float(l.split()[1]) for l in open(sys.argv[2])][:3]
+assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"{sys.argv[3]}: first losses {tuned} vs a fresh start {start}"
+PY
+}
+expect_weights_loaded ft "--init"
 # --noise-prob: the mixed-in noise or babble sits 0-20 dB below the clip
 $PY - "$ROOT/tools/train" "$T/data" <<'PY'
 import sys
@@ -71,12 +78,7 @@ PY
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/smoke.mega" --classes kws12 --out "$T/ftm" \
     --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 >"$T/ftm.log"
 grep -q "initialized from .*smoke.mega (its step None, validation accuracy unknown)" "$T/ftm.log"
-$PY - "$T/run/losses.txt" "$T/ftm/losses.txt" <<'PY'
-import sys
-start = [float(l.split()[1]) for l in open(sys.argv[1])][:10]
-tuned = [float(l.split()[1]) for l in open(sys.argv[2])][:3]
-assert sum(tuned) / 3 < 0.9 * sum(start) / 10, f"--init .mega: first losses {tuned} vs a fresh start {start}"
-PY
+expect_weights_loaded ftm "--init .mega"
 # --speed-prob: change_speed keeps the length and the word's centre, and scales
 # its duration and pitch by the factor
 $PY - "$ROOT/tools/train" <<'PY'

@@ -269,7 +269,7 @@ def load_init(path):
         if path.endswith(".mega"):
             import mega_unpack  # the FlatBuffers reader, only needed here
             with open(path, "rb") as f:
-                model, labels, detection, _ = mega_unpack.unpack(f.read())
+                model, labels, _, _ = mega_unpack.unpack(f.read())
             return {"model": model.state_dict(), "labels": labels, "step": None, "best_val": None}
         return torch.load(path, map_location="cpu")
     except Exception as e:  # unreadable, corrupt, or not a model: say which file and why

@@ -36,6 +36,14 @@ constexpr int32_t k_max_query_block = 48;  // AVX-512: 3 vectors of 16
 // rounded to whole 64-byte lines so the panel after it stays aligned.
 int64_t attention_arg_floats(int32_t c) { return (int64_t(c) - 1 + k_max_query_block + 15) / 16 * 16; }
 
+// Whether the fused attention splits the last of its query blocks of
+// query_block queries into two key halves (see attention_units): when there
+// is an odd number of blocks, more than one.
+bool split_last_block(int32_t query_block, int32_t c) {
+  const int32_t blocks = (c + query_block - 1) / query_block;
+  return blocks > 1 && blocks % 2 == 1;
+}
+
 #if MEGA_SIMD_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
@@ -110,14 +118,6 @@ int32_t simd_kernel_sets(const SimdKernels** out, int32_t max) {
   for (; n < s.n && n < max; ++n) out[n] = &s.sets[n];
   return n;
 }
-
-namespace {
-// Whether the last query block is split (see attention_units), and where.
-bool split_last_block(int32_t query_block, int32_t c) {
-  const int32_t blocks = (c + query_block - 1) / query_block;
-  return blocks > 1 && blocks % 2 == 1;
-}
-}  // namespace
 
 int32_t attention_units(const SimdKernels& k, int32_t c) {
   return (c + k.query_block - 1) / k.query_block + (split_last_block(k.query_block, c) ? 1 : 0);
