@@ -6,6 +6,9 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libsamplerate0-dev portaudio19-dev
       python3 python3-torch python3-numpy python3-flatbuffers
       sox espeak-ng flite time
+      festival festvox-kallpc16k festvox-ca-ona-hts festvox-czech-dita festvox-czech-krb festvox-czech-machac
+      festvox-czech-ph festvox-italp16k festvox-itapc16k festvox-suopuhe-lj festvox-suopuhe-mv festvox-ru
+      festvox-hi-nsk festvox-mr-nsk festvox-te-nsk
       pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils
       valgrind clang libclang-rt-14-dev)
 missing=()

@@ -7,12 +7,14 @@ set -eu
 KS=$1
 ROOT=$2
 PY=/usr/bin/python3
-for tool in espeak-ng flite sox; do
+for tool in espeak-ng flite sox text2wave; do
   command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 T=$(mktemp -d /tmp/ks_train.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 $PY "$ROOT/tools/data/make_sc10.py" --out "$T/data" --per-word 4 --unknown 12 --silence 8 --jobs 2 --seed 3 >/dev/null
+# voice-disjoint splits: no voice group in two splits, no reserved voice
+$PY "$ROOT/tools/data/check_splits.py" "$T/data" >"$T/splits.log"
 # overfit a handful of clips: the loss must drop fast if gradients flow everywhere
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/run" --preset smoke --steps 100 \
     --batch 16 --lr 1e-2 --warmup 5 --max-per-class 2 --eval-every 100 --threads 1 >"$T/train.log"
@@ -33,14 +35,15 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/run"
     --batch 16 --warmup 5 --max-per-class 2 --eval-every 110 --threads 1 --resume >"$T/resume.log"
 grep -q "resumed at step 100" "$T/resume.log"
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --init "$T/run/last.pt" --classes kws12 \
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --extra-val "$T/data" --init "$T/run/last.pt" --classes kws12 \
     --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \
-    --threads 1 --speed-prob 0.5 --noise-prob 0.5 >"$T/ft.log"
+    --threads 1 --speed-prob 0.5 --noise-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 >"$T/ft.log"
 grep -q "initialized from" "$T/ft.log"
 $PY - "$T/train.log" "$T/ft.log" <<'PY'
 import re, sys
-n = [int(re.search(r"data: (\d+) training", open(p).read()).group(1)) for p in sys.argv[1:3]]
-assert n[1] == 2 * n[0], f"--extra-data: {n[1]} training clips, expected {2 * n[0]}"
+n = [re.search(r"data: (\d+) training, (\d+) validation", open(p).read()).groups() for p in sys.argv[1:3]]
+assert int(n[1][0]) == 2 * int(n[0][0]), f"--extra-data: {n[1][0]} training clips, expected twice {n[0][0]}"
+assert int(n[1][1]) == 2 * int(n[0][1]), f"--extra-val: {n[1][1]} validation clips, expected twice {n[0][1]}"
 PY
 # the trained weights were really loaded by --init: the first losses of run $1 are
 # far below a fresh start's (the first training run's)
@@ -97,6 +100,32 @@ for f in train.SPEED_RANGE + (1.0,):
     assert abs(dur - 2000 / f) < 12 and abs(mid - 8000) < 8, (f, dur, mid)
     assert abs(pitch - 440 * f) < 2, (f, pitch)
 print("change_speed: duration and pitch scale with the factor")
+PY
+# --warp-prob / --mask-prob: a warped filter responds at factor x its frequency; the
+# augmentation leaves evaluation (and so the converted model) untouched
+$PY - "$ROOT/tools/train" "$ROOT/tools/convert" <<'PY'
+import sys
+sys.path[:0] = sys.argv[1:3]
+import numpy as np
+import torch
+import mega_torch as mt
+import train
+cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
+m = mt.MegaKWS(cfg)
+x = torch.randn(8, 16000) * 0.1
+m.eval()
+ref = m.embed_tokens(x)
+train.SpeakerAugment(m, 1.0, 1.0, np.random.default_rng(0))
+assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
+m.train()
+assert not torch.allclose(m.embed_tokens(x), ref), "augmentation did nothing in training"
+w = m.embed_tokens.weight.detach()
+def peak_hz(v):
+    return np.argmax(np.abs(np.fft.rfft(v.numpy(), 16000)))
+for f in train.WARP_RANGE:
+    j = w.shape[0] // 4
+    assert abs(peak_hz(train.warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
+print("warp_filters: filters move by the factor; evaluation unchanged")
 PY
 # --unknown-share: class shares of the sampling distribution
 $PY - "$ROOT/tools/train" "$T/data" <<'PY'

@@ -16,13 +16,20 @@ Commands words plus near-miss and common words, so that a live detector learns
 to stay quiet on other speech) and _silence_ (noise, hum, near-silence, clicks;
 no speech).
 
-Speech sources (ONLY these; other engines and voices are kept for evaluation):
-  * espeak-ng, English gmw voices (ESPEAK_VOICES; not the mbrola ones), each clip
-    with a random variant from espeak-ng's variant folder (voices/!v: m1..m8,
-    f1..f5, klatt*, whisper, croak, ...) or none, rate -s 110..220, pitch -p 20..80.
-  * flite, voices kal (8 kHz) and kal16, duration_stretch 0.8..1.3 and
-    int_f0_target_mean 90..160.
-  About 85 % espeak-ng, 15 % flite.
+Speech sources: the voice pool of tools/data/voices.py (ONLY those; the reserved
+voices named there are refused by name and judge the model from outside):
+  * espeak-ng, its English voices and the voices of 30 other languages reading
+    the English words (accents), each clip with a random variant from espeak-ng's
+    variant folder (voices/!v: m1..m8, f1..f5, klatt*, whisper, croak, ...) or
+    none, rate -s 110..220, pitch -p 20..80;
+  * flite kal (8 kHz) and kal16, duration_stretch 0.8..1.3, int_f0_target_mean 90..160;
+  * festival: kal_diphone and 13 non-English voices (Czech dita, krb (a child),
+    machac, ph; Catalan ona; Italian lp, pc; Finnish lj, mv; Russian; the Hindi,
+    Marathi and Telugu NSK voices), Duration_Stretch 0.8..1.3.
+  Non-English voices read the keywords through phonetic respellings
+  (voices.RESPELL, checked with tools/data/voice_check.py: docs/voices.md).
+  Half the renderings are warped (resampled 0.88..1.15x: pitch, formants and
+  tempo together) before trimming.
 
 Per speech clip: synthesize -> resample to 16 kHz (sox) -> trim leading and
 trailing silence (energy based) -> if the word is longer than 0.95 s, speed it
@@ -48,13 +55,16 @@ output does not depend on --jobs and clip k of a label is the same whatever
 --per-word / --unknown / --silence are (prefix-stable). The babble bank and
 the set of usable variants are deterministic too (same tool versions assumed).
 
-Splits: a clip is named "<spk8>_<index>_nohash_0.wav" where spk8 is the first
-8 hex digits of sha1("engine:voice:variant") (the "speaker") and index is the
-clip's index within its label. The split is the real dataset's which_set()
-hash of the part before "_nohash_", i.e. of speaker id AND clip index, so each
-voice/variant appears in every split but validation and testing hold renderings
-with unseen seeds (rate, pitch, placement, noise, ...). Running the Speech
-Commands which_set() on these names reproduces the list files.
+Splits are voice-disjoint: every voice group (voices.py: one engine + voice, or
+the voices of one recorded speaker) belongs to one split, and a clip draws its
+split first (10 % validation, 10 % testing) and then a voice of that split. A
+clip is named "<spk8>_<index>_nohash_0.wav" (spk8: the first 8 hex digits of
+sha1("engine:voice:variant"); index: the clip's index within its label); the
+list files hold the splits, and tools/data/check_splits.py verifies them.
+
+Resuming: clips are made in shards of SHARD whose results are kept in
+OUT/parts/; the same command run again after an interruption continues after
+the last finished shard.
 
 manifest.csv columns: path, label, split, engine (espeak-ng | flite | noise),
 voice, variant, rate (espeak-ng: words per minute; flite: duration_stretch),
@@ -63,15 +73,18 @@ no added noise), reverb ("rt60=0.32,wet=0.55" or empty), band ("tel",
 "lp4200" or empty), level_dbfs (speech clips: peak of the speech part; silence
 clips: RMS of the clip), offset_s (where the trimmed word starts), and extra
 columns word, word_dur_s (the trimmed word spans [offset_s, offset_s +
-word_dur_s]), tempo (sox tempo factor, 1 = none), noise (noise type).
+word_dur_s]), tempo (sox tempo factor, 1 = none), noise (noise type), text
+(what the voice was given to read: the word or its respelling), warp (the
+resampling warp factor, 1 = none).
 
-Needs: /usr/bin/python3 with numpy, and the espeak-ng, flite and sox commands
-(apt-get install espeak-ng flite sox).
+Needs: /usr/bin/python3 with numpy, and the espeak-ng, flite, festival and sox
+commands with the festvox voices above (scripts/setup.sh installs them).
 """
 
 import argparse
 import csv
 import hashlib
+import json
 import multiprocessing as mp
 import os
 import re
@@ -84,6 +97,9 @@ import time
 import wave
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import voices as vc  # noqa: E402
 
 SR = 16000
 CLIP = SR  # samples per clip (1.000 s)
@@ -115,15 +131,12 @@ COMMON = ("okay hey the and hello music weather please play next call time what 
 UNKNOWN_WORDS = SC_OTHER + NEAR_MISS + COMMON
 assert not set(UNKNOWN_WORDS) & set(KEYWORDS)
 
-ESPEAK_VOICES = ["en-gb", "en-us", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-gb-x-gbcwmd",
-                 "en-029", "en-us-nyc"]
-FLITE_VOICES = ["kal", "kal16"]
-P_FLITE = 0.15
 P_NO_VARIANT = 0.05          # espeak-ng clips rendered with the bare voice
 RATE_RANGE = (110, 220)      # espeak-ng -s
 PITCH_RANGE = (20, 80)       # espeak-ng -p
 STRETCH_RANGE = (0.8, 1.3)   # flite duration_stretch
 F0_RANGE = (90, 160)         # flite int_f0_target_mean
+P_WARP, WARP_RANGE = 0.5, (0.88, 1.15)  # resampling warp: pitch, formants and tempo together
 
 MAX_WORD_S = 0.95            # longer words are sped up (sox tempo) ...
 MAX_TEMPO = 1.6              # ... by at most this factor, else re-drawn
@@ -137,31 +150,19 @@ SPEECH_NOISES = ["white", "pink", "brown", "babble", "hum"]
 LEVEL_RANGE_DBFS = (-20.0, -3.0)
 
 BABBLE_BANK_SIZE = 300
+SHARD = 500                  # clips per resumable unit of work
 BABBLE_CODE = 1000           # SeedSequence label code of the babble bank
 
 VAL_PCT, TEST_PCT = 10.0, 10.0
-MAX_NUM_WAVS_PER_CLASS = 2 ** 27 - 1  # as in the Speech Commands which_set()
 
 MANIFEST_FIELDS = ["path", "label", "split", "engine", "voice", "variant", "rate", "pitch", "snr_db", "reverb",
-                   "band", "level_dbfs", "offset_s", "word", "word_dur_s", "tempo", "noise"]
+                   "band", "level_dbfs", "offset_s", "word", "word_dur_s", "tempo", "noise", "text", "warp"]
 
 # Filled in the parent before the worker processes fork.
-G = {"variants": [], "bank": [], "tmp_root": None, "out": None}
+G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None}
 
 
 # ----------------------------------------------------------------------------- splits
-
-def which_set(filename: str, validation_percentage: float = VAL_PCT, testing_percentage: float = TEST_PCT) -> str:
-    """The Speech Commands split rule: hash of the file name up to '_nohash_'."""
-    hash_name = re.sub(r"_nohash_.*$", "", os.path.basename(filename))
-    h = int(hashlib.sha1(hash_name.encode("utf-8")).hexdigest(), 16)
-    pct = (h % (MAX_NUM_WAVS_PER_CLASS + 1)) * (100.0 / MAX_NUM_WAVS_PER_CLASS)
-    if pct < validation_percentage:
-        return "validation"
-    if pct < validation_percentage + testing_percentage:
-        return "testing"
-    return "training"
-
 
 def clip_name(speaker_id: str, index: int) -> str:
     return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{index:05d}_nohash_0.wav"
@@ -353,17 +354,24 @@ def tmp_dir() -> str:
     return d
 
 
-def synthesize(spk: dict, word: str) -> np.ndarray:
-    """Render one word with the given engine settings; float32 at 16 kHz, untrimmed (empty on failure)."""
+def synthesize(spk: dict, text: str) -> np.ndarray:
+    """Render `text` with the given engine settings; float32 at 16 kHz, untrimmed (empty on failure)."""
+    vc.check_allowed(spk["engine"], spk["voice"], spk["variant"])
     out = os.path.join(tmp_dir(), "tts.wav")
     if os.path.exists(out):
         os.remove(out)
     if spk["engine"] == "espeak-ng":
         v = spk["voice"] + (f"+{spk['variant']}" if spk["variant"] else "")
-        cmd = ["espeak-ng", "-v", v, "-s", str(spk["rate"]), "-p", str(spk["pitch"]), "-w", out, word]
-    else:
+        cmd = ["espeak-ng", "-v", v, "-s", str(spk["rate"]), "-p", str(spk["pitch"]), "-w", out, text]
+    elif spk["engine"] == "flite":
         cmd = ["flite", "-voice", spk["voice"], "--setf", f"duration_stretch={spk['rate']}",
-               "--setf", f"int_f0_target_mean={spk['pitch']}", "-t", word, "-o", out]
+               "--setf", f"int_f0_target_mean={spk['pitch']}", "-t", text, "-o", out]
+    else:  # festival: the text from a file (UTF-8), duration stretch as a parameter
+        txt = os.path.join(tmp_dir(), "tts.txt")
+        with open(txt, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        cmd = ["text2wave", "-eval", f"(voice_{spk['voice']})",
+               "-eval", f"(Parameter.set 'Duration_Stretch {spk['rate']})", "-o", out, txt]
     try:
         r = subprocess.run(cmd, capture_output=True, timeout=60)
     except subprocess.TimeoutExpired:
@@ -373,26 +381,61 @@ def synthesize(spk: dict, word: str) -> np.ndarray:
     return load_16k(out)
 
 
-def draw_speaker(rng: np.random.Generator) -> dict:
-    if rng.random() < P_FLITE:
-        return dict(engine="flite", voice=str(rng.choice(FLITE_VOICES)), variant="",
-                    rate=round(float(rng.uniform(*STRETCH_RANGE)), 2), pitch=int(rng.integers(F0_RANGE[0], F0_RANGE[1] + 1)))
-    variants = G["variants"]
-    variant = "" if (rng.random() < P_NO_VARIANT or not variants) else str(variants[int(rng.integers(len(variants)))])
-    return dict(engine="espeak-ng", voice=str(rng.choice(ESPEAK_VOICES)), variant=variant,
-                rate=int(rng.integers(RATE_RANGE[0], RATE_RANGE[1] + 1)),
-                pitch=int(rng.integers(PITCH_RANGE[0], PITCH_RANGE[1] + 1)))
+def draw_voice(rng: np.random.Generator, split: str) -> "vc.Voice":
+    """A voice of `split`: a family by FAMILY_WEIGHTS (among those the split has), then a voice of it."""
+    pool = G["voices"][split]
+    fams = sorted({v.family for v in pool})
+    w = np.array([vc.FAMILY_WEIGHTS[f] for f in fams])
+    fam = fams[int(rng.choice(len(fams), p=w / w.sum()))]
+    cands = [v for v in pool if v.family == fam]
+    return cands[int(rng.integers(len(cands)))]
+
+
+def draw_speaker(rng: np.random.Generator, split: str) -> dict:
+    v = draw_voice(rng, split)
+    spk = dict(engine=v.engine, voice=v.name, variant="", obj=v)
+    if v.engine == "flite":
+        spk.update(rate=round(float(rng.uniform(*STRETCH_RANGE)), 2), pitch=int(rng.integers(F0_RANGE[0], F0_RANGE[1] + 1)))
+    elif v.engine == "festival":
+        spk.update(rate=round(float(rng.uniform(*STRETCH_RANGE)), 2), pitch="")
+    else:
+        variants = G["variants"]
+        spk.update(variant="" if (rng.random() < P_NO_VARIANT or not variants) else str(variants[int(rng.integers(len(variants)))]),
+                   rate=int(rng.integers(RATE_RANGE[0], RATE_RANGE[1] + 1)),
+                   pitch=int(rng.integers(PITCH_RANGE[0], PITCH_RANGE[1] + 1)))
+    return spk
 
 
 def speaker_id(spk: dict) -> str:
     return f"{spk['engine']}:{spk['voice']}:{spk['variant']}"
 
 
-def render_word(rng: np.random.Generator, word: str, fails: list, max_s: float = MAX_WORD_S):
-    """Draw a speaker and render+trim `word`; returns (spk, audio, tempo) or None after 6 tries."""
+def warp(x: np.ndarray, factor: float) -> np.ndarray:
+    """Play `x` `factor` times faster by linear interpolation: pitch, formants (the
+    vocal tract length) and tempo all scale by `factor`."""
+    n = len(x)
+    m = max(2, int(round(n / factor)))
+    return np.interp(np.arange(m) * (n - 1) / (m - 1), np.arange(n), x).astype(np.float32)
+
+
+def render_word(rng: np.random.Generator, label: str, split: str, fails: list, max_s: float = MAX_WORD_S):
+    """Draw a speaker of `split` and a word for `label` (the keyword, or an unknown word the
+    voice can read), render, warp and trim it; returns (spk, word, audio, tempo, warp) or None
+    after 6 tries."""
     for _ in range(6):
-        spk = draw_speaker(rng)
-        x = trim(synthesize(spk, word))
+        spk = draw_speaker(rng, split)
+        v = spk["obj"]
+        if label == UNKNOWN:
+            words = vc.unknown_words_for(v, UNKNOWN_WORDS)
+            if v.script in vc.LATIN and rng.random() < 0.5:
+                words = SC_OTHER
+            word = str(words[int(rng.integers(len(words)))])
+        else:
+            word = label
+        x = trim(synthesize(spk, v.text_for(word)))
+        wf = float(rng.uniform(*WARP_RANGE)) if rng.random() < P_WARP else 1.0
+        if wf != 1.0 and len(x):
+            x = trim(warp(x, wf))
         if len(x) < MIN_WORD_S * SR:
             fails.append((speaker_id(spk), "empty"))
             continue
@@ -406,8 +449,13 @@ def render_word(rng: np.random.Generator, word: str, fails: list, max_s: float =
             if not (MIN_WORD_S * SR <= len(x) <= max_s * SR):
                 fails.append((speaker_id(spk), "tempo failed"))
                 continue
-        return spk, x, tempo
+        return spk, word, x, tempo, wf
     return None
+
+
+def draw_split(rng: np.random.Generator) -> str:
+    u = rng.random() * 100.0
+    return "validation" if u < VAL_PCT else "testing" if u < VAL_PCT + TEST_PCT else "training"
 
 
 # ----------------------------------------------------------------------------- clip makers
@@ -415,16 +463,12 @@ def render_word(rng: np.random.Generator, word: str, fails: list, max_s: float =
 def make_speech_clip(seed: int, label: str, index: int) -> dict:
     code = LABELS.index(label)
     rng = clip_rng(seed, code, index)
+    split = draw_split(rng)
     fails = []
-    word = label if label != UNKNOWN else str(
-        rng.choice(SC_OTHER) if rng.random() < 0.5 else rng.choice(NEAR_MISS + COMMON))
-    got = render_word(rng, word, fails)
-    if got is None:  # e.g. an unknown word that no drawn voice could render short enough: other word
-        word = label if label != UNKNOWN else str(rng.choice(UNKNOWN_WORDS))
-        got = render_word(rng, word, fails)
+    got = render_word(rng, label, split, fails)
     if got is None:
-        return dict(row=None, fails=fails, error=f"{label}/{index}: could not render '{word}'")
-    spk, w, tempo = got
+        return dict(row=None, fails=fails, error=f"{label}/{index}: could not render it with a {split} voice")
+    spk, word, w, tempo, wf = got
 
     guard = min(int(0.02 * SR), (CLIP - len(w)) // 2)  # keep >= 20 ms (when possible) from the clip edges
     offset = int(rng.integers(guard, CLIP - len(w) - guard + 1))
@@ -453,10 +497,11 @@ def make_speech_clip(seed: int, label: str, index: int) -> dict:
     name = clip_name(speaker_id(spk), index)
     rel = f"{label}/{name}"
     write_wav(os.path.join(G["out"], rel), to_pcm16(rng, mix))
-    row = dict(path=rel, label=label, split=which_set(name), engine=spk["engine"], voice=spk["voice"],
+    row = dict(path=rel, label=label, split=split, engine=spk["engine"], voice=spk["voice"],
                variant=spk["variant"], rate=spk["rate"], pitch=spk["pitch"], snr_db="" if snr is None else snr,
                reverb=rev, band=band, level_dbfs=f"{level:.1f}", offset_s=f"{offset / SR:.4f}", word=word,
-               word_dur_s=f"{len(w) / SR:.4f}", tempo=f"{tempo:.3f}", noise=noise_kind)
+               word_dur_s=f"{len(w) / SR:.4f}", tempo=f"{tempo:.3f}", noise=noise_kind, text=spk["obj"].text_for(word),
+               warp=f"{wf:.3f}")
     return dict(row=row, fails=fails, error=None)
 
 
@@ -466,6 +511,7 @@ SILENCE_P = [0.15, 0.17, 0.13, 0.15, 0.2, 0.2]
 
 def make_silence_clip(seed: int, index: int) -> dict:
     rng = clip_rng(seed, LABELS.index(SILENCE), index)
+    split = draw_split(rng)
     kind = str(rng.choice(SILENCE_KINDS, p=SILENCE_P))
     if kind == "digital":
         x = colored_noise(rng, CLIP, "white") * np.float32(10 ** (rng.uniform(-100, -80) / 20))
@@ -499,20 +545,20 @@ def make_silence_clip(seed: int, index: int) -> dict:
     name = clip_name(spk, index)
     rel = f"{SILENCE}/{name}"
     write_wav(os.path.join(G["out"], rel), pcm)
-    row = dict(path=rel, label=SILENCE, split=which_set(name), engine="noise", voice=kind, variant=variant,
+    row = dict(path=rel, label=SILENCE, split=split, engine="noise", voice=kind, variant=variant,
                rate="", pitch="", snr_db="", reverb="", band=band,
                level_dbfs=f"{db(rms(pcm.astype(np.float32) / 32768.0)):.1f}", offset_s="", word="",
-               word_dur_s="", tempo="", noise=kind)
+               word_dur_s="", tempo="", noise=kind, text="", warp="")
     return dict(row=row, fails=[], error=None)
 
 
 def bank_word(seed: int, index: int):
     """One babble-bank word: an unrelated word, any engine, peak-normalized."""
     rng = clip_rng(seed, BABBLE_CODE, index)
-    got = render_word(rng, str(rng.choice(UNKNOWN_WORDS)), [], max_s=2.0)
+    got = render_word(rng, UNKNOWN, "training", [], max_s=2.0)  # training voices only
     if got is None:
         return None
-    return (got[1] / max(peak(got[1]), 1e-9)).astype(np.float32)
+    return (got[2] / max(peak(got[2]), 1e-9)).astype(np.float32)
 
 
 def do_task(task):
@@ -522,8 +568,8 @@ def do_task(task):
     if kind == "probe":
         spk = dict(engine=label[0], voice=label[1], variant=label[2],
                    rate=175 if label[0] == "espeak-ng" else 1.0, pitch=50 if label[0] == "espeak-ng" else 100)
-        x = synthesize(spk, "seven")
-        return (label, len(trim(x)) / SR, hashlib.sha1(x.tobytes()).hexdigest())
+        x = synthesize(spk, label[3])
+        return (label[:3], len(trim(x)) / SR, hashlib.sha1(x.tobytes()).hexdigest())
     try:
         if label == SILENCE:
             return make_silence_clip(seed, index)
@@ -568,9 +614,10 @@ def main():
     ap.add_argument("--silence", type=int, default=1200, help="_silence_ clips")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
-    for tool in ("espeak-ng", "flite", "sox"):
+    for tool in ("espeak-ng", "flite", "sox", "text2wave"):
         if shutil.which(tool) is None:
-            sys.exit(f"make_sc10: '{tool}' not found (apt-get install espeak-ng flite sox)")
+            sys.exit(f"make_sc10: '{tool}' not found (scripts/setup.sh installs the voices: "
+                     "apt-get install espeak-ng flite sox festival festvox-...)")
 
     t0 = time.time()
     out = os.path.abspath(args.out)
@@ -582,29 +629,24 @@ def main():
     try:
         # 1) probe voices and variants; drop the ones that do not render
         variants = espeak_variants()
-        probes = [("probe", 0, ("espeak-ng", v, ""), 0) for v in ESPEAK_VOICES]
-        probes += [("probe", 0, ("espeak-ng", "en-us", v), 0) for v in variants]
-        probes += [("probe", 0, ("flite", v, ""), 0) for v in FLITE_VOICES]
+        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), 0) for v in vc.VOICES]
+        probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), 0) for v in variants if not vc.is_reserved(v)]
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
         res = list(run_tasks(pool, probes, 4))
-        bad = [r[0] for r in res if r[1] < MIN_WORD_S]
-        base_hash = next(r[2] for r in res if r[0] == ("espeak-ng", "en-us", ""))
-        same_as_base = [r[0][2] for r in res if r[0][2] and r[2] == base_hash]
-        for b in bad:
-            print(f"skipped (does not render): {b[0]} {b[1]}{'+' + b[2] if b[2] else ''}", flush=True)
-        bad_voices = {b[1] for b in bad if b[0] == "espeak-ng" and not b[2]}
-        ESPEAK_VOICES[:] = [v for v in ESPEAK_VOICES if v not in bad_voices]
-        FLITE_VOICES[:] = [v for v in FLITE_VOICES if ("flite", v, "") not in bad]
-        G["variants"] = [v for v in variants if ("espeak-ng", "en-us", v) not in bad]
-        if not ESPEAK_VOICES:
-            sys.exit("make_sc10: no espeak-ng voice renders")
-        print(f"espeak-ng voices: {len(ESPEAK_VOICES)}, variants: {len(G['variants'])} "
-              f"({len(same_as_base)} sound like the bare voice: {' '.join(same_as_base)}), "
-              f"flite voices: {' '.join(FLITE_VOICES)}", flush=True)
-
         if pool is not None:
             pool.close()
             pool.join()
+        bad = [r[0] for r in res if r[1] < MIN_WORD_S]
+        for b in bad:
+            print(f"skipped (does not render): {b[0]} {b[1]}{'+' + b[2] if b[2] else ''}", flush=True)
+        usable = [v for v in vc.VOICES if (v.engine, v.name, "") not in bad]
+        G["voices"] = {sp: vc.voices_of(sp, usable) for sp in vc.SPLITS}
+        G["variants"] = [v for v in variants if not vc.is_reserved(v) and ("espeak-ng", "en-us", v) not in bad]
+        for sp in vc.SPLITS:
+            if not G["voices"][sp]:
+                sys.exit(f"make_sc10: no {sp} voice renders")
+            print(f"{sp} voices ({len(G['voices'][sp])}): {' '.join(v.id for v in G['voices'][sp])}", flush=True)
+        print(f"espeak-ng variants: {len(G['variants'])}", flush=True)
 
         # 2) babble bank (parent keeps it; the clip workers inherit it by fork)
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
@@ -615,26 +657,48 @@ def main():
         G["bank"] = [b for b in bank if b is not None]
         print(f"babble bank: {len(G['bank'])} words ({time.time() - t0:.0f} s)", flush=True)
 
-        # 3) the clips
+        # 3) the clips, in shards whose results are kept in OUT/parts: an interrupted
+        # run started again with the same arguments continues after the last shard.
         counts = {k: args.per_word for k in KEYWORDS}
         counts[UNKNOWN], counts[SILENCE] = args.unknown, args.silence
         tasks = [("clip", args.seed, lab, i) for lab in LABELS for i in range(counts[lab])]
         # interleave labels so that progress and load are even
         tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), LABELS.index(t[2])))
-        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+        parts = os.path.join(out, "parts")
+        os.makedirs(parts, exist_ok=True)
+        run_key = f"seed={args.seed} counts={sorted(counts.items())}"
         rows, errors, fails = [], [], {}
-        t1 = time.time()
-        for k, r in enumerate(run_tasks(pool, tasks, 8), 1):
-            if r["row"] is not None:
-                rows.append(r["row"])
-            if r["error"]:
-                errors.append(r["error"])
-            for spk, why in r["fails"]:
+        t1, done = time.time(), 0
+        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+        for first in range(0, len(tasks), SHARD):
+            path = os.path.join(parts, f"{first // SHARD:05d}.json")
+            part = None
+            if os.path.exists(path):
+                with open(path) as f:
+                    part = json.load(f)
+                if part.get("key") != run_key:
+                    part = None
+            if part is None:
+                part = {"key": run_key, "rows": [], "errors": [], "fails": []}
+                for r in run_tasks(pool, tasks[first:first + SHARD], 8):
+                    if r["row"] is not None:
+                        part["rows"].append(r["row"])
+                    if r["error"]:
+                        part["errors"].append(r["error"])
+                    part["fails"] += r["fails"]
+                with open(path + ".tmp", "w") as f:
+                    json.dump(part, f)
+                os.replace(path + ".tmp", path)
+                done += min(SHARD, len(tasks) - first)
+                el = time.time() - t1
+                left = len(tasks) - first - SHARD
+                print(f"  {min(first + SHARD, len(tasks))}/{len(tasks)} clips, {el:.0f} s, "
+                      f"eta {el / done * max(0, left):.0f} s", flush=True)
+            rows += part["rows"]
+            errors += part["errors"]
+            for spk, why in part["fails"]:
                 fails.setdefault(spk, {}).setdefault(why, 0)
                 fails[spk][why] += 1
-            if k % 1000 == 0 or k == len(tasks):
-                el = time.time() - t1
-                print(f"  {k}/{len(tasks)} clips, {el:.0f} s, eta {el / k * (len(tasks) - k):.0f} s", flush=True)
         if pool is not None:
             pool.close()
             pool.join()
@@ -674,10 +738,9 @@ def main():
         "(the rest is training), manifest.csv (how each clip was made). See the docstring of",
         "tools/data/make_sc10.py for the generation recipe and the split rule.",
         "",
-        "Speech: espeak-ng voices " + " ".join(ESPEAK_VOICES) + f" x {len(G['variants'])} variants;",
-        "flite voices " + " ".join(FLITE_VOICES) + ". Clips per engine: " + ", ".join(f"{k} {v}" for k, v in sorted(eng.items())),
+        *[f"{sp} voices: " + " ".join(v.id for v in G["voices"][sp]) for sp in vc.SPLITS],
+        f"espeak-ng variants: {len(G['variants'])}. Clips per engine: " + ", ".join(f"{k} {v}" for k, v in sorted(eng.items())),
         "Skipped (did not render): " + (", ".join(skipped) if skipped else "none"),
-        f"Variants that sound like the bare voice (kept): {' '.join(same_as_base) or 'none'}",
         "",
         *lines,
         "",

@@ -12,6 +12,7 @@ per hour of keyword-free audio. --sweep adds the trade-off over thresholds
 and smoothing (scan --threshold T --smoothing H), one table row per threshold.
 """
 import argparse
+import csv
 import json
 import os
 import subprocess
@@ -50,9 +51,40 @@ def clip_accuracy(ks, model, data, split):
         conf[idx[truth]][idx[r["label"]]] += 1
     per = {l: conf[i][i] / max(1, sum(conf[i])) for i, l in enumerate(labels)}
     total = sum(map(sum, conf))
-    return {"split": split, "clips": total, "errors": errors,
-            "accuracy": sum(conf[i][i] for i in range(len(labels))) / max(1, total),
-            "per_label": per, "labels": labels, "confusion": conf}
+    kw = [i for i, l in enumerate(labels) if not l.startswith("_")]
+    other = [i for i, l in enumerate(labels) if l.startswith("_")]
+    kw_clips = sum(sum(conf[i]) for i in kw)
+    unk = labels.index("_unknown_") if "_unknown_" in labels else None
+    result = {"split": split, "clips": total, "errors": errors,
+              "accuracy": sum(conf[i][i] for i in range(len(labels))) / max(1, total),
+              "per_label": per, "labels": labels, "confusion": conf,
+              # the targets' terms: keywords right; keywords called _unknown_; non-keywords
+              # (_unknown_, _silence_) classified as any non-keyword label
+              "keyword_accuracy": sum(conf[i][i] for i in kw) / max(1, kw_clips),
+              "keyword_to_unknown": (sum(conf[i][unk] for i in kw) / max(1, kw_clips)) if unk is not None else None,
+              "rejected": {labels[i]: sum(conf[i][j] for j in other) / max(1, sum(conf[i])) for i in other}}
+    result["per_voice"] = per_voice(rows, data, labels)
+    return result
+
+
+def per_voice(rows, data, labels):
+    """Keyword accuracy per voice (engine:voice) from the dataset's manifest.csv, if any."""
+    path = os.path.join(data, "manifest.csv")
+    if not os.path.exists(path):
+        return {}
+    with open(path, newline="") as f:
+        voice = {r["path"]: f"{r['engine']}:{r['voice']}" for r in csv.DictReader(f)}
+    out = {}
+    for r in rows:
+        if "error" in r:
+            continue
+        rel = os.path.relpath(r["file"], data)
+        truth = rel.split("/")[0]
+        if truth.startswith("_") or rel not in voice:
+            continue
+        n, k = out.get(voice[rel], (0, 0))
+        out[voice[rel]] = (n + 1, k + (r["label"] == truth))
+    return {v: {"clips": n, "keyword_accuracy": k / n} for v, (n, k) in sorted(out.items())}
 
 
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96)
@@ -83,6 +115,10 @@ def main() -> int:
         result["clips"] = c
         print(f"{args.split}: {c['clips']} clips, accuracy {c['accuracy']:.4f}")
         print("  " + ", ".join(f"{l} {a:.3f}" for l, a in c["per_label"].items()))
+        print(f"  keywords: {c['keyword_accuracy']:.4f} right, {c['keyword_to_unknown'] or 0:.4f} called _unknown_; "
+              "rejected: " + ", ".join(f"{l} {a:.3f}" for l, a in c["rejected"].items()))
+        for v, r in c["per_voice"].items():
+            print(f"  voice {v}: {r['keyword_accuracy']:.3f} of {r['clips']} keyword clips")
         w = max(len(l) for l in c["labels"])
         print(" " * (w + 2) + " ".join(f"{l[:5]:>5}" for l in c["labels"]))
         for l, row in zip(c["labels"], c["confusion"]):

@@ -230,6 +230,80 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     return torch.from_numpy(x), torch.from_numpy(ds.y[idx])
 
 
+WARP_RANGE = (0.88, 1.14)  # --warp-prob: frequency-warp factors of the front end's filters
+
+
+def warp_filters(weight: torch.Tensor, factor: float) -> torch.Tensor:
+    """The (rows, K) patch filters stretched in frequency by `factor` about the
+    window centre: w'[n] = factor * w(c + (n - c) * factor), linearly interpolated,
+    zero outside the kernel. A filter at f Hz then responds at f * factor Hz with
+    about the same gain: the spectrum the model sees is warped by 1 / factor, as a
+    shorter or longer vocal tract (and a higher or lower voice) would warp it."""
+    k = weight.shape[1]
+    c = (k - 1) / 2.0
+    pos = c + (torch.arange(k, dtype=weight.dtype) - c) * factor
+    lo = pos.floor().long()
+    frac = (pos - lo.to(weight.dtype)).unsqueeze(0)
+    inside = ((lo >= 0) & (lo + 1 <= k - 1)).to(weight.dtype).unsqueeze(0)
+    lo_c, hi_c = lo.clamp(0, k - 1), (lo + 1).clamp(0, k - 1)
+    return factor * inside * (weight[:, lo_c] * (1 - frac) + weight[:, hi_c] * frac)
+
+
+class SpeakerAugment:
+    """On-the-fly speaker and SpecAugment-style changes inside the model's front end,
+    in training mode only (evaluation and the converted model are untouched):
+      * with probability warp_prob per group of examples, the log-power patch filters
+        frequency-warped by a factor in WARP_RANGE (vocal-tract-length warping);
+      * with probability mask_prob per example, up to two time spans of up to 10 tokens
+        (100 ms at the demo model's rate) and up to two bands of up to 1/8 of the feature
+        channels replaced by that example's mean feature value."""
+
+    GROUPS = 4
+
+    def __init__(self, model, warp_prob: float, mask_prob: float, rng: np.random.Generator):
+        self.emb, self.warp_prob, self.mask_prob, self.rng = model.embed_tokens, warp_prob, mask_prob, rng
+        self.plain = self.emb.forward
+        if warp_prob > 0 and self.emb.features != "logpower":
+            raise ValueError("--warp-prob needs the log-power front end")
+        self.emb.forward = self.forward
+
+    def embed(self, s: torch.Tensor, factor: float) -> torch.Tensor:
+        if factor == 1.0:
+            return self.plain(s)
+        emb = self.emb
+        padded = F.pad(s, (emb.kernel - emb.stride, 0)).unsqueeze(1)
+        y = F.conv1d(padded, warp_filters(emb.weight, factor).unsqueeze(1), None, stride=emb.stride)
+        a, b = y.chunk(2, dim=1)
+        return (torch.log(a * a + b * b + emb.eps).transpose(1, 2) * emb.scale + emb.bias).contiguous()
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:
+        if not self.emb.training:
+            return self.plain(s)
+        rng = self.rng
+        parts = []
+        for g in torch.arange(s.shape[0]).chunk(self.GROUPS):
+            warp = self.warp_prob > 0 and rng.random() < self.warp_prob
+            parts.append(self.embed(s[g], float(rng.uniform(*WARP_RANGE)) if warp else 1.0))
+        x = torch.cat(parts)
+        if self.mask_prob <= 0:
+            return x
+        keep = torch.ones_like(x)
+        t, d = x.shape[1], x.shape[2]
+        for i in range(x.shape[0]):
+            if rng.random() >= self.mask_prob:
+                continue
+            for _ in range(int(rng.integers(1, 3))):
+                w = int(rng.integers(1, 11))
+                a = int(rng.integers(0, max(1, t - w)))
+                keep[i, a:a + w, :] = 0
+            for _ in range(int(rng.integers(1, 3))):
+                w = int(rng.integers(1, max(2, d // 8) + 1))
+                a = int(rng.integers(0, max(1, d - w)))
+                keep[i, :, a:a + w] = 0
+        fill = x.detach().mean(dim=(1, 2), keepdim=True)
+        return x * keep + fill * (1 - keep)
+
+
 def evaluate(model, ds: Dataset, batch: int = 128):
     model.eval()
     rng = np.random.default_rng(123)
@@ -305,13 +379,22 @@ def main() -> int:
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
     ap.add_argument("--extra-data", action="append", default=[], metavar="DIR",
                     help="another Speech Commands-layout folder whose training split is added to the "
-                         "training clips (repeatable); validation always comes from --data")
+                         "training clips (repeatable); validation comes from --data and --extra-val")
+    ap.add_argument("--extra-val", action="append", default=[], metavar="DIR",
+                    help="another Speech Commands-layout folder whose validation split is added to the "
+                         "validation clips (repeatable), e.g. real recordings of validation-split speakers")
     ap.add_argument("--noise-prob", type=float, default=0.0, metavar="P",
                     help="mix a fresh noise or babble clip into a training example with probability P "
                          "(on-the-fly augmentation against overfitting; default 0)")
     ap.add_argument("--speed-prob", type=float, default=0.0, metavar="P",
                     help=f"play a training example {SPEED_RANGE[0]}-{SPEED_RANGE[1]}x as fast (tempo and pitch) "
                          "with probability P (on-the-fly augmentation; default 0)")
+    ap.add_argument("--warp-prob", type=float, default=0.0, metavar="P",
+                    help=f"frequency-warp the log-power front end's filters by {WARP_RANGE[0]}-{WARP_RANGE[1]} for a "
+                         "quarter of the batch with probability P (vocal-tract-length augmentation; default 0)")
+    ap.add_argument("--mask-prob", type=float, default=0.0, metavar="P",
+                    help="SpecAugment-style time and channel masks on an example's features with probability P "
+                         "(default 0)")
     ap.add_argument("--unknown-share", type=float, default=0.0, metavar="S",
                     help="draw _unknown_ clips this share of the time (the other classes equally often in "
                          "the rest); default 0: every class equally often")
@@ -320,7 +403,7 @@ def main() -> int:
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
-    for name in ("noise_prob", "speed_prob", "unknown_share"):
+    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -328,7 +411,7 @@ def main() -> int:
     torch.manual_seed(args.seed)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
-    for d in [args.data] + args.extra_data:
+    for d in [args.data] + args.extra_data + args.extra_val:
         if not os.path.isdir(d):
             print(f"train.py: {d}: not a folder", file=sys.stderr)
             return 1
@@ -336,6 +419,8 @@ def main() -> int:
     for d in args.extra_data:
         train.extend(Dataset(d, args.classes, "training", args.max_per_class, args.seed))
     val = Dataset(args.data, args.classes, "validation", args.max_per_class, args.seed)
+    for d in args.extra_val:
+        val.extend(Dataset(d, args.classes, "validation", args.max_per_class, args.seed))
     if len(train) == 0:
         print(f"train.py: no training clips found under {args.data}", file=sys.stderr)
         return 1
@@ -382,6 +467,11 @@ def main() -> int:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
 
+    try:
+        SpeakerAugment(model, args.warp_prob, args.mask_prob, np.random.default_rng(args.seed + 1))
+    except ValueError as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 1
     p_sample = sampling_probabilities(train, args.unknown_share)
     model.train()
     log = open(os.path.join(args.out, "log.txt"), "a")

@@ -1,0 +1,202 @@
+"""The text-to-speech voice pool of the synthetic keyword data, and its voice-disjoint splits.
+
+A *voice* is one engine + voice name (espeak-ng `de`, festival `czech_dita`, ...),
+with all the variants and pitch/rate settings it is rendered with. Voices built
+from one recorded speaker form one *group* (flite kal/kal16 and festival
+kal_diphone; the Hindi, Marathi and Telugu NSK voices), and each group belongs
+to exactly one split (SPLIT_OF_GROUP): training, validation or testing. Model
+selection and tuning use validation; testing is only for the final figures.
+
+Reserved voices (flite awb, rms, slt; festvox-kdlpc16k/8k; festvox-us-slt-hts;
+anything built from the CMU ARCTIC awb, rms or slt speakers) judge the model
+from outside the project: `check_allowed` refuses them by name, and every
+synthesis call goes through it.
+
+Non-English voices read the keywords through a phonetic respelling in their own
+orthography (RESPELL), so that their letter-to-sound rules produce something
+close to the English word with their accent; other words are read as written
+(Latin-script voices) or come from a small native word list (NATIVE_UNKNOWN).
+docs/voices.md is the spot-check log: what each voice says for each keyword.
+"""
+
+import re
+
+KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
+SPLITS = ["training", "validation", "testing"]
+
+_RESERVED_TOKENS = {"awb", "rms", "slt", "ked"}
+
+
+def is_reserved(name: str) -> bool:
+    """True for a voice (or package) name of a reserved voice: flite awb/rms/slt,
+    festvox-kdlpc* (voice ked_diphone), festvox-us-slt-hts, any CMU ARCTIC
+    awb/rms/slt build."""
+    low = name.lower()
+    tokens = [t for t in re.split(r"[^a-z0-9]+", low) if t]
+    return (any(t in _RESERVED_TOKENS for t in tokens) or any(t.startswith("kdl") for t in tokens)
+            or "arctic" in low)
+
+
+def check_allowed(engine: str, voice: str, variant: str = "") -> None:
+    for name in (voice, variant):
+        if name and is_reserved(name):
+            raise ValueError(f"voice {engine}:{name} is reserved for evaluation outside the project "
+                             "and is never used for training, validation or tuning")
+
+
+# Keyword respellings per orthography: read by that language's rules, they come
+# out close to the English words.
+RESPELL = {
+    "english": {},
+    "latin_j": dict(yes="jes", no="nou", up="ap", down="daun", left="left", right="rajt", on="on", off="of",
+                    stop="stop", go="gou"),
+    "latin_y": dict(yes="yes", no="nou", up="ap", down="daun", left="left", right="rait", on="on", off="of",
+                    stop="stop", go="gou"),
+    "germanic": dict(yes="jes", no="nou", up="ap", down="daun", left="left", right="rait", on="on", off="off",
+                     stop="stop", go="gou"),
+    "romance": dict(yes="ies", no="nou", up="ap", down="daun", left="left", right="rait", on="on", off="of",
+                    stop="stop", go="gou"),
+    "french": dict(yes="yèsse", no="nô", up="eup", down="daoune", left="lèfte", right="raïte", on="onne",
+                   off="offe", stop="stoppe", go="gô"),
+    "cyrillic": dict(yes="йес", no="ноу", up="ап", down="даун", left="лефт", right="райт", on="он", off="офф",
+                     stop="стоп", go="гоу"),
+    "greek": dict(yes="γιες", no="νόου", up="απ", down="ντάουν", left="λεφτ", right="ράιτ", on="ον", off="οφ",
+                  stop="στοπ", go="γκόου"),
+    "devanagari": dict(yes="येस", no="नो", up="अप", down="डाउन", left="लेफ़्ट", right="राइट", on="ऑन", off="ऑफ़",
+                       stop="स्टॉप", go="गो"),
+    "telugu": dict(yes="యెస్", no="నో", up="అప్", down="డౌన్", left="లెఫ్ట్", right="రైట్", on="ఆన్", off="ఆఫ్",
+                   stop="స్టాప్", go="గో"),
+}
+
+# Per-voice corrections where a language's rules read the orthography's respelling
+# differently (checked with tools/data/voice_check.py; see docs/voices.md).
+OVERRIDES = {
+    "espeak-ng:de": dict(no="noo", go="goo", up="app"),
+    "espeak-ng:nl": dict(no="noo", go="goo"),
+    "espeak-ng:af": dict(no="noo", go="goo"),
+    "espeak-ng:sv": dict(no="nå", go="gå", on="ånn", stop="stopp", up="app"),
+    "espeak-ng:nb": dict(no="nå", go="gå", on="ånn", stop="stopp", up="app"),
+    "espeak-ng:da": dict(no="nå", go="gå", stop="stopp", up="app"),
+    "espeak-ng:is": dict(no="nó", go="gó", down="dán", right="ræt", stop="stopp", up="app"),
+    "espeak-ng:tr": dict(no="nó", go="gó", up="app"),
+    "espeak-ng:bg": dict(up="ъп"),
+    "espeak-ng:uk": dict(go="ґоу"),
+    "festival:msu_ru_nsh_clunits": dict(no="но", go="го"),
+    # the NSK diphone voices add the inherent vowel unless a virama ends the word; no nukta
+    "festival:hindi_NSK_diphone": dict(yes="येस्", up="अप्", down="डाउन्", left="लेफ्ट्", right="राइट्", on="ऑन्",
+                                       off="ऑफ्", stop="स्टॉप्"),
+    "festival:marathi_NSK_diphone": dict(yes="येस्", up="अप्", down="डाउन्", left="लेफ्ट्", right="राइट्", on="ऑन्",
+                                         off="ऑफ्", stop="स्टॉप्"),
+}
+
+# Other words for voices that cannot read Latin script (none is close to a keyword).
+NATIVE_UNKNOWN = {
+    "cyrillic": "привет дом вода один два три четыре пять время город работа книга окно сегодня хорошо "
+                "спасибо музыка погода машина".split(),
+    "greek": "γεια σπίτι νερό ένα δύο τρία τέσσερα χρόνος δουλειά βιβλίο σήμερα καλά μουσική".split(),
+    "devanagari": "नमस्ते पानी घर एक तीन चार पाँच समय काम किताब आज अच्छा धन्यवाद संगीत मौसम".split(),
+    "telugu": "నమస్కారం నీళ్ళు ఇల్లు ఒకటి రెండు మూడు నాలుగు సమయం పని పుస్తకం ఈరోజు".split(),
+}
+LATIN = {"english", "latin_j", "latin_y", "germanic", "romance", "french"}
+
+
+class Voice:
+    __slots__ = ("engine", "name", "group", "script", "family", "gender")
+
+    def __init__(self, engine, name, group, script, family, gender="m"):
+        check_allowed(engine, name)
+        self.engine, self.name, self.group, self.script, self.family, self.gender = \
+            engine, name, group, script, family, gender
+
+    @property
+    def id(self) -> str:
+        return f"{self.engine}:{self.name}"
+
+    def text_for(self, word: str) -> str:
+        """What this voice is given to read for `word` (a keyword's respelling, else the word)."""
+        return OVERRIDES.get(self.id, {}).get(word) or RESPELL[self.script].get(word, word)
+
+    def __repr__(self):
+        return f"Voice({self.id}, group {self.group})"
+
+
+def _espeak(name, script, family="espeak-accent"):
+    return Voice("espeak-ng", name, f"espeak-ng:{name}", script, family)
+
+
+ESPEAK_ENGLISH = ["en-gb", "en-us", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-gb-x-gbcwmd",
+                  "en-029", "en-us-nyc"]
+ESPEAK_ACCENTS = {
+    "latin_j": ["cs", "sk", "pl", "hr", "sl", "lt", "lv", "et", "fi", "hu", "ro", "eo"],
+    "latin_y": ["tr", "id", "ms", "sw"],
+    "germanic": ["de", "nl", "af", "lb", "da", "sv", "nb", "is"],
+    "romance": ["it", "es", "es-419", "pt", "pt-br", "ca"],
+    "french": ["fr-fr", "fr-be"],
+    "cyrillic": ["ru", "uk", "bg"],
+    "greek": ["el"],
+    "devanagari": ["hi", "mr"],
+}
+
+VOICES = (
+    [_espeak(v, "english", "espeak-english") for v in ESPEAK_ENGLISH]
+    + [_espeak(v, script) for script, names in ESPEAK_ACCENTS.items() for v in names]
+    + [Voice("flite", "kal", "kal", "english", "natural"),
+       Voice("flite", "kal16", "kal", "english", "natural"),
+       Voice("festival", "kal_diphone", "kal", "english", "natural"),
+       Voice("festival", "czech_dita", "festival:czech_dita", "latin_j", "natural", "f"),
+       Voice("festival", "czech_krb", "festival:czech_krb", "latin_j", "natural", "child"),
+       Voice("festival", "czech_machac", "festival:czech_machac", "latin_j", "natural"),
+       Voice("festival", "czech_ph", "festival:czech_ph", "latin_j", "natural"),
+       Voice("festival", "upc_ca_ona_hts", "festival:upc_ca_ona_hts", "romance", "natural", "f"),
+       Voice("festival", "lp_diphone", "festival:lp_diphone", "romance", "natural", "f"),
+       Voice("festival", "pc_diphone", "festival:pc_diphone", "romance", "natural"),
+       Voice("festival", "suo_fi_lj_diphone", "festival:suo_fi_lj_diphone", "latin_j", "natural", "f"),
+       Voice("festival", "hy_fi_mv_diphone", "festival:hy_fi_mv_diphone", "latin_j", "natural"),
+       Voice("festival", "msu_ru_nsh_clunits", "festival:msu_ru_nsh_clunits", "cyrillic", "natural"),
+       Voice("festival", "hindi_NSK_diphone", "NSK", "devanagari", "natural"),
+       Voice("festival", "marathi_NSK_diphone", "NSK", "devanagari", "natural"),
+       Voice("festival", "telugu_NSK_diphone", "NSK", "telugu", "natural")]
+)
+
+# Groups held out of training; every other group trains. Each held-out split has
+# native English, accented and natural-recording voices, male and female.
+HELD_OUT = {
+    "validation": ["espeak-ng:en-gb-x-rp", "espeak-ng:nl", "espeak-ng:pl", "espeak-ng:es-419", "espeak-ng:sv",
+                   "espeak-ng:uk", "festival:hy_fi_mv_diphone", "festival:lp_diphone"],
+    "testing": ["espeak-ng:en-029", "espeak-ng:de", "espeak-ng:it", "espeak-ng:pt-br", "espeak-ng:hu",
+                "espeak-ng:bg", "festival:czech_dita", "festival:czech_ph"],
+}
+
+
+def split_of(voice: Voice) -> str:
+    for split, groups in HELD_OUT.items():
+        if voice.group in groups:
+            return split
+    return "training"
+
+
+def voices_of(split: str, voices=None):
+    return [v for v in (VOICES if voices is None else voices) if split_of(v) == split]
+
+
+# How often each family is drawn (within a split; renormalized over the families it has).
+FAMILY_WEIGHTS = {"espeak-english": 0.35, "espeak-accent": 0.25, "natural": 0.40}
+
+
+def unknown_words_for(voice: Voice, english_words):
+    return list(english_words) if voice.script in LATIN else NATIVE_UNKNOWN[voice.script]
+
+
+def _check_tables():
+    groups = [g for gs in HELD_OUT.values() for g in gs]
+    assert len(groups) == len(set(groups)), "a group in two held-out splits"
+    known = {v.group for v in VOICES}
+    assert set(groups) <= known, f"unknown held-out groups {set(groups) - known}"
+    for script, table in RESPELL.items():
+        assert not table or set(table) == set(KEYWORDS), script
+    ids = {v.id for v in VOICES}
+    for vid, table in OVERRIDES.items():
+        assert vid in ids and set(table) <= set(KEYWORDS), vid
+
+
+_check_tables()
