@@ -18,7 +18,7 @@ no speech).
 
 Speech sources: the voice pool of tools/data/voices.py (ONLY those; the reserved
 voices named there are refused by name and judge the model from outside):
-  * espeak-ng, its English voices and the voices of 30 other languages reading
+  * espeak-ng, its English voices and the voices of 38 other languages reading
     the English words (accents), each clip with a random variant from espeak-ng's
     variant folder (voices/!v: m1..m8, f1..f5, klatt*, whisper, croak, ...) or
     none, rate -s 110..220, pitch -p 20..80;
