@@ -8,7 +8,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       sox espeak-ng flite time
       festival festvox-kallpc16k festvox-ca-ona-hts festvox-czech-dita festvox-czech-krb festvox-czech-machac
       festvox-czech-ph festvox-italp16k festvox-itapc16k festvox-suopuhe-lj festvox-suopuhe-mv festvox-ru
-      festvox-hi-nsk festvox-mr-nsk festvox-te-nsk
+      festvox-hi-nsk festvox-mr-nsk festvox-te-nsk festival-hi festival-mr festival-te
       pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils
       valgrind clang libclang-rt-14-dev)
 missing=()
