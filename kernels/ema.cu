@@ -69,7 +69,8 @@ int launch_ema(const EmaParams<T>& p, CUstream_st* stream) {
   if (p.n_streams <= 0 || p.d <= 0 || p.n_tok <= 0) return int(cudaSuccess);
   if (p.n > k_ema_max_n) return int(cudaErrorInvalidValue);
   const EmaShape s = ema_shape(ema_n_ext(p), p.n);
-  ema_kernel<T><<<unsigned(int64_t(p.n_streams) * p.d), unsigned(s.threads), 0, stream>>>(p, s.lanes, s.n_seg);
+  MEGA_KERNEL_LAUNCH(unsigned(int64_t(p.n_streams) * p.d), unsigned(s.threads), 0, stream, ema_kernel<T>)(p, s.lanes,
+                                                                                            s.n_seg);
   return int(cudaGetLastError());
 }
 

@@ -7,6 +7,8 @@
 // outputs of filters c and d + c.
 #pragma once
 
+#include <math.h>
+
 #include <cstdint>
 
 #include "storage.h"

@@ -1,10 +1,22 @@
 // Grid-stride launch of an element function over n work items: the kernels
 // of every elementwise op are this one template (.cu files only).
+//
+// Every kernel launch goes through MEGA_KERNEL_LAUNCH(grid, block, shmem,
+// stream, kernel)(args...): nvcc's <<<grid, block, shmem, stream>>>, or, in
+// the test-only CPU stand-in build (MEGA_CUDA_STANDIN, tests/cuda_standin/),
+// the stand-in's grid loop over the same kernel compiled as host C++.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#if defined(MEGA_CUDA_STANDIN)
+#define MEGA_KERNEL_LAUNCH(grid, block, shmem, stream, ...) \
+  ::cuda_standin::Launch(grid, block, shmem, stream, #__VA_ARGS__).kernel(__VA_ARGS__)
+#else
+#define MEGA_KERNEL_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<grid, block, shmem, stream>>>
+#endif
 
 namespace mega::gpu {
 
@@ -24,7 +36,7 @@ int launch_each(const P& p, int64_t n, cudaStream_t stream) {
   if (n <= 0) return int(cudaSuccess);
   int64_t blocks = (n + k_block_threads - 1) / k_block_threads;
   if (blocks > k_max_blocks) blocks = k_max_blocks;
-  each_kernel<P, F><<<unsigned(blocks), k_block_threads, 0, stream>>>(p, n);
+  MEGA_KERNEL_LAUNCH(unsigned(blocks), k_block_threads, 0, stream, each_kernel<P, F>)(p, n);
   return int(cudaGetLastError());
 }
 

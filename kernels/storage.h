@@ -6,7 +6,7 @@
 
 #include "common/hd.h"
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(MEGA_CUDA_STANDIN)
 #include <cuda_fp16.h>
 #endif
 
@@ -15,7 +15,7 @@ namespace mega::gpu {
 MEGA_HD inline float ld(float v) { return v; }
 MEGA_HD inline void st(float* p, float v) { *p = v; }
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(MEGA_CUDA_STANDIN)
 MEGA_HD inline float ld(__half v) { return __half2float(v); }
 MEGA_HD inline void st(__half* p, float v) { *p = __float2half_rn(v); }
 #endif
