@@ -26,7 +26,9 @@ DeviceOptions device_options(const EngineOptions& o, int32_t n_streams) {
 class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(std::unique_ptr<DeviceSession> ds)
-      : ds_(std::move(ds)), chunk_(size_t(ds_->model().hparams().chunk_samples()), 0.0f) {}
+      : ds_(std::move(ds)),
+        chunk_(size_t(ds_->model().hparams().chunk_samples()), 0.0f),
+        logits_(size_t(ds_->model().hparams().n_classes), 0.0f) {}
 
   const char* backend() const override { return "cuda"; }
   const Model& model() const override { return ds_->model(); }
@@ -36,7 +38,9 @@ class CudaEngine final : public Engine {
     if (chunk_done) *chunk_done = false;
     if (!model().streamable()) return Status::not_streamable;
     if (n < 0 || (n > 0 && !samples) || !n_consumed || !chunk_done) return Status::invalid_argument;
-    Status s = ds_->drain();  // the synchronous contract: nothing of submit() is kept
+    Status s = take_error();
+    if (s != Status::ok) return s;
+    s = ds_->drain();  // the synchronous contract: nothing of submit() is kept
     if (s != Status::ok) return s;
     if (!full_) take(samples, n, n_consumed);
     if (!full_) return Status::ok;
@@ -57,6 +61,7 @@ class CudaEngine final : public Engine {
     if (chunk_submitted) *chunk_submitted = false;
     if (!model().streamable()) return Status::not_streamable;
     if (n < 0 || (n > 0 && !samples) || !n_consumed || !chunk_submitted) return Status::invalid_argument;
+    if (const Status e = take_error(); e != Status::ok) return e;
     if (full_) {  // a chunk from an earlier call still waits for a free slot
       const Status s = flush(chunk_submitted);
       if (s != Status::ok) return s;
@@ -66,22 +71,35 @@ class CudaEngine final : public Engine {
     const Status s = flush(chunk_submitted);
     return s == Status::busy ? Status::ok : s;  // consumed; it goes at the next call
   }
+  // A chunk waiting for a slot goes first (into a slot an earlier call
+  // freed), then the oldest result is collected: its logits are copied out,
+  // so no later submission can overwrite what the caller reads, and an error
+  // never comes together with a result.
   Status poll(ChunkResult* out, bool* ready) override {
     if (!out || !ready) return Status::invalid_argument;
-    StepResult r;
-    Status s = ds_->poll(&r, ready);
-    if (s != Status::ok) return s;
-    if (*ready) to_chunk_result(r, out);
+    *ready = false;
+    if (const Status e = take_error(); e != Status::ok) return e;
     bool sent = false;
-    if (full_ && *ready) s = flush(&sent);  // the slot just freed takes the waiting chunk
-    return s == Status::busy ? Status::ok : s;
+    if (full_) {
+      const Status f = flush(&sent);
+      if (f != Status::ok && f != Status::busy) return f;
+    }
+    StepResult r;
+    const Status s = ds_->poll(&r, ready);
+    if (s != Status::ok) {
+      *ready = false;
+      return s;
+    }
+    if (*ready) to_chunk_result(r, out);
+    return Status::ok;
   }
   Status wait(ChunkResult* out) override {
     if (!out) return Status::invalid_argument;
+    if (const Status e = take_error(); e != Status::ok) return e;
     bool sent = false;
-    if (full_ && ds_->queued() == 0) {
-      const Status s = flush(&sent);
-      if (s != Status::ok) return s;
+    if (full_) {
+      const Status f = flush(&sent);
+      if (f != Status::ok && f != Status::busy) return f;
     }
     StepResult r;
     const Status s = ds_->wait(&r);
@@ -89,8 +107,11 @@ class CudaEngine final : public Engine {
     return s;
   }
 
+  // A failed drain leaves the device session broken (it says so at the next
+  // call); the error is also kept for the next call here.
   void reset() override {
-    ds_->drain();
+    const Status s = ds_->drain();
+    if (s != Status::ok) error_ = s;
     ds_->reset(0);
     n_chunk_ = 0;
     full_ = false;
@@ -105,18 +126,18 @@ class CudaEngine final : public Engine {
     return mega::gpu::padded_clip_samples(model().hparams(), n);
   }
   int64_t memory_bytes() const override {
-    return ds_->device_bytes() + ds_->host_bytes() + int64_t(sizeof(float) * chunk_.size());
+    return ds_->device_bytes() + ds_->host_bytes() + int64_t(sizeof(float) * (chunk_.size() + logits_.size()));
   }
   const char* last_error() const override { return ds_->last_error(); }
-  // Streamed samples are cleaned here (mega.hpp); the clip path and non-finite
-  // logits are not checked on the GPU yet.
-  SessionStats stats() const override { return stats_; }
+  // Samples are cleaned and non-finite logits contained by the device
+  // session, streamed or as a clip (mega.hpp).
+  SessionStats stats() const override { return ds_->stats(0); }
 
  private:
   void take(const float* samples, int64_t n, int64_t* n_consumed) {
     const int64_t cs = int64_t(chunk_.size());
     const int64_t k = std::min(n, cs - n_chunk_);
-    for (int64_t i = 0; i < k; ++i) chunk_[size_t(n_chunk_ + i)] = clean_sample(samples[i], &stats_);
+    std::copy(samples, samples + k, chunk_.begin() + n_chunk_);
     n_chunk_ += k;
     *n_consumed = k;
     if (n_chunk_ == cs) {
@@ -132,20 +153,27 @@ class CudaEngine final : public Engine {
     }
     return s;
   }
-  void to_chunk_result(const StepResult& r, ChunkResult* out) const {
+  void to_chunk_result(const StepResult& r, ChunkResult* out) {
     const HParams& hp = model().hparams();
     out->chunk_index = r.chunk_index[0];
     out->end_sample = (r.chunk_index[0] + 1) * hp.chunk_samples();
     out->n_chunks_pooled = int32_t(std::min<int64_t>(r.chunk_index[0] + 1, hp.window_chunks));
-    out->logits = r.logits;
+    std::copy(r.logits, r.logits + logits_.size(), logits_.begin());
+    out->logits = logits_.data();
+  }
+  Status take_error() {
+    const Status e = error_;
+    error_ = Status::ok;
+    return e;
   }
 
   std::unique_ptr<DeviceSession> ds_;
   std::vector<float> chunk_;
   int64_t n_chunk_ = 0;
   bool full_ = false;  // chunk_ holds a whole chunk not yet submitted
+  std::vector<float> logits_;  // the last collected result's logits
   ChunkResult last_;
-  SessionStats stats_;
+  Status error_ = Status::ok;  // from reset(), reported by the next call
 };
 
 class CudaBatchEngine final : public BatchEngine {
@@ -171,6 +199,7 @@ class CudaBatchEngine final : public BatchEngine {
     return s;
   }
   Status reset(int32_t b) override { return ds_->reset(b); }
+  SessionStats stats(int32_t b) const override { return ds_->stats(b); }
   int64_t memory_bytes() const override { return ds_->device_bytes() + ds_->host_bytes(); }
   const char* last_error() const override { return ds_->last_error(); }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -33,6 +34,29 @@ struct BlasType<float> {
 template <>
 struct BlasType<__half> {
   static constexpr cudaDataType_t value = CUDA_R_16F;
+};
+
+// Makes `device` current for a scope and gives the caller's thread its own
+// device back afterwards.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) {
+      cudaGetLastError();
+      prev_ = -1;
+    }
+    ok_ = prev_ == device || cudaSetDevice(device) == cudaSuccess;
+  }
+  ~DeviceGuard() {
+    if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  int prev_ = -1;
+  bool ok_ = false;
 };
 
 // A kernel launcher's int result as a checked CUDA call.
@@ -143,6 +167,9 @@ class Session final : public DeviceSession {
   Status drain() override;
   Status reset(int32_t b) override;
   Status classify_clip(const float* samples, int64_t n, float* logits) override;
+  SessionStats stats(int32_t b) const override {
+    return b >= 0 && b < cap_.n_streams ? stats_[size_t(b)] : SessionStats();
+  }
 
   const Model& model() const override { return *model_; }
   int32_t n_streams() const override { return cap_.n_streams; }
@@ -167,11 +194,8 @@ class Session final : public DeviceSession {
   Status enqueue_step(const Slot& s);
   Status capture(Slot* s);
   Status launch(Slot* s);
-  void fill(const Slot& s, StepResult* out) const {
-    out->step = s.step;
-    out->chunk_index = s.index;
-    out->logits = s.logits;
-  }
+  Status collect(Slot& s, StepResult* out);
+  Status clear_state(int32_t b);
   Status finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits);
   void release();
 
@@ -202,6 +226,8 @@ class Session final : public DeviceSession {
 
   std::vector<float> tails_, chunk_;
   std::vector<int64_t> next_;
+  std::vector<SessionStats> stats_;
+  bool in_clip_ = false;  // classify_clip() streams a clip through the slots
   Stager stager_;
   int32_t head_ = 0, queued_ = 0;
   int64_t step_ = 0;
@@ -232,7 +258,8 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     return Status::no_device;
   }
   device_ = o.device;
-  CUDA_CHECK(cudaSetDevice(device_));
+  DeviceGuard guard(device_);
+  if (!guard.ok()) CUDA_CHECK(cudaSetDevice(device_));
   int integrated = 0, can_map = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, device_));
   CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device_));
@@ -250,8 +277,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
                   static_cast<long long>(cap_.rows));
     return Status::invalid_argument;
   }
-  const int64_t per_chunk = int64_t(dm_.c) * dm_.c * int64_t(sizeof(T));
-  cap_.group = std::max<int64_t>(1, std::min(cap_.rows / dm_.c, o.attention_bytes / per_chunk));
+  cap_.group = attention_group(cap_.rows, dm_.c, o.attention_bytes, int64_t(sizeof(T)));
 
   // device memory: buffers and state, then weights
   Carver sizing(0);
@@ -264,10 +290,17 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
   pack_weights<T>(size_pk, md, dm_, &w_);
   weight_bytes_ = size_pk.size();
   CUDA_CHECK(cudaMalloc(&weights_, weight_bytes_));
-  std::vector<uint8_t> staging(weight_bytes_, 0);
-  WeightPacker pk(staging.data(), reinterpret_cast<uintptr_t>(weights_));
-  pack_weights<T>(pk, md, dm_, &w_);
-  CUDA_CHECK(cudaMemcpy(weights_, staging.data(), weight_bytes_, cudaMemcpyHostToDevice));
+  // Every upload and kernel goes on our non-blocking stream: a plain
+  // cudaMemcpy would be ordered on the legacy default stream instead, which
+  // that stream does not wait for.
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  {
+    std::vector<uint8_t> staging(weight_bytes_, 0);
+    WeightPacker pk(staging.data(), reinterpret_cast<uintptr_t>(weights_));
+    pack_weights<T>(pk, md, dm_, &w_);
+    CUDA_CHECK(cudaMemcpyAsync(weights_, staging.data(), weight_bytes_, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // staging is pageable and freed next
+  }
 
   // pinned host memory: the slots, then a clip's samples and logits
   const int32_t R = o.max_in_flight, B = o.n_streams;
@@ -312,11 +345,11 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
   // host bookkeeping
   tails_.assign(size_t(int64_t(B) * dm_.ctx), 0.0f);
   next_.assign(size_t(B), 0);
+  stats_.assign(size_t(B), SessionStats());
   chunk_.assign(size_t(dm_.chunk_samples), 0.0f);
   stager_.init(model_->info(), dm_, B, tails_.data(), next_.data());
 
-  // stream, cuBLAS (its workspace is ours, so graph capture allocates nothing)
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // cuBLAS (its workspace is ours, so graph capture allocates nothing)
   CUBLAS_CHECK(cublasCreate(&blas_));
   CUBLAS_CHECK(cublasSetStream(blas_, stream_));
   CUBLAS_CHECK(cublasSetWorkspace(blas_, bf_.workspace, bf_.workspace_bytes));
@@ -352,7 +385,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
 template <typename T>
 void Session<T>::release() {
   if (!stream_ && !dev_ && !pinned_) return;
-  cudaSetDevice(device_);
+  DeviceGuard guard(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   for (Slot& s : slots_) {
     if (s.exec) cudaGraphExecDestroy(s.exec);
@@ -429,9 +462,10 @@ Status Session<T>::submit(const float* samples) {
   if (dm_.bidir) return Status::not_streamable;
   if (broken_) return Status::device_error;
   if (queued_ == int32_t(slots_.size())) return Status::busy;
-  if (cudaSetDevice(device_) != cudaSuccess) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
+  DeviceGuard guard(device_);
+  if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
   Slot& s = slots_[size_t(head_)];
-  stager_.stage(samples, s.samples, s.index);
+  stager_.stage(samples, s.samples, s.index, stats_.data());
   const Status st = note(launch(&s));
   if (st != Status::ok) return st;
   s.step = step_++;
@@ -454,8 +488,7 @@ Status Session<T>::poll(StepResult* out, bool* ready) {
     return Status::ok;
   }
   if (e != cudaSuccess) return note(report_cuda(e, "cudaEventQuery(step)", __FILE__, __LINE__));
-  fill(s, out);
-  --queued_;
+  MEGA_GPU_TRY(collect(slots_[size_t((head_ - queued_ + R) % R)], out));
   *ready = true;
   return Status::ok;
 }
@@ -469,8 +502,45 @@ Status Session<T>::wait(StepResult* out) {
   const Slot& s = slots_[size_t((head_ - queued_ + R) % R)];
   const cudaError_t e = cudaEventSynchronize(s.done);
   if (e != cudaSuccess) return note(report_cuda(e, "cudaEventSynchronize(step)", __FILE__, __LINE__));
-  fill(s, out);
+  return collect(slots_[size_t((head_ - queued_ + R) % R)], out);
+}
+
+// A finished step's results, with non-finite logits contained per stream.
+template <typename T>
+Status Session<T>::collect(Slot& s, StepResult* out) {
   --queued_;
+  out->step = s.step;
+  out->chunk_index = s.index;
+  out->logits = s.logits;
+  const int32_t nc = dm_.n_classes;
+  if (in_clip_) return Status::ok;  // a clip's chunks: only its final logits are checked
+  for (int32_t b = 0; b < cap_.n_streams; ++b) {
+    float* row = s.logits + int64_t(b) * nc;
+    if (std::all_of(row, row + nc, [](float v) { return std::isfinite(v); })) continue;
+    std::fill(row, row + nc, 0.0f);
+    ++stats_[size_t(b)].n_state_resets;
+    MEGA_GPU_TRY(note(clear_state(b)));
+  }
+  return Status::ok;
+}
+
+// Stream b's recurrent state back to silence, its position kept (the CPU
+// session's contain_non_finite): patch context, EMA rings and carried states,
+// pooling window and total. Ordered on the stream before its next step;
+// steps already queued ran on the old state.
+template <typename T>
+Status Session<T>::clear_state(int32_t b) {
+  stager_.clear_context(b);
+  DeviceGuard guard(device_);
+  auto zero = [&](void* p, size_t bytes) { return cudaMemsetAsync(p, 0, bytes, stream_); };
+  for (int32_t l = 0; l < dm_.n_layers; ++l) {
+    if (dm_.k > 0) {
+      CUDA_CHECK(zero(bf_.ring_of(dm_, cap_, l) + int64_t(b) * dm_.k * dm_.d, sizeof(T) * size_t(dm_.k * dm_.d)));
+    }
+    CUDA_CHECK(zero(bf_.h_of(dm_, cap_, l) + int64_t(b) * dm_.d * dm_.n, sizeof(float) * size_t(dm_.d * dm_.n)));
+  }
+  CUDA_CHECK(zero(bf_.pool + int64_t(b) * dm_.w * dm_.d, sizeof(double) * size_t(dm_.w * dm_.d)));
+  CUDA_CHECK(zero(bf_.total + int64_t(b) * dm_.d, sizeof(double) * size_t(dm_.d)));
   return Status::ok;
 }
 
@@ -501,6 +571,10 @@ Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float*
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::copy(clip_logits_, clip_logits_ + dm_.n_classes, logits);
+  if (!std::all_of(logits, logits + dm_.n_classes, [](float v) { return std::isfinite(v); })) {
+    std::fill(logits, logits + dm_.n_classes, 0.0f);  // as the CPU session: zeroed and counted
+    ++stats_[0].n_state_resets;
+  }
   return Status::ok;
 }
 
@@ -509,7 +583,8 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
   if (n < 0 || (n > 0 && !samples) || !logits) return Status::invalid_argument;
   if (cap_.n_streams != 1) return Status::invalid_argument;
   if (broken_) return Status::device_error;
-  if (cudaSetDevice(device_) != cudaSuccess) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
+  DeviceGuard guard(device_);
+  if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
   MEGA_GPU_TRY(drain());
   const HParams& hp = model_->hparams();
   const int64_t total = padded_clip_samples(hp, n);
@@ -517,15 +592,24 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
     // a unidirectional clip is a stream from a fresh start, pooled over all of it
     const int64_t cs = dm_.chunk_samples;
     stager_.reset(0);
-    for (int64_t c0 = 0; c0 < total; c0 += cs) {
-      for (int64_t i = 0; i < cs; ++i) chunk_[size_t(i)] = c0 + i < n ? samples[c0 + i] : 0.0f;
-      if (queued_ == int32_t(slots_.size())) {
-        StepResult r;
-        MEGA_GPU_TRY(wait(&r));
+    in_clip_ = true;
+    auto stream_clip = [&]() -> Status {
+      for (int64_t c0 = 0; c0 < total; c0 += cs) {
+        for (int64_t i = 0; i < cs; ++i) chunk_[size_t(i)] = c0 + i < n ? samples[c0 + i] : 0.0f;
+        if (queued_ == int32_t(slots_.size())) {
+          StepResult r;
+          MEGA_GPU_TRY(wait(&r));
+        }
+        MEGA_GPU_TRY(submit(chunk_.data()));
       }
-      MEGA_GPU_TRY(submit(chunk_.data()));
+      return drain();
+    };
+    const Status streamed = stream_clip();
+    in_clip_ = false;
+    if (streamed != Status::ok) {
+      stager_.reset(0);
+      return streamed;
     }
-    MEGA_GPU_TRY(drain());
     const int32_t R = int32_t(slots_.size());
     const Slot& last = slots_[size_t((head_ - 1 + R) % R)];
     const Status st = note(finish_clip(last.d_index, dm_.c, logits));
@@ -533,7 +617,7 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
     return st;
   }
   if (total / dm_.patch_s > cap_.clip_tokens) return Status::too_long;
-  stager_.stage_clip(samples, n, total, clip_);
+  stager_.stage_clip(samples, n, total, clip_, &stats_[0]);
   auto run = [&]() -> Status {
     if (!integrated_) {
       CUDA_CHECK(cudaMemcpyAsync(bf_.clip, clip_, sizeof(float) * size_t(dm_.ctx + total), cudaMemcpyHostToDevice,

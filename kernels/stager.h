@@ -36,21 +36,25 @@ class Stager {
   }
 
   void reset(int32_t b) {
-    std::fill(tails_ + int64_t(b) * dm_.ctx, tails_ + int64_t(b + 1) * dm_.ctx, 0.0f);
+    clear_context(b);
     next_[b] = 0;
   }
+  // Stream b's patch context back to silence; its position goes on.
+  void clear_context(int32_t b) { std::fill(tails_ + int64_t(b) * dm_.ctx, tails_ + int64_t(b + 1) * dm_.ctx, 0.0f); }
 
   // samples: n_streams * chunk_samples raw samples, stream-major. Writes
   // step_stride(dm) floats per stream into dst and the chunk indices into
   // index, and advances the streams.
-  void stage(const float* samples, float* dst, int64_t* index) {
+  // Samples are cleaned first (mega::clean_sample: NaN/Inf -> 0, clipped to
+  // full scale), counted in stats[b].
+  void stage(const float* samples, float* dst, int64_t* index, SessionStats* stats) {
     const int64_t cs = dm_.chunk_samples, ctx = dm_.ctx, stride = step_stride(dm_);
     for (int32_t b = 0; b < n_streams_; ++b) {
       float* out = dst + int64_t(b) * stride;
       float* tail = tails_ + int64_t(b) * ctx;
       const float* in = samples + int64_t(b) * cs;
       std::copy(tail, tail + ctx, out);
-      for (int64_t i = 0; i < cs; ++i) out[ctx + i] = scale(in[i]);
+      for (int64_t i = 0; i < cs; ++i) out[ctx + i] = scale(clean_sample(in[i], &stats[b]));
       std::copy(out + cs, out + cs + ctx, tail);
       index[b] = next_[b]++;
     }
@@ -58,9 +62,9 @@ class Stager {
 
   // A whole clip for the span path: [ctx zeros | scaled samples, zero-padded
   // to total]; scaling applies to the padding as on the CPU.
-  void stage_clip(const float* samples, int64_t n, int64_t total, float* dst) const {
+  void stage_clip(const float* samples, int64_t n, int64_t total, float* dst, SessionStats* stats) const {
     std::fill(dst, dst + dm_.ctx, 0.0f);
-    for (int64_t j = 0; j < total; ++j) dst[dm_.ctx + j] = scale(j < n ? samples[j] : 0.0f);
+    for (int64_t j = 0; j < total; ++j) dst[dm_.ctx + j] = scale(j < n ? clean_sample(samples[j], stats) : 0.0f);
   }
 
   int64_t next_chunk(int32_t b) const { return next_[b]; }

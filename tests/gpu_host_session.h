@@ -50,7 +50,8 @@ class HostGpuSession {
   // logits: n_streams * n_classes over each stream's window.
   mega::Status step(const float* samples, float* logits) {
     mega::gpu::Span sp = step_span();
-    stager_.stage(samples, bf_.input, bf_.input_index);
+    stats_.resize(size_t(cap_.n_streams));
+    stager_.stage(samples, bf_.input, bf_.input_index, stats_.data());
     MEGA_GPU_TRY(mega::gpu::encode(ops_, dm_, cap_, bf_, w_, sp));
     return mega::gpu::head_forward(ops_, dm_, bf_, w_, cap_.n_streams, bf_.input_index, true, dm_.c, logits);
   }
@@ -79,7 +80,8 @@ class HostGpuSession {
       return s;
     }
     if (total / dm_.patch_s > cap_.clip_tokens) return mega::Status::too_long;
-    stager_.stage_clip(samples, n, total, bf_.clip);
+    stats_.resize(1);
+    stager_.stage_clip(samples, n, total, bf_.clip, stats_.data());
     mega::gpu::Span sp;
     sp.n_streams = 1;
     sp.n_tok = total / dm_.patch_s;
@@ -113,6 +115,7 @@ class HostGpuSession {
   std::vector<double> block_, weights_;
   std::vector<float> tails_;
   std::vector<int64_t> next_;
+  std::vector<mega::SessionStats> stats_;  // input hygiene counts per stream
 };
 
 }  // namespace mega_test

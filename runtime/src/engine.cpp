@@ -224,6 +224,9 @@ class CpuBatchEngine final : public BatchEngine {
     }
     return Status::ok;
   }
+  SessionStats stats(int32_t b) const override {
+    return b >= 0 && b < n_streams() ? sessions_[size_t(b)]->stats() : SessionStats();
+  }
   int64_t memory_bytes() const override {
     int64_t total = int64_t(queue_.bytes());
     for (const auto& s : sessions_) total += s->memory_bytes();

@@ -128,6 +128,9 @@ class BatchEngine {
   virtual Status wait(BatchResult* out) = 0;
   // Stream b (or every stream, b = -1) starts afresh at the next submit().
   virtual Status reset(int32_t b) = 0;
+  // Stream b's input hygiene counts (mega.hpp: non-finite and clipped
+  // samples, state resets); zeros for a b out of range.
+  virtual SessionStats stats(int32_t b) const = 0;
 
   virtual int64_t memory_bytes() const = 0;
   virtual const char* last_error() const = 0;
