@@ -534,10 +534,11 @@ Status Session<T>::clear_state(int32_t b) {
   DeviceGuard guard(device_);
   auto zero = [&](void* p, size_t bytes) { return cudaMemsetAsync(p, 0, bytes, stream_); };
   for (int32_t l = 0; l < dm_.n_layers; ++l) {
-    if (dm_.k > 0) {
+    if (dm_.k > 0) {  // truncated: the ring of the last K inputs is the whole state
       CUDA_CHECK(zero(bf_.ring_of(dm_, cap_, l) + int64_t(b) * dm_.k * dm_.d, sizeof(T) * size_t(dm_.k * dm_.d)));
+    } else {  // untruncated: the carried h
+      CUDA_CHECK(zero(bf_.h_of(dm_, cap_, l) + int64_t(b) * dm_.d * dm_.n, sizeof(float) * size_t(dm_.d * dm_.n)));
     }
-    CUDA_CHECK(zero(bf_.h_of(dm_, cap_, l) + int64_t(b) * dm_.d * dm_.n, sizeof(float) * size_t(dm_.d * dm_.n)));
   }
   CUDA_CHECK(zero(bf_.pool + int64_t(b) * dm_.w * dm_.d, sizeof(double) * size_t(dm_.w * dm_.d)));
   CUDA_CHECK(zero(bf_.total + int64_t(b) * dm_.d, sizeof(double) * size_t(dm_.d)));

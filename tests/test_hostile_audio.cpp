@@ -14,6 +14,7 @@
 
 #include "golden.h"
 #include "model_bytes.h"
+#include "overflow_model.h"
 #include "test_session.h"
 #include "mega/mega.hpp"
 #include "mega/mega_kws.h"
@@ -216,37 +217,12 @@ TEST(HostileAudio, SquareWavesDcAndSilenceStayFinite) {
   }
 }
 
-namespace {
-
-// tiny_patch (no input scaling) with its embedding weights scaled by 1e25:
-// loud input overflows the network, silence does not (the file stays valid:
-// every weight is finite).
-std::vector<uint8_t> overflowing_model() {
-  std::ifstream f(mega_test::fixture_path("tiny_patch.mega"), std::ios::binary);
-  std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), {});
-  const mega::fb::Model* m = mega::fb::GetModel(b.data());
-  for (const mega::fb::Tensor* t : *m->tensors()) {
-    if (t->name()->str() != "embed_tokens.weight") continue;
-    uint8_t* data = b.data() + (t->data()->data() - b.data());
-    for (size_t i = 0; i + 4 <= t->data()->size(); i += 4) {
-      float w;
-      std::memcpy(&w, data + i, 4);
-      w *= 1e25f;
-      std::memcpy(data + i, &w, 4);
-    }
-  }
-  mega_test::reseal(&b);
-  return b;
-}
-
-}  // namespace
-
 // The last line of defence: a model whose arithmetic overflows on loud input
 // gives zero logits for those chunks (counted) instead of NaN, and the stream
 // recovers: once a window of normal audio has passed, the logits equal a
 // fresh session's on the same audio.
 TEST(HostileAudio, OverflowInsideTheModelResetsTheStateInsteadOfPoisoningIt) {
-  const std::vector<uint8_t> bytes = overflowing_model();
+  const std::vector<uint8_t> bytes = mega_test::overflowing_model();
   std::string err;
   auto m = mega::Model::load_from_memory(bytes.data(), bytes.size(), &err);
   ASSERT_TRUE(m) << err;
