@@ -503,3 +503,17 @@ TEST(GpuHostBatch, BatchedStreamsEqualSingleStreams) {
     }
   }
 }
+
+// Chunks per strided-batched attention GEMM: all of them when they fit the
+// scores budget, never more than cuBLAS's batch limit (65535: the batch is a
+// grid dimension), at least one.
+TEST(GpuHostPlan, AttentionGroupIsCappedForCuBlas) {
+  using mega::gpu::attention_group;
+  using mega::gpu::k_max_gemm_batch;
+  EXPECT_EQ(attention_group(10 * 40, 10, int64_t(1) << 30, 4), 40);
+  EXPECT_EQ(attention_group(10 * 40, 10, 10 * 10 * 4 * 7, 4), 7);
+  EXPECT_EQ(attention_group(int64_t(10) * 70000, 10, int64_t(1) << 40, 4), k_max_gemm_batch);
+  EXPECT_EQ(attention_group(int64_t(10) * 65535, 10, int64_t(1) << 40, 2), 65535);
+  EXPECT_EQ(attention_group(int64_t(10) * 65536, 10, int64_t(1) << 40, 2), 65535);
+  EXPECT_EQ(attention_group(1000, 1000, 16, 4), 1);
+}

@@ -46,18 +46,29 @@ std::vector<float> stream(mega::Engine& e, const std::vector<float>& in, int64_t
 const char* kTiny[] = {"tiny_uni", "tiny_bi", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn",
                        "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_scan"};
 
-void check_clip(const std::string& dir, const std::string& name, double tol) {
+// The clip's logits against the golden ones, or, when `chunk_limit` cuts the
+// clip (the stand-in's base-size cases), against the CPU engine's on the
+// same prefix.
+void check_clip(const std::string& dir, const std::string& name, double tol,
+                int64_t chunk_limit = int64_t(1) << 40) {
   Golden g;
   auto m = load_fixture(dir, name, &g);
   ASSERT_TRUE(m);
-  const auto& in = g.at("input");
+  const auto in = mega_test::first_chunks(g.at("input"), m->hparams().chunk_samples(), chunk_limit);
+  const bool whole = in.size() == g.at("input").size();
   auto e = engine(m, "cuda", int64_t(in.size()));
   ASSERT_TRUE(e);
-  std::vector<float> logits(size_t(m->hparams().n_classes));
+  std::vector<float> logits(size_t(m->hparams().n_classes)), want = g.at("logits");
   ASSERT_EQ(e->classify_clip(in.data(), int64_t(in.size()), logits.data()), mega::Status::ok) << e->last_error();
-  const double d = max_abs_diff(logits.data(), g.at("logits").data(), logits.size());
+  if (!whole) {
+    auto cpu = engine(m, "cpu", int64_t(in.size()));
+    ASSERT_TRUE(cpu);
+    ASSERT_EQ(cpu->classify_clip(in.data(), int64_t(in.size()), want.data()), mega::Status::ok);
+  }
+  const double d = max_abs_diff(logits.data(), want.data(), logits.size());
   EXPECT_LE(d, tol) << name;
-  std::printf("[ cuda     ] %s: clip logits max abs diff %.3g\n", name.c_str(), d);
+  std::printf("[ cuda     ] %s: clip logits max abs diff %.3g (%s)\n", name.c_str(), d,
+              whole ? "vs PyTorch" : "first chunks, vs the CPU engine");
 }
 
 }  // namespace
@@ -69,8 +80,8 @@ TEST(CudaParity, TinyModelsMatchPyTorch) {
 
 TEST(CudaParity, BaseModelsMatchPyTorch) {
   MEGA_REQUIRE_GPU();
-  check_clip(MEGA_GENERATED, "base_uni", 1e-4);
-  check_clip(MEGA_GENERATED, "base_bi", 1e-4);
+  check_clip(MEGA_GENERATED, "base_uni", 1e-4, mega_test::kBaseChunkLimit);
+  check_clip(MEGA_GENERATED, "base_bi", 1e-4, mega_test::kBaseChunkLimit);
 }
 
 TEST(CudaParity, SelfTestPasses) {
@@ -91,6 +102,7 @@ TEST(CudaStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
     std::string dir, name;
     std::vector<int64_t> blocks;
     double tol;
+    int64_t chunk_limit = int64_t(1) << 40;
   };
   const std::vector<Case> cases = {
       {MEGA_FIXTURES, "tiny_uni", {1, 3, 7, 10, 33}, 2e-5},
@@ -99,7 +111,7 @@ TEST(CudaStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
       {MEGA_FIXTURES, "tiny_patch", {1, 7, 100}, 2e-5},
       {MEGA_FIXTURES, "tiny_logpower", {1, 2, 7, 64}, 2e-5},
       {MEGA_FIXTURES, "tiny_scan", {1, 999, 1000, 1001}, 2e-5},
-      {MEGA_GENERATED, "base_uni", {16000, 1, 999, 1000, 4096}, 1e-4},
+      {MEGA_GENERATED, "base_uni", {16000, 1, 999, 1000, 4096}, 1e-4, mega_test::kBaseChunkLimit},
   };
   for (const Case& c : cases) {
     Golden g;
@@ -108,10 +120,15 @@ TEST(CudaStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
     auto e = engine(m, "cuda");
     ASSERT_TRUE(e);
     std::vector<float> first;
+    const int64_t cs = m->hparams().chunk_samples();
+    const auto input = mega_test::first_chunks(g.at("input"), cs, c.chunk_limit);
+    const int64_t n_chunks = int64_t(input.size()) / cs;
+    const auto& all = g.at("chunk_logits");
+    const std::vector<float> want(all.begin(), all.begin() + std::min<long>(long(all.size()),
+                                                                            long(n_chunks * m->hparams().n_classes)));
     for (int64_t b : c.blocks) {
       e->reset();
-      const auto got = stream(*e, g.at("input"), b);
-      const auto& want = g.at("chunk_logits");
+      const auto got = stream(*e, input, b);
       ASSERT_EQ(got.size(), want.size()) << c.name << " block " << b;
       EXPECT_LE(max_abs_diff(got.data(), want.data(), got.size()), c.tol) << c.name << " block " << b;
       if (first.empty()) {
@@ -286,8 +303,11 @@ TEST(CudaFp16, CloseToFloat32) {
     auto f32 = engine(m, "cuda");
     auto f16 = engine(m, "cuda", 0, true);
     ASSERT_TRUE(f32 && f16);
-    const auto a = stream(*f32, g.at("input"), 4000);
-    const auto b = stream(*f16, g.at("input"), 4000);
+    const auto input = base ? mega_test::first_chunks(g.at("input"), m->hparams().chunk_samples(),
+                                                      mega_test::kBaseChunkLimit)
+                            : g.at("input");
+    const auto a = stream(*f32, input, 4000);
+    const auto b = stream(*f16, input, 4000);
     ASSERT_EQ(a.size(), b.size());
     const int32_t nc = m->hparams().n_classes;
     float lo = a[0], hi = a[0];
@@ -324,4 +344,40 @@ TEST(CudaErrors, BadDeviceAndBidirectionalStreaming) {
   EXPECT_EQ(e->classify_clip(clip.data(), int64_t(clip.size()), logits.data()), mega::Status::too_long);
   EXPECT_FALSE(mega::create_batch_engine("cuda", m, 2, mega::EngineOptions(), &err, &st));
   EXPECT_EQ(st, mega::Status::not_streamable);
+}
+
+// An engine on another device than the calling thread's current one: every
+// call leaves the caller's thread on its own device (the stand-in has two).
+TEST(CudaErrors, CallsKeepTheCallersDevice) {
+  MEGA_REQUIRE_GPU();
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count < 2) GTEST_SKIP() << "needs two CUDA devices";
+  Golden g;
+  auto m = load_fixture(MEGA_FIXTURES, "tiny_patch", &g);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  mega::EngineOptions o;
+  o.device = 1;
+  std::string err;
+  auto e = mega::create_engine("cuda", m, o, &err);
+  ASSERT_TRUE(e) << err;
+  auto current = [] {
+    int d = -1;
+    EXPECT_EQ(cudaGetDevice(&d), cudaSuccess);
+    return d;
+  };
+  EXPECT_EQ(current(), 0) << "create";
+  const auto& in = g.at("input");
+  int64_t used = 0;
+  bool sent = false;
+  ASSERT_EQ(e->submit(in.data(), int64_t(in.size()), &used, &sent), mega::Status::ok) << e->last_error();
+  EXPECT_EQ(current(), 0) << "submit";
+  mega::ChunkResult r;
+  ASSERT_EQ(e->wait(&r), mega::Status::ok) << e->last_error();
+  std::vector<float> logits(size_t(m->hparams().n_classes));
+  ASSERT_EQ(e->classify_clip(in.data(), int64_t(in.size()), logits.data()), mega::Status::ok) << e->last_error();
+  EXPECT_EQ(current(), 0) << "classify_clip";
+  e.reset();
+  EXPECT_EQ(current(), 0) << "destroy";
 }

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -44,8 +43,9 @@ namespace cuda_standin {
 namespace {
 
 #if defined(__x86_64__)
-// Saves the callee-saved registers, the SSE and x87 control words and the
-// stack pointer in *from_sp, then resumes the context saved at to_sp.
+// Saves the callee-saved registers and the stack pointer in *from_sp, then
+// resumes the context saved at to_sp. (The SSE and x87 control words are the
+// OS thread's: fibers never change them.)
 extern "C" void mega_standin_switch(void** from_sp, void* to_sp);
 asm(R"(
 .text
@@ -58,14 +58,8 @@ mega_standin_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -97,8 +91,32 @@ struct Fiber {
   ThreadContext tc;
 };
 
+// Lanes of one warp waiting in one exchange (its mask), not all there yet.
+struct WarpGroup {
+  unsigned mask = 0;
+  int32_t arrived = 0;
+};
+
+// splitmix64: the thread and block order (cheap, and the same everywhere).
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  template <typename T>
+  void shuffle(std::vector<T>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[size_t(next() % i)]);
+  }
+};
+
 struct Block {
   std::vector<Fiber> fibers;
+  std::vector<std::vector<WarpGroup>> warps;  // per warp: its open exchanges
+  std::vector<int32_t> next;                  // runnable in the next round
+  int32_t at_barrier = 0, finished = 0;
   KernelCall* call = nullptr;
   int32_t current = -1;
 #if defined(__x86_64__)
@@ -114,6 +132,7 @@ struct Block {
 
 thread_local Block* t_block = nullptr;
 thread_local ThreadContext t_plain;  // outside kernels
+thread_local ThreadContext* t_ctx = &t_plain;
 
 // Stacks, kept per OS thread and reused by every launch.
 struct StackPool {
@@ -125,7 +144,7 @@ struct StackPool {
 #ifdef MEGA_STANDIN_ASAN
   static constexpr size_t k_stack = size_t(512) << 10;
 #else
-  static constexpr size_t k_stack = size_t(64) << 10;
+  static constexpr size_t k_stack = size_t(32) << 10;
 #endif
   static constexpr size_t k_guard = 4096;
   static constexpr size_t k_slot = k_stack + k_guard;
@@ -142,6 +161,10 @@ struct StackPool {
     return true;
   }
   uint8_t* stack(size_t i) const { return base + i * k_slot + k_guard; }
+  // The stacks' tops are k_slot apart, a multiple of the page size: left at
+  // the top, every fiber's frames would share the same few cache sets. Each
+  // stack gives up a different slice of its top instead.
+  static size_t color(size_t i) { return (i * 1088) % 8192; }
 };
 thread_local StackPool t_stacks;
 
@@ -169,6 +192,7 @@ void switch_to_scheduler(Fiber& f, bool finished) {
 #endif
   b.call->run_thread();
   f.state = State::done;
+  ++b.finished;
   switch_to_scheduler(f, true);
   std::abort();  // a finished fiber is never resumed
 }
@@ -179,19 +203,14 @@ void fiber_main_c() { fiber_main(); }
 
 void start_fiber(Fiber& f) {
 #if defined(__x86_64__)
-  // The frame mega_standin_switch pops: control words, six registers, then
-  // "returns" into fiber_main with the stack aligned as after a call.
+  // The frame mega_standin_switch pops: six registers, then it "returns"
+  // into fiber_main with the stack aligned as after a call.
   uintptr_t top = reinterpret_cast<uintptr_t>(f.stack + f.stack_size) & ~uintptr_t(15);
   auto* w = reinterpret_cast<uint64_t*>(top);
   w[-1] = 0;  // fiber_main's return address (it never returns)
   w[-2] = reinterpret_cast<uint64_t>(&fiber_main);
   for (int i = 3; i <= 8; ++i) w[-i] = 0;
-  uint32_t mxcsr = 0;
-  uint16_t fpcw = 0;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpcw));
-  w[-9] = uint64_t(mxcsr) | (uint64_t(fpcw) << 32);
-  f.sp = &w[-9];
+  f.sp = &w[-8];
 #else
   getcontext(&f.ctx);
   f.ctx.uc_stack.ss_sp = f.stack;
@@ -204,6 +223,7 @@ void start_fiber(Fiber& f) {
 void resume(Block& b, int32_t i) {
   Fiber& f = b.fibers[size_t(i)];
   b.current = i;
+  t_ctx = &f.tc;
 #ifdef MEGA_STANDIN_ASAN
   __sanitizer_start_switch_fiber(&b.sched_fake, f.stack, f.stack_size);
 #endif
@@ -216,6 +236,7 @@ void resume(Block& b, int32_t i) {
   __sanitizer_finish_switch_fiber(b.sched_fake, nullptr, nullptr);
 #endif
   b.current = -1;
+  t_ctx = &t_plain;
 }
 
 std::string describe(const Fiber& f) {
@@ -231,24 +252,28 @@ std::string describe(const Fiber& f) {
   Fiber& f = b.fibers[size_t(b.current)];
   if (b.fault.empty()) b.fault = what;
   f.state = State::done;
+  ++b.finished;
   switch_to_scheduler(f, true);
   std::abort();
 }
 
-// Completes the exchange of the warp group that lane `l` of warp `w` waits in,
-// if every lane of its mask has arrived. Returns false on a fault (b.fault set).
-bool try_exchange(Block& b, int32_t warp_first, int32_t n_threads, Fiber& me) {
+int32_t popcount32(unsigned v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  return int32_t((((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24);
+}
+
+// Lane `me` arrives in an exchange of its warp. When every lane of its mask
+// is there, computes every lane's result, makes the others runnable and
+// returns true (the caller goes on without yielding). A fault: b.fault set.
+bool arrive(Block& b, Fiber& me, int32_t warp_first) {
   const unsigned mask = me.mask;
-  for (int32_t lane = 0; lane < 32; ++lane) {
-    if (!(mask >> lane & 1u)) continue;
-    const int32_t t = warp_first + lane;
-    if (t >= n_threads) {
-      b.fault = "warp shuffle mask names lane " + std::to_string(lane) + ", past the block's last thread";
-      return false;
-    }
-    const Fiber& o = b.fibers[size_t(t)];
-    if (o.state != State::shuffle || o.result_ready) return true;  // not everyone is here yet
-    if (o.mask != mask) {
+  std::vector<WarpGroup>& open = b.warps[size_t(warp_first / 32)];
+  WarpGroup* g = nullptr;
+  for (WarpGroup& o : open) {
+    if (o.mask == mask) {
+      g = &o;
+    } else if (o.mask & mask) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "warp shuffle: lanes arrive with different masks (0x%08x and 0x%08x)", mask,
                     o.mask);
@@ -256,14 +281,26 @@ bool try_exchange(Block& b, int32_t warp_first, int32_t n_threads, Fiber& me) {
       return false;
     }
   }
+  if (!g) {
+    const int32_t n_threads = int32_t(b.fibers.size());
+    for (int32_t lane = 0; lane < 32; ++lane) {
+      if ((mask >> lane & 1u) && warp_first + lane >= n_threads) {
+        b.fault = "warp shuffle mask names lane " + std::to_string(lane) + ", past the block's last thread";
+        return false;
+      }
+    }
+    open.push_back(WarpGroup{mask, 0});
+    g = &open.back();
+  }
+  if (++g->arrived < popcount32(mask)) return true;
   for (int32_t lane = 0; lane < 32; ++lane) {
     if (!(mask >> lane & 1u)) continue;
     Fiber& o = b.fibers[size_t(warp_first + lane)];
-    const int32_t w = o.width;
-    const int32_t seg = lane / w * w;
+    const int32_t w = o.width;  // a power of two
+    const int32_t seg = lane & ~(w - 1);
     int32_t src = lane;
     switch (o.kind) {
-      case k_shfl_idx: src = seg + ((o.src % w) + w) % w; break;
+      case k_shfl_idx: src = seg + (o.src & (w - 1)); break;
       case k_shfl_xor: src = lane ^ o.src; if (src >= seg + w) src = lane; break;
       case k_shfl_down: src = lane + o.src; if (src >= seg + w) src = lane; break;
       case k_shfl_up: src = lane - o.src; if (src < seg) src = lane; break;
@@ -276,24 +313,26 @@ bool try_exchange(Block& b, int32_t warp_first, int32_t n_threads, Fiber& me) {
     o.result = b.fibers[size_t(warp_first + src)].value;
   }
   for (int32_t lane = 0; lane < 32; ++lane) {
-    if (mask >> lane & 1u) b.fibers[size_t(warp_first + lane)].result_ready = true;
+    if (!(mask >> lane & 1u)) continue;
+    Fiber& o = b.fibers[size_t(warp_first + lane)];
+    o.result_ready = true;
+    if (&o != &me) b.next.push_back(warp_first + lane);
   }
+  *g = open.back();
+  open.pop_back();
   return true;
 }
 
 }  // namespace
 
-ThreadContext& this_thread() {
-  Block* b = t_block;
-  if (b && b->current >= 0) return b->fibers[size_t(b->current)].tc;
-  return t_plain;
-}
+ThreadContext& this_thread() { return *t_ctx; }
 
 void syncthreads() {
   Block* b = t_block;
   if (!b || b->current < 0) return;  // host code
   Fiber& f = b->fibers[size_t(b->current)];
   f.state = State::barrier;
+  ++b->at_barrier;
   switch_to_scheduler(f, false);
 }
 
@@ -317,9 +356,8 @@ uint64_t shuffle(unsigned mask, uint64_t bits, int32_t src_lane, int32_t width, 
   f.kind = kind;
   f.result_ready = false;
   f.state = State::shuffle;
-  const int32_t n_threads = int32_t(b->fibers.size());
-  if (!try_exchange(*b, f.tc.linear - lane, n_threads, f)) fault_in_fiber(b->fault);
-  switch_to_scheduler(f, false);  // the scheduler resumes it once result_ready
+  if (!arrive(*b, f, f.tc.linear - lane)) fault_in_fiber(b->fault);
+  if (!f.result_ready) switch_to_scheduler(f, false);  // resumed once the exchange is done
   f.state = State::ready;
   f.result_ready = false;
   return f.result;
@@ -330,25 +368,32 @@ std::string run_grid(KernelCall* call, dim3 grid, dim3 block, uint64_t seed) {
   const int64_t n_blocks = int64_t(grid.x) * grid.y * grid.z;
   const int32_t n_threads = int32_t(block.x * block.y * block.z);
   if (!t_stacks.reserve(size_t(n_threads))) return "out of memory for the stand-in's fiber stacks";
-  std::mt19937_64 rng(seed);
+  Rng rng{seed};
   std::vector<int64_t> order(static_cast<size_t>(n_blocks));
   for (int64_t i = 0; i < n_blocks; ++i) order[size_t(i)] = i;
-  std::shuffle(order.begin(), order.end(), rng);
+  rng.shuffle(order);
 
   Block b;
   b.call = call;
   b.fibers.resize(size_t(n_threads));
-  std::vector<int32_t> runnable;
-  runnable.reserve(size_t(n_threads));
+  b.warps.resize(size_t((n_threads + 31) / 32));
+  std::vector<int32_t> round;
+  round.reserve(size_t(n_threads));
+  b.next.reserve(size_t(n_threads));
   Block* outer = t_block;
   t_block = &b;
   for (int64_t bi : order) {
     const uint3 bidx{unsigned(bi % grid.x), unsigned(bi / grid.x % grid.y), unsigned(bi / (int64_t(grid.x) * grid.y))};
+    b.next.clear();
+    b.at_barrier = b.finished = 0;
+    for (auto& w : b.warps) w.clear();
     for (int32_t t = 0; t < n_threads; ++t) {
       Fiber& f = b.fibers[size_t(t)];
-      f = Fiber();
+      f.state = State::ready;
+      f.result_ready = false;
+      f.asan_fake = nullptr;
       f.stack = t_stacks.stack(size_t(t));
-      f.stack_size = StackPool::k_stack;
+      f.stack_size = StackPool::k_stack - StackPool::color(size_t(t));
 #ifdef MEGA_STANDIN_ASAN
       __asan_unpoison_memory_region(f.stack, f.stack_size);  // left poisoned by an earlier fiber
 #endif
@@ -359,39 +404,38 @@ std::string run_grid(KernelCall* call, dim3 grid, dim3 block, uint64_t seed) {
       f.tc.grid_dim = grid;
       f.tc.linear = t;
       start_fiber(f);
+      b.next.push_back(t);
     }
     for (;;) {
-      runnable.clear();
-      int32_t at_barrier = 0, finished = 0, waiting = 0;
-      for (int32_t t = 0; t < n_threads; ++t) {
-        const Fiber& f = b.fibers[size_t(t)];
-        if (f.state == State::ready || (f.state == State::shuffle && f.result_ready)) runnable.push_back(t);
-        else if (f.state == State::barrier) ++at_barrier;
-        else if (f.state == State::done) ++finished;
-        else ++waiting;
-      }
-      if (runnable.empty()) {
-        if (finished == n_threads) break;
-        if (at_barrier == n_threads) {
-          for (Fiber& f : b.fibers) f.state = State::ready;
+      if (b.next.empty()) {
+        if (b.finished == n_threads) break;
+        if (b.at_barrier == n_threads) {  // everyone is at the barrier: release it
+          b.at_barrier = 0;
+          for (int32_t t = 0; t < n_threads; ++t) {
+            b.fibers[size_t(t)].state = State::ready;
+            b.next.push_back(t);
+          }
           continue;
         }
         // no thread can move: say who waits where
         std::string who;
-        for (int32_t t = 0; t < n_threads && who.size() < 200; ++t) {
+        int32_t waiting = 0;
+        for (int32_t t = 0; t < n_threads; ++t) {
           const Fiber& f = b.fibers[size_t(t)];
-          if (f.state == State::barrier && (finished > 0 || waiting > 0)) { who = describe(f) + " waits at __syncthreads()"; break; }
-          if (f.state == State::shuffle) { who = describe(f) + " waits in a warp shuffle"; break; }
+          if (f.state == State::shuffle) ++waiting;
+          if (!who.empty()) continue;
+          if (f.state == State::barrier) who = describe(f) + " waits at __syncthreads()";
+          if (f.state == State::shuffle) who = describe(f) + " waits in a warp shuffle";
         }
-        b.fault = "deadlock: " + who + " (" + std::to_string(at_barrier) + " at the barrier, " +
-                  std::to_string(waiting) + " in shuffles, " + std::to_string(finished) + " returned, of " +
+        b.fault = "deadlock: " + who + " (" + std::to_string(b.at_barrier) + " at the barrier, " +
+                  std::to_string(waiting) + " in shuffles, " + std::to_string(b.finished) + " returned, of " +
                   std::to_string(n_threads) + ")";
         break;
       }
-      std::shuffle(runnable.begin(), runnable.end(), rng);
-      for (int32_t t : runnable) {
-        Fiber& f = b.fibers[size_t(t)];
-        if (f.state == State::shuffle && !f.result_ready) continue;
+      round.swap(b.next);
+      b.next.clear();
+      rng.shuffle(round);
+      for (int32_t t : round) {
         resume(b, t);
         if (!b.fault.empty()) break;
       }

@@ -104,7 +104,7 @@ struct Config {
   bool deferred = false;    // run stream work only when the program synchronizes
   bool integrated = false;  // the device reports itself integrated (mapped memory)
   uint64_t seed = 1;        // thread and block order
-  int32_t device_count = 1;
+  int32_t device_count = 2;  // two, so that device selection is exercised
 };
 Config config();
 void set_config(const Config& c);  // also clears errors; only between tests
