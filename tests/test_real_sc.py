@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""Real Speech Commands clips (tools/data/fetch_real_sc.py): the dataset's split
+rule, only training/validation speakers written, nothing of a test set; and, if
+MEGA_REAL_SC_DIR names a built folder, that it holds no testing-split speaker.
+Runs with /usr/bin/python3 -m pytest tests/test_real_sc.py or directly."""
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import wave
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA_TOOLS = os.path.join(os.path.dirname(HERE), "tools", "data")
+sys.path.insert(0, DATA_TOOLS)
+
+import fetch_real_sc as rs  # noqa: E402
+
+TOOL = os.path.join(DATA_TOOLS, "fetch_real_sc.py")
+
+# speaker id -> (percentage of the which_set hash, split), computed once with the
+# dataset's rule; bb05582b is the first speaker of v0.02's testing_list.txt,
+# a69b9b3e the first of its validation_list.txt, 0c40e715 the first of v0.01's testing_list.txt
+KNOWN = {
+    "0a7c2a8d": (56.8364, "training"),
+    "004ae714": (79.5749, "training"),
+    "62581901": (56.6417, "training"),
+    "0a196374": (29.3800, "training"),
+    "a69b9b3e": (4.8811, "validation"),
+    "0d82fd99": (2.5113, "validation"),
+    "bb05582b": (18.1327, "testing"),
+    "0c40e715": (None, "testing"),
+}
+
+
+def wav_bytes(x, rate=16000, channels=1):
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.asarray(x, dtype="<i2").tobytes())
+    return buf.getvalue()
+
+
+def tone(seconds, freq, rate=16000, amp=8000):
+    t = np.arange(int(seconds * rate)) / rate
+    return (amp * np.sin(2 * np.pi * freq * t)).astype(np.int16)
+
+
+class WhichSet(unittest.TestCase):
+    def test_known_speakers(self):
+        for spk, (_, split) in KNOWN.items():
+            self.assertEqual(rs.which_set(f"yes/{spk}_nohash_0.wav"), split, spk)
+            # everything after _nohash_ and any folder is ignored
+            self.assertEqual(rs.which_set(f"a/b/{spk}_nohash_7.wav"), split, spk)
+
+    def test_percentages(self):
+        import hashlib
+        for spk, (pct, _) in KNOWN.items():
+            if pct is None:
+                continue
+            h = int(hashlib.sha1(spk.encode()).hexdigest(), 16)
+            self.assertAlmostEqual((h % (2 ** 27)) * (100.0 / (2 ** 27 - 1)), pct, places=3)
+
+    def test_names(self):
+        self.assertTrue(rs.CLIP_RE.match("0a7c2a8d_nohash_0.wav"))
+        for bad in ("bed_0a7c2a8d_nohash_0.wav", "0a7c2a8d_nohash_0.wav.wav", "yes.wav", "0A7C2A8D_nohash_0.wav"):
+            self.assertIsNone(rs.CLIP_RE.match(bad), bad)
+        self.assertTrue(rs.is_test_path("speech_commands_test_set_v0.02/yes/0a7c2a8d_nohash_0.wav"))
+        self.assertTrue(rs.is_test_path("data/testing/yes/0a7c2a8d_nohash_0.wav"))
+        self.assertFalse(rs.is_test_path("speech_commands_v0.02/yes/0a7c2a8d_nohash_0.wav"))
+
+    def test_fit_centered(self):
+        x = np.arange(1, 20001, dtype=np.int16)
+        y = rs.fit_centered(x)
+        self.assertEqual(len(y), 16000)
+        self.assertEqual(int(y[0]), 2001)
+        z = rs.fit_centered(np.ones(8000, np.int16))
+        self.assertEqual(len(z), 16000)
+        self.assertEqual(int(z[:4000].sum()) + int(z[12000:].sum()), 0)
+        self.assertEqual(int(z[4000:12000].sum()), 8000)
+
+
+class FakeRepo(unittest.TestCase):
+    """A small bare repository holding clips of every kind the tool must tell apart."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="real_sc_")
+        work = os.path.join(cls.tmp, "work")
+        same = wav_bytes(tone(1.0, 440))
+        files = {
+            # kept: a training and a validation speaker
+            "speech_commands_v0.02/yes/0a7c2a8d_nohash_0.wav": same,
+            "speech_commands_v0.02/no/a69b9b3e_nohash_1.wav": wav_bytes(tone(0.8, 300)),
+            # kept, converted: stereo and 1.5 s -> mono, 1.000 s
+            "speech_commands_v0.02/left/004ae714_nohash_0.wav": wav_bytes(np.repeat(tone(1.5, 500), 2), channels=2),
+            # kept, resampled by sox: 8 kHz
+            "speech_commands_v0.02/bed/0a196374_nohash_0.wav": wav_bytes(tone(1.0, 200, rate=8000), rate=8000),
+            # refused: a testing-split speaker
+            "speech_commands_v0.02/yes/bb05582b_nohash_0.wav": wav_bytes(tone(1.0, 600)),
+            "speech_commands_v0.02/stop/0c40e715_nohash_0.wav": wav_bytes(tone(1.0, 650)),
+            # dropped: the same audio as yes/0a7c2a8d_nohash_0.wav under another name
+            "speech_commands_v0.02/zero/62581901_nohash_3.wav": same,  # listed after yes/
+            # dropped: a git-lfs pointer, a name without a speaker id, a folder that is not a word
+            "speech_commands_v0.02/up/0d82fd99_nohash_0.wav":
+                b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 32044\n",
+            "speech_commands_v0.02/cat/recording1.wav": wav_bytes(tone(1.0, 700)),
+            "speech_commands_v0.02/_unknown_/bed_0a7c2a8d_nohash_0.wav": wav_bytes(tone(1.0, 710)),
+            "speech_commands_v0.02/_background_noise_/white_noise.wav": wav_bytes(tone(2.5, 1000, amp=500)),
+            # refused whole: the canonical test set, by path and by its README
+            "speech_commands_test_set_v0.02/yes/0a7c2a8d_nohash_1.wav": wav_bytes(tone(1.0, 800)),
+            "speech_commands_test_set_v0.02/no/62581901_nohash_0.wav": wav_bytes(tone(1.0, 810)),
+            "kws/dataset/README.md": b"# Speech Commands Data Set Test Files v0.02\n",
+            "kws/dataset/go/62581901_nohash_0.wav": wav_bytes(tone(1.0, 900)),
+            "kws/dataset/on/a69b9b3e_nohash_0.wav": wav_bytes(tone(1.0, 910)),
+        }
+        for rel, data in files.items():
+            path = os.path.join(work, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+        subprocess.run(git + ["init", "-q", work], check=True)
+        subprocess.run(git + ["-C", work, "add", "-A"], check=True)
+        subprocess.run(git + ["-C", work, "commit", "-q", "-m", "clips"], check=True)
+        cls.mirror_root = os.path.join(cls.tmp, "mirror")
+        cls.bare = os.path.join(cls.mirror_root, "someone+clips", "repo")
+        subprocess.run(["git", "clone", "-q", "--bare", work, cls.bare], check=True)
+        cls.commit = subprocess.run(["git", "--git-dir", cls.bare, "rev-parse", "HEAD"], capture_output=True,
+                                    text=True, check=True).stdout.strip()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_tool(self, *args):
+        r = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def clips(self, out):
+        found = set()
+        for root, _, files in os.walk(out):
+            for f in files:
+                if f.endswith(".wav"):
+                    found.add(os.path.relpath(os.path.join(root, f), out))
+        return found
+
+    def check_output(self, out, stdout):
+        expected = {"yes/0a7c2a8d_nohash_0.wav", "no/a69b9b3e_nohash_1.wav", "left/004ae714_nohash_0.wav",
+                    "_background_noise_/white_noise.wav"}
+        if shutil.which("sox"):
+            expected.add("bed/0a196374_nohash_0.wav")
+        self.assertEqual(self.clips(out), expected, stdout)
+        for rel in expected:
+            with wave.open(os.path.join(out, rel)) as w:
+                self.assertEqual((w.getframerate(), w.getnchannels(), w.getsampwidth()), (16000, 1, 2), rel)
+                self.assertEqual(w.getnframes(), 40000 if "noise" in rel else 16000, rel)
+        self.assertEqual(open(os.path.join(out, "validation_list.txt")).read().split(), ["no/a69b9b3e_nohash_1.wav"])
+        self.assertEqual(open(os.path.join(out, "testing_list.txt")).read(), "")
+        sources = open(os.path.join(out, "SOURCES.txt")).read()
+        self.assertIn(self.commit, sources)
+        self.assertIn("CC BY 4.0", sources)
+        self.assertIn("Pete Warden", sources)
+        self.assertEqual(rs.check_dir(out), [])
+        self.assertIn("testing-split speaker (refused)", stdout)
+
+    def test_gitdir_argument(self):
+        out = os.path.join(self.tmp, "out_a")
+        stdout = self.run_tool("--out", out, self.bare)
+        self.check_output(out, stdout)
+        self.assertIn("test-set path", stdout)
+        self.assertIn("test-set folder (README)", stdout)
+        # a second run needs --overwrite, and replaces the folder
+        r = subprocess.run([sys.executable, TOOL, "--out", out, self.bare], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.check_output(out, self.run_tool("--out", out, "--overwrite", self.bare))
+
+    def test_sources_file_with_prefix(self):
+        src = os.path.join(self.tmp, "sources.txt")
+        with open(src, "w") as f:
+            f.write(f"# comment\nsomeone/clips {self.commit} speech_commands_v0.02\n")
+        out = os.path.join(self.tmp, "out_b")
+        stdout = self.run_tool("--out", out, "--sources", src, "--mirror-root", self.mirror_root)
+        self.check_output(out, stdout)
+        self.assertNotIn("test-set", stdout)  # the prefix keeps the test sets out of the listing
+        self.assertIn(f"someone/clips {self.commit} speech_commands_v0.02", open(os.path.join(out, "SOURCES.txt")).read())
+
+    def test_check_catches_a_testing_speaker(self):
+        out = os.path.join(self.tmp, "out_c")
+        self.run_tool("--out", out, self.bare)
+        os.makedirs(os.path.join(out, "yes"), exist_ok=True)
+        with open(os.path.join(out, "yes", "bb05582b_nohash_0.wav"), "wb") as f:
+            f.write(wav_bytes(tone(1.0, 600)))
+        self.assertTrue(any("testing-split" in p for p in rs.check_dir(out)))
+        r = subprocess.run([sys.executable, TOOL, "--check", out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+
+
+@unittest.skipUnless(os.path.isdir(os.environ.get("MEGA_REAL_SC_DIR", "")), "MEGA_REAL_SC_DIR is not a folder")
+class BuiltFolder(unittest.TestCase):
+    def test_no_testing_speaker(self):
+        root = os.environ["MEGA_REAL_SC_DIR"]
+        clips = [f for label in os.listdir(root) if os.path.isdir(os.path.join(root, label))
+                 for f in os.listdir(os.path.join(root, label)) if f.endswith(".wav") and label != rs.NOISE]
+        self.assertTrue(clips)
+        self.assertEqual([f for f in clips if rs.which_set(f) == "testing"], [])
+        self.assertEqual(rs.check_dir(root), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
