@@ -19,6 +19,22 @@ if [ ${#CUDA[@]} -gt 0 ]; then bash scripts/check_cuda_arch.sh build 87; fi   # 
 bash scripts/test_install.sh build   # cmake --install; examples/embed against the installed package
 bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI parity under qemu
 
+# The CUDA backend's tests on the CPU stand-in for the CUDA runtime and cuBLAS
+# (tests/cuda_standin/, docs/cuda-standin.md): every cuda-labelled test runs,
+# none may be skipped; then again under the sanitizers (without the base-size
+# cases, which take minutes there).
+standin() {  # preset
+  cmake --preset "$1" -DMEGA_TEST_GENERATED="$FIXTURES"
+  cmake --build --preset "$1" -j "$JOBS"
+  ctest --preset "$1" -j "$JOBS" --no-tests=error | tee "build-$1/ctest.log"
+  if grep -Eq "\*\*\*Skipped|Not Run" "build-$1/ctest.log"; then
+    echo "a cuda test was skipped or not run on the stand-in ($1)" >&2
+    exit 1
+  fi
+}
+standin cuda-standin
+standin cuda-standin-asan
+
 # the asan preset (CMakePresets.json): build-asan, its sanitizer options and test filter
 cmake --preset asan -DMEGA_TEST_GENERATED="$FIXTURES"
 cmake --build --preset asan -j "$JOBS"
