@@ -18,8 +18,8 @@ __global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int3
   const bool active = seg < n_seg;     // threads past lanes * n_seg only fill the last warp
   const bool real = active && n < p.n; // lanes past N keep h = 0
   const int64_t n_ext = ema_n_ext(p), n_warm = ema_n_warm(p);
-  int64_t m0 = 0, m1 = 0;
-  if (active) ema_segment(n_ext, n_seg, seg, &m0, &m1);
+  const EmaRange r = ema_segment(n_ext, n_seg, active ? seg : n_seg);  // inactive: empty
+  const int64_t m0 = r.m0, m1 = r.m1;
   const int64_t i = int64_t(p.row_offset + c) * p.n + n;
   const float a = real ? p.a[i] : 0.0f;
   const float g = real ? p.g[i] : 0.0f;

@@ -148,11 +148,18 @@ MEGA_HD inline float ema_drive(const EmaParams<T>& p, const EmaChannel& ch, floa
 MEGA_HD inline int64_t ema_segment_len(int64_t n_ext, int32_t n_seg) { return (n_ext + n_seg - 1) / n_seg; }
 
 // Steps [m0, m1) of segment s when n_ext steps are cut into n_seg segments.
-MEGA_HD inline void ema_segment(int64_t n_ext, int32_t n_seg, int32_t s, int64_t* m0, int64_t* m1) {
+// (Returned by value: pointer outputs gave the float16 kernel a stack frame
+// and spills on sm_87.)
+struct EmaRange {
+  int64_t m0 = 0, m1 = 0;
+};
+MEGA_HD inline EmaRange ema_segment(int64_t n_ext, int32_t n_seg, int32_t s) {
   const int64_t len = ema_segment_len(n_ext, n_seg);
   const int64_t start = int64_t(s) * len;
-  *m0 = start < n_ext ? start : n_ext;
-  *m1 = *m0 + len < n_ext ? *m0 + len : n_ext;
+  EmaRange r;
+  r.m0 = start < n_ext ? start : n_ext;
+  r.m1 = r.m0 + len < n_ext ? r.m0 + len : n_ext;
+  return r;
 }
 
 // q^e = (1 - a)^e, in double: once per thread, so its cost does not matter.

@@ -33,8 +33,8 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
   // phase 1: each (segment, lane) from zero
   std::vector<float> ends(size_t(n_seg * lanes));
   for (int32_t s = 0; s < n_seg; ++s) {
-    int64_t m0 = 0, m1 = 0;
-    ema_segment(n_ext, n_seg, s, &m0, &m1);
+    const EmaRange r = ema_segment(n_ext, n_seg, s);
+    const int64_t m0 = r.m0, m1 = r.m1;
     for (int32_t n = 0; n < lanes; ++n) {
       ends[size_t(s * lanes + n)] = ema_scan_range(p, ch, a[size_t(n)], g[size_t(n)], qk[size_t(n)], m0, m1, 0.0f);
     }
@@ -50,8 +50,8 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
   // phase 3: rescan, outputs summed over the lanes
   std::vector<float> h(static_cast<size_t>(lanes));
   for (int32_t s = 0; s < n_seg; ++s) {
-    int64_t m0 = 0, m1 = 0;
-    ema_segment(n_ext, n_seg, s, &m0, &m1);
+    const EmaRange r = ema_segment(n_ext, n_seg, s);
+    const int64_t m0 = r.m0, m1 = r.m1;
     for (int32_t n = 0; n < lanes; ++n) h[size_t(n)] = starts[size_t(s * lanes + n)];
     for (int64_t m = m0; m < m1; ++m) {
       float acc = 0.0f;

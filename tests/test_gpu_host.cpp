@@ -84,8 +84,8 @@ TEST(GpuHostMath, EmaPowerAndSegments) {
     for (int32_t n_seg : {1, 2, 3, 7, 16, 64, 300}) {
       int64_t next = 0;
       for (int32_t s = 0; s < n_seg; ++s) {
-        int64_t m0 = -1, m1 = -1;
-        gpu::ema_segment(n_ext, n_seg, s, &m0, &m1);
+        const gpu::EmaRange r = gpu::ema_segment(n_ext, n_seg, s);
+        const int64_t m0 = r.m0, m1 = r.m1;
         ASSERT_EQ(m0, next) << n_ext << " " << n_seg << " " << s;
         ASSERT_LE(m0, m1);
         next = m1;
