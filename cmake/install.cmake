@@ -1,7 +1,8 @@
 # cmake --install: the library (libmega_kws), the public headers, the CLI, the
 # converter (bin/mega-convert), the demo model and sample clips; an exported
 # CMake package (find_package(MegaKWS), target MegaKWS::mega_kws) and a
-# pkg-config file (mega_kws.pc). Included from the top-level CMakeLists.txt.
+# pkg-config file (mega_kws.pc); the Python package mega_kws, told where the
+# library and the demo model are. Included from the top-level CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 
 set(MEGA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MegaKWS)
@@ -43,3 +44,15 @@ file(RELATIVE_PATH MEGA_BIN_TO_DATA /root/${CMAKE_INSTALL_BINDIR} /root/${MEGA_I
 configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
 install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+
+# The Python package (python/mega_kws): its sources, and a _config.py written
+# at install time (so it follows --prefix and DESTDIR) with the installed
+# library's and demo model's paths. The default directory is Debian's for
+# /usr (lib/python3/dist-packages); elsewhere, add it to PYTHONPATH.
+set(MEGA_PYTHON_INSTALL_DIR lib/python3/dist-packages CACHE STRING
+    "Where cmake --install puts the Python package mega_kws (relative to the prefix, or absolute)")
+install(DIRECTORY python/mega_kws DESTINATION ${MEGA_PYTHON_INSTALL_DIR} COMPONENT python
+        FILES_MATCHING PATTERN "*.py" PATTERN "_config.py" EXCLUDE PATTERN "__pycache__" EXCLUDE)
+set(MEGA_SONAME ${CMAKE_SHARED_LIBRARY_PREFIX}mega_kws${CMAKE_SHARED_LIBRARY_SUFFIX}.${PROJECT_VERSION_MAJOR})
+configure_file(cmake/write_python_config.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/write_python_config.cmake @ONLY)
+install(SCRIPT ${CMAKE_CURRENT_BINARY_DIR}/write_python_config.cmake COMPONENT python)

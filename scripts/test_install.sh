@@ -3,7 +3,12 @@
 #  - cmake --install of BUILD_DIR into a scratch prefix;
 #  - examples/embed built from its own build tree with find_package(MegaKWS),
 #    and again with a plain compiler line from pkg-config; both stream
-#    samples/commands.wav and must report its five keywords, with equal output;
+#    samples/commands.wav through the C API's detector and must print the
+#    detections the installed keyword_spotter scan prints, byte for byte; so
+#    must the README's ten-line C example;
+#  - the installed Python package (lib/python3/dist-packages/mega_kws) imports
+#    and finds the installed library by itself, and python3 -m mega_kws scan
+#    prints the same detections too;
 #  - a C++ program against the installed C++ headers (mega/engine.hpp);
 #  - the installed CLI classifies an installed sample with the installed model;
 #  - the installed converter (bin/mega-convert) converts a checkpoint that the
@@ -12,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
+ROOT=$PWD
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 P=$T/prefix
@@ -19,18 +25,31 @@ cmake --install "$BUILD" --prefix "$P" >/dev/null
 LIBDIR=$(dirname "$(find "$P" -name 'libmega_kws.so' | head -1)")
 MODEL=$P/share/mega_kws/models/sc10-demo.mega
 
+"$P/bin/keyword_spotter" scan -m "$MODEL" samples/commands.wav > "$T/scan.txt"
+for w in yes stop go left no; do
+  grep -q "	$w	" "$T/scan.txt" || { echo "keyword_spotter scan never reported '$w'"; cat "$T/scan.txt"; exit 1; }
+done
+
 cmake -S examples/embed -B "$T/embed" -G Ninja -DCMAKE_PREFIX_PATH="$P" >/dev/null
 cmake --build "$T/embed"
 "$T/embed/embed_kws" "$MODEL" samples/commands.wav > "$T/cmake.txt"
-for w in yes stop go left no; do
-  grep -q " $w " "$T/cmake.txt" || { echo "embed_kws never reported '$w'"; cat "$T/cmake.txt"; exit 1; }
-done
+cmp "$T/scan.txt" "$T/cmake.txt" || { echo "embed_kws's detections differ from keyword_spotter scan's:";
+                                      diff "$T/scan.txt" "$T/cmake.txt"; exit 1; }
 
 export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
 cc -std=c99 -Wall -Werror examples/embed/embed_kws.c -o "$T/embed_pc" $(pkg-config --cflags --libs mega_kws sndfile) \
    -lm -Wl,-rpath,"$LIBDIR"
 "$T/embed_pc" "$MODEL" samples/commands.wav > "$T/pc.txt"
 cmp "$T/cmake.txt" "$T/pc.txt" || { echo "the pkg-config build of the example printed something else"; exit 1; }
+
+# The README's C example, as printed there: raw float32 audio on stdin (no flush
+# at the end, which these words do not need), the detections scan prints.
+sed -n '/^<!-- example: c -->$/,/^```$/p' README.md | sed '1,2d;$d' > "$T/readme.c"
+[ "$(wc -l < "$T/readme.c")" -ge 8 ] || { echo "no C example found in README.md"; exit 1; }
+cc -std=c99 -Wall -Wextra -Werror "$T/readme.c" -o "$T/readme" $(pkg-config --cflags --libs mega_kws) -Wl,-rpath,"$LIBDIR"
+sox samples/commands.wav -t f32 - | "$T/readme" "$MODEL" > "$T/readme.txt"
+cmp "$T/scan.txt" "$T/readme.txt" || { echo "the README's C example differs from keyword_spotter scan:";
+                                       diff "$T/scan.txt" "$T/readme.txt"; exit 1; }
 
 cat > "$T/cpp.cpp" <<'CPP'
 #include <mega/engine.hpp>
@@ -51,8 +70,22 @@ CPP
 c++ -std=c++17 -Wall -Werror "$T/cpp.cpp" -o "$T/cpp" $(pkg-config --cflags --libs mega_kws) -Wl,-rpath,"$LIBDIR"
 "$T/cpp" "$MODEL"
 
+# Python: Debian's interpreter, the package from the prefix, nothing pointing at the build tree
+PYDIR=$P/lib/python3/dist-packages
+(cd "$T" && env -u MEGA_KWS_LIBRARY -u MEGA_KWS_MODEL PYTHONPATH="$PYDIR" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
+import mega_kws, sys
+assert mega_kws.__file__.startswith(sys.argv[1]), mega_kws.__file__
+assert mega_kws.library_path().startswith(sys.argv[2]), mega_kws.library_path()
+m = mega_kws.Model(mega_kws.default_model_path())
+print("Python package: %s, %d labels, library %s" % (mega_kws.__file__, m.n_classes, mega_kws.library_path()))
+' "$PYDIR" "$P/")
+(cd "$T" && env -u MEGA_KWS_LIBRARY -u MEGA_KWS_MODEL PYTHONPATH="$PYDIR" PYTHONDONTWRITEBYTECODE=1 \
+   /usr/bin/python3 -m mega_kws scan "$ROOT/samples/commands.wav") > "$T/py.txt"
+cmp "$T/scan.txt" "$T/py.txt" || { echo "python3 -m mega_kws scan differs from keyword_spotter scan:";
+                                   diff "$T/scan.txt" "$T/py.txt"; exit 1; }
+
 "$P/bin/keyword_spotter" classify -m "$MODEL" "$P/share/mega_kws/samples/yes.wav" | tee "$T/cli.txt"
 grep -q 'yes' "$T/cli.txt"
 "$P/bin/mega-convert" tests/fixtures/data/tiny_uni.pt -o "$T/tiny.mega" --labels a,b,c,d >/dev/null
 "$P/bin/keyword_spotter" selftest -m "$T/tiny.mega"
-echo "installed package: library, headers, CMake package, pkg-config, CLI and converter work"
+echo "installed package: library, headers, CMake package, pkg-config, C example, Python package, CLI and converter work"

@@ -1,6 +1,7 @@
 // Zero heap allocations per chunk after warm-up: the streaming path (one and
 // two threads, the paper's base model and the tiny ones), classify_clip and
-// reset, counted by replacing the process's allocator (alloc_counter.cpp).
+// reset, the detector (C++ and the C API's mega_session_detect), counted by
+// replacing the process's allocator (alloc_counter.cpp).
 // The self-checks prove the counter sees what a kernel could do wrong: a
 // malloc, a new, a growing vector, on this thread or another one.
 #include <gtest/gtest.h>
@@ -15,7 +16,9 @@
 
 #include "alloc_counter.h"
 #include "golden.h"
+#include "mega/detector.hpp"
 #include "mega/mega.hpp"
+#include "mega/mega_kws.h"
 
 using mega_test::allocations_in;
 
@@ -134,6 +137,96 @@ TEST(Allocations, NonePerChunkOnTinyModels) {
     for (int32_t threads : {1, 2}) {
       EXPECT_EQ(allocations_after_warmup(m, threads, 5, true), 0) << name << ", " << threads << " thread(s)";
     }
+  }
+}
+
+// The detector after creation: update() on a stream that fires (a low
+// threshold and no refractory time on a random-weight model), and reset().
+TEST(Allocations, NoneInTheDetector) {
+  auto m = load(mega_test::fixture_path("tiny_uni.mega"));
+  ASSERT_TRUE(m);
+  mega::DetectorOverrides o;
+  o.threshold = 0.2f;
+  o.refractory_ms = 0;
+  o.smoothing_hops = 3;
+  std::string err;
+  auto det = mega::Detector::for_model(*m, o, &err);
+  auto s = mega::Session::create(m, {}, &err);
+  ASSERT_TRUE(det && s) << err;
+  std::vector<float> audio(size_t(m->hparams().chunk_samples() * 200));
+  for (size_t i = 0; i < audio.size(); ++i) audio[i] = float((i * 7919) % 2000) / 1000.0f - 1.0f;
+  std::vector<float> logits;  // every chunk's window logits, gathered before counting
+  s->push_all(audio.data(), int64_t(audio.size()), [&](const mega::ChunkResult& r) {
+    logits.insert(logits.end(), r.logits, r.logits + m->hparams().n_classes);
+  });
+  wait_for_quiet_allocator();
+  int fired = 0;
+  const int64_t counted = allocations_in([&] {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t off = 0; off < logits.size(); off += size_t(m->hparams().n_classes)) {
+        mega::Detection d;
+        fired += det->update(logits.data() + off, &d) ? 1 : 0;
+      }
+      det->reset();
+    }
+  });
+  EXPECT_EQ(counted, 0);
+  EXPECT_GT(fired, 20);
+}
+
+// The C API: mega_session_detect in awkward blocks, mega_session_detect_flush,
+// mega_detector_update and the resets, after creation (the demo model, and a
+// tiny model that fires often at threshold 0.2).
+TEST(Allocations, NoneInTheCApiDetection) {
+  for (const std::string& path : {std::string(MEGA_SOURCE_DIR) + "/models/sc10-demo.mega",
+                                  mega_test::fixture_path("tiny_uni.mega")}) {
+    mega_status st;
+    mega_model* m = mega_model_load(path.c_str(), &st);
+    ASSERT_NE(m, nullptr) << mega_load_error();
+    mega_detector_options o;
+    mega_detector_options_init(&o);
+    o.threshold = 0.2f;
+    o.refractory_ms = 0;
+    mega_session* s = mega_session_create(m, &st);
+    mega_detector* d = mega_detector_create(m, &o, &st);
+    ASSERT_TRUE(s && d) << mega_load_error();
+    const int64_t chunk = mega_model_chunk_samples(m);
+    std::vector<float> audio(size_t(chunk * 20 + 123));
+    for (size_t i = 0; i < audio.size(); ++i) audio[i] = float((i * 7919) % 2000) / 1000.0f - 1.0f;
+    std::vector<mega_detection> out(audio.size() / size_t(chunk) + 1);
+    std::vector<float> logits(size_t(mega_model_n_classes(m)));
+    int32_t n = 0, fired = 0, total = 0;
+    int64_t used = 0;
+    int32_t done = 0;
+    // warm-up: one chunk
+    EXPECT_EQ(mega_session_detect(s, d, audio.data(), chunk, out.data(), int32_t(out.size()), &n), MEGA_OK);
+    wait_for_quiet_allocator();
+    const int64_t blocks[] = {1, 7, 160, 999, chunk + 1};
+    const int64_t counted = allocations_in([&] {
+      int64_t off = 0;
+      for (size_t b = 0; off < int64_t(audio.size()); b = (b + 1) % 5) {
+        const int64_t len = std::min(blocks[b], int64_t(audio.size()) - off);
+        mega_session_detect(s, d, audio.data() + off, len, out.data(), int32_t(out.size()), &n);
+        total += n;
+        off += len;
+      }
+      mega_session_detect_flush(s, d, out.data(), int32_t(out.size()), &n);
+      total += n;
+      mega_session_reset(s);
+      mega_detector_reset(d);
+      for (int64_t k = 0; k < chunk;) {
+        mega_session_push(s, audio.data() + k, chunk - k, &used, &done, logits.data());
+        k += used;
+        if (done) mega_detector_update(d, logits.data(), out.data(), &fired);
+      }
+    });
+    EXPECT_EQ(counted, 0) << path;
+    if (path.find("tiny") != std::string::npos) {
+      EXPECT_GT(total, 0) << "the tiny model never fired";
+    }
+    mega_detector_free(d);
+    mega_session_free(s);
+    mega_model_free(m);
   }
 }
 

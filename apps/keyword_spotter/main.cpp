@@ -226,27 +226,20 @@ std::unique_ptr<mega::Engine> make_session(const std::shared_ptr<const mega::Mod
 }
 
 std::unique_ptr<mega::Detector> make_detector(const mega::Model& m, const Params& p) {
-  const mega::ModelInfo& info = m.info();
-  mega::DetectorConfig c;
-  const size_t n = info.labels.size();
-  // Untuned models get 0.5 (the README says so); a threshold flag overrides both.
-  c.thresholds = info.detection.thresholds.empty() ? std::vector<float>(n, 0.5f) : info.detection.thresholds;
-  if (p.threshold > 0.0f) c.thresholds.assign(n, p.threshold);
-  if (p.sensitivity >= 0.0f) c.thresholds = mega::Detector::apply_sensitivity(c.thresholds, p.sensitivity);
-  c.smoothing_hops = p.smoothing > 0 ? p.smoothing : info.detection.smoothing_hops;
-  c.refractory_ms = p.refractory_ms >= 0 ? p.refractory_ms : info.detection.refractory_ms;
-  c.hop_ms = int32_t(std::lround(1000.0 * double(info.hparams.chunk_samples()) / info.hparams.sample_rate));
-  if (c.hop_ms < 1) c.hop_ms = 1;
+  mega::DetectorOverrides o;  // the same rules as the C API's mega_detector_create
+  o.threshold = p.threshold;
+  o.smoothing_hops = p.smoothing;
+  o.refractory_ms = p.refractory_ms;
+  o.sensitivity = p.sensitivity;
   std::string err;
-  auto d = mega::Detector::create(info.labels, c, &err);
+  auto d = mega::Detector::for_model(m, o, &err);
   if (!d) std::fprintf(stderr, "keyword_spotter: bad detection settings: %s\n", err.c_str());
   return d;
 }
 
 double print_detection(const mega::Model& m, const Params& p, int64_t end_sample, const mega::Detection& d) {
-  // the end of the hop in which the word was heard, not the later hop in which smoothing let it fire
   const mega::HParams& hp = m.hparams();
-  const double time_s = double(end_sample - (d.hop_index - d.event_hop) * hp.chunk_samples()) / hp.sample_rate;
+  const double time_s = mega::Detector::event_time_s(d, end_sample, hp.chunk_samples(), hp.sample_rate);
   const std::string& label = m.labels()[size_t(d.label)];
   if (p.json) {
     std::printf("{\"time_s\": %.4f, \"label\": \"%s\", \"score\": %.4f}\n", time_s, json_escape(label).c_str(),

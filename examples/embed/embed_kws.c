@@ -1,12 +1,14 @@
-/* Streams a 16 kHz mono audio file through the mega_kws C API in 100 ms
- * blocks, as a microphone callback would, and prints the most probable label
- * after every chunk. Usage: embed_kws MODEL.mega FILE.wav [cpu|cuda|auto] */
-#include <math.h>
+/* Streams a mono audio file at the model's rate through the mega_kws C API in
+ * 100 ms blocks, as a microphone callback would, and prints every keyword
+ * detection as keyword_spotter scan does: the time the word was heard, its
+ * label and its smoothed score, at the model's tuned detection defaults.
+ * Usage: embed_kws MODEL.mega FILE.wav [cpu|cuda|auto] */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include <mega/mega_kws.h>
 #include <sndfile.h>
+
+enum { kBlock = 1600, kMaxFound = 8 }; /* 100 ms at 16 kHz; 8 >= one detection per chunk of a block */
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
@@ -30,38 +32,27 @@ int main(int argc, char** argv) {
   }
   mega_session_options options;
   mega_session_options_init(&options);
-  options.backend = argc == 4 ? argv[3] : "auto";  /* auto: the GPU when there is one */
-  mega_session* session = mega_session_create_with_options(model, &options, &st);  /* allocates everything */
+  options.backend = argc == 4 ? argv[3] : "auto"; /* auto: the GPU when there is one */
+  /* everything is allocated here; nothing is allocated per block */
+  mega_session* session = mega_session_create_with_options(model, &options, &st);
+  mega_detector* detector = session ? mega_detector_create(model, NULL, &st) : NULL; /* the model's defaults */
   if (session) fprintf(stderr, "backend: %s\n", mega_session_backend(session));
-  else fprintf(stderr, "%s\n", mega_load_error());
-  int32_t n_classes = mega_model_n_classes(model);
-  float* logits = malloc(sizeof(float) * (size_t)n_classes);
-  float block[1600];
-  int64_t t = 0;  /* samples consumed so far */
+  if (!detector) fprintf(stderr, "%s\n", mega_load_error());
+  float block[kBlock];
+  mega_detection found[kMaxFound];
+  int32_t n_found = 0;
   sf_count_t n;
-  while (session && logits && (n = sf_read_float(file, block, 1600)) > 0) {
-    for (sf_count_t off = 0; off < n;) {  /* push returns after each completed chunk */
-      int64_t used = 0;
-      int32_t done = 0;
-      st = mega_session_push(session, block + off, n - off, &used, &done, logits);
-      if (st != MEGA_OK) break;
-      off += used;
-      t += used;
-      if (!done) continue;
-      int32_t best = 0;
-      float sum = 0.0f;
-      for (int32_t c = 0; c < n_classes; ++c) {
-        if (logits[c] > logits[best]) best = c;
-      }
-      for (int32_t c = 0; c < n_classes; ++c) sum += expf(logits[c] - logits[best]);
-      printf("%7.2f s  %-10s %.2f\n", (double)t / mega_model_sample_rate(model), mega_model_label(model, best),
-             1.0 / sum);
-    }
-    if (st != MEGA_OK) break;
+  while (detector && st == MEGA_OK && (n = sf_read_float(file, block, kBlock)) > 0) {
+    st = mega_session_detect(session, detector, block, n, found, kMaxFound, &n_found);
+    for (int32_t i = 0; i < n_found; ++i) printf("%.3f\t%s\t%.3f\n", found[i].time_s, found[i].label, found[i].score);
   }
-  if (!session || st != MEGA_OK) fprintf(stderr, "error: %s\n", mega_status_string(st));
-  int rc = session && logits && st == MEGA_OK ? 0 : 1;
-  free(logits);
+  if (detector && st == MEGA_OK) { /* a word in the last, partly filled chunk */
+    st = mega_session_detect_flush(session, detector, found, kMaxFound, &n_found);
+    for (int32_t i = 0; i < n_found; ++i) printf("%.3f\t%s\t%.3f\n", found[i].time_s, found[i].label, found[i].score);
+  }
+  if (st != MEGA_OK) fprintf(stderr, "error: %s\n", mega_status_string(st));
+  const int rc = detector && st == MEGA_OK ? 0 : 1;
+  mega_detector_free(detector);
   mega_session_free(session);
   sf_close(file);
   mega_model_free(model);

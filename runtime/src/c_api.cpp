@@ -2,10 +2,12 @@
 // (for example std::bad_alloc from a message string) cross the boundary.
 #include "mega/mega_kws.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
 
+#include "mega/detector.hpp"
 #include "mega/engine.hpp"
 #include "mega/mega.hpp"
 
@@ -16,6 +18,13 @@ struct mega_model {
 // Every session is an engine (mega/engine.hpp): the CPU one wraps mega::Session.
 struct mega_session {
   std::unique_ptr<mega::Engine> session;
+  int64_t n_pending = 0;  // samples consumed since the last completed chunk (mega_session_detect_flush)
+};
+
+struct mega_detector {
+  std::shared_ptr<const mega::Model> model;  // keeps the label texts alive
+  std::unique_ptr<mega::Detector> detector;
+  mega::DetectorConfig config;
 };
 
 namespace {
@@ -115,7 +124,9 @@ const char* mega_session_backend(const mega_session* s) { return s ? s->session-
 void mega_session_free(mega_session* s) { delete s; }
 
 void mega_session_reset(mega_session* s) {
-  if (s) s->session->reset();
+  if (!s) return;
+  s->session->reset();
+  s->n_pending = 0;
 }
 
 mega_status mega_session_push(mega_session* s, const float* samples, int64_t n, int64_t* n_consumed,
@@ -123,6 +134,7 @@ mega_status mega_session_push(mega_session* s, const float* samples, int64_t n, 
   if (!s || !n_consumed || !chunk_done) return MEGA_ERR_INVALID_ARGUMENT;
   bool done = false;
   mega::Status st = s->session->push(samples, n, n_consumed, &done);
+  if (st == mega::Status::ok) s->n_pending = done ? 0 : s->n_pending + *n_consumed;
   *chunk_done = done ? 1 : 0;
   if (st == mega::Status::ok && done && logits) {
     const auto& r = s->session->last_result();
@@ -133,6 +145,7 @@ mega_status mega_session_push(mega_session* s, const float* samples, int64_t n, 
 
 mega_status mega_session_classify(mega_session* s, const float* samples, int64_t n, float* logits) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
+  s->n_pending = 0;  // classify_clip resets the stream
   return to_c(s->session->classify_clip(samples, n, logits));
 }
 
@@ -148,7 +161,163 @@ mega_status mega_session_stats(const mega_session* s, int64_t* n_nonfinite_sampl
 
 mega_status mega_session_self_test(mega_session* s, float* max_abs_diff) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
+  s->n_pending = 0;  // through classify_clip, which resets the stream
   return to_c(s->session->self_test(max_abs_diff));
+}
+
+void mega_detector_options_init(mega_detector_options* o) {
+  if (!o) return;
+  o->struct_size = uint32_t(sizeof(mega_detector_options));
+  o->thresholds = nullptr;
+  o->n_thresholds = 0;
+  o->threshold = -1.0f;
+  o->smoothing_hops = -1;
+  o->refractory_ms = -1;
+  o->sensitivity = -1.0f;
+}
+
+mega_detector* mega_detector_create(const mega_model* model, const mega_detector_options* options,
+                                    mega_status* status) {
+  try {
+    g_load_error.clear();
+    mega_detector_options o;
+    mega_detector_options_init(&o);
+    if (options) o = *options;
+    auto refuse = [&](const std::string& why) -> mega_detector* {
+      g_load_error = why;
+      set_status(status, MEGA_ERR_INVALID_ARGUMENT);
+      return nullptr;
+    };
+    if (!model) return refuse("null model");
+    if (o.struct_size != sizeof(mega_detector_options)) {
+      return refuse("mega_detector_options.struct_size is " + std::to_string(o.struct_size) + ", not " +
+                    std::to_string(sizeof(mega_detector_options)) + ": fill the options with mega_detector_options_init()");
+    }
+    if (o.n_thresholds < 0 || (o.thresholds == nullptr) != (o.n_thresholds == 0)) {
+      return refuse("thresholds and n_thresholds: both set (n_thresholds > 0) or neither");
+    }
+    mega::DetectorOverrides ov;
+    if (o.thresholds) ov.thresholds.assign(o.thresholds, o.thresholds + o.n_thresholds);
+    ov.threshold = o.threshold;
+    ov.smoothing_hops = o.smoothing_hops;
+    ov.refractory_ms = o.refractory_ms;
+    ov.sensitivity = o.sensitivity;
+    std::unique_ptr<mega_detector> d(new mega_detector);
+    d->model = model->model;
+    std::string err;
+    if (!mega::Detector::config_for_model(*d->model, ov, &d->config, &err)) return refuse(err);
+    d->detector = mega::Detector::create(d->model->labels(), d->config, &err);
+    if (!d->detector) return refuse(err);
+    set_status(status, MEGA_OK);
+    return d.release();
+  } catch (...) {
+    set_status(status, MEGA_ERR_OUT_OF_MEMORY);
+    return nullptr;
+  }
+}
+
+void mega_detector_free(mega_detector* d) { delete d; }
+
+void mega_detector_reset(mega_detector* d) {
+  if (d) d->detector->reset();
+}
+
+mega_status mega_detector_settings(const mega_detector* d, float* thresholds, int32_t* smoothing_hops,
+                                   int32_t* refractory_ms) {
+  if (!d) return MEGA_ERR_INVALID_ARGUMENT;
+  if (thresholds) std::memcpy(thresholds, d->config.thresholds.data(), sizeof(float) * d->config.thresholds.size());
+  if (smoothing_hops) *smoothing_hops = d->config.smoothing_hops;
+  if (refractory_ms) *refractory_ms = d->config.refractory_ms;
+  return MEGA_OK;
+}
+
+namespace {
+
+// One hop through the detector; end_sample: where the firing chunk ended in the stream.
+bool detect_hop(mega_detector* d, const float* logits, int64_t end_sample, mega_detection* out) {
+  mega::Detection det;
+  if (!d->detector->update(logits, &det)) return false;
+  if (out) {
+    const mega::HParams& hp = d->model->hparams();
+    out->label_index = det.label;
+    out->label = d->model->labels()[size_t(det.label)].c_str();
+    out->score = det.score;
+    out->time_s = mega::Detector::event_time_s(det, end_sample, hp.chunk_samples(), hp.sample_rate);
+    out->hop_index = det.hop_index;
+  }
+  return true;
+}
+
+// Pushes n samples (all of them) through the session and the detector.
+mega_status push_detect(mega_session* s, mega_detector* d, const float* samples, int64_t n, mega_detection* out,
+                        int32_t capacity, int32_t* n_out) {
+  *n_out = 0;
+  while (n > 0) {
+    int64_t used = 0;
+    bool done = false;
+    const mega::Status st = s->session->push(samples, n, &used, &done);
+    if (st != mega::Status::ok) return to_c(st);
+    samples += used;
+    n -= used;
+    s->n_pending = done ? 0 : s->n_pending + used;
+    if (!done) continue;
+    const mega::ChunkResult& r = s->session->last_result();
+    // the callers checked that capacity holds one detection per chunk these samples complete
+    if (detect_hop(d, r.logits, r.end_sample, *n_out < capacity ? out + *n_out : nullptr) && *n_out < capacity) {
+      ++*n_out;
+    }
+  }
+  return MEGA_OK;
+}
+
+bool same_labels(const mega_session* s, const mega_detector* d) {
+  const mega::Model& a = s->session->model();
+  const mega::Model& b = *d->model;
+  return &a == &b || a.labels() == b.labels();
+}
+
+const float kZeros[1024] = {};
+
+}  // namespace
+
+mega_status mega_detector_update(mega_detector* d, const float* logits, mega_detection* out, int32_t* fired) {
+  if (!d || !logits || !fired) return MEGA_ERR_INVALID_ARGUMENT;
+  // the detector's own hop count stands for the stream position (hop_index is the hop about to be updated)
+  const int64_t end_sample = (d->detector->hops_seen() + 1) * d->model->hparams().chunk_samples();
+  *fired = detect_hop(d, logits, end_sample, out) ? 1 : 0;
+  return MEGA_OK;
+}
+
+mega_status mega_session_detect(mega_session* s, mega_detector* d, const float* samples, int64_t n,
+                                mega_detection* out, int32_t capacity, int32_t* n_out) {
+  if (n_out) *n_out = 0;
+  if (!s || !d || !n_out || n < 0 || (n > 0 && !samples) || capacity < 0 || (capacity > 0 && !out) ||
+      !same_labels(s, d)) {
+    return MEGA_ERR_INVALID_ARGUMENT;
+  }
+  const int64_t chunk = s->session->model().hparams().chunk_samples();
+  if ((s->n_pending + n) / chunk > capacity) return MEGA_ERR_INVALID_ARGUMENT;
+  return push_detect(s, d, samples, n, out, capacity, n_out);
+}
+
+mega_status mega_session_detect_flush(mega_session* s, mega_detector* d, mega_detection* out, int32_t capacity,
+                                      int32_t* n_out) {
+  if (n_out) *n_out = 0;
+  if (!s || !d || !n_out || capacity < 0 || (capacity > 0 && !out) || !same_labels(s, d)) {
+    return MEGA_ERR_INVALID_ARGUMENT;
+  }
+  const int64_t chunk = s->session->model().hparams().chunk_samples();
+  int64_t tail = s->n_pending > 0 ? chunk - s->n_pending : 0;
+  if (tail > 0 && capacity < 1) return MEGA_ERR_INVALID_ARGUMENT;
+  while (tail > 0) {
+    const int64_t len = std::min<int64_t>(tail, int64_t(sizeof kZeros / sizeof kZeros[0]));
+    int32_t found = 0;
+    const mega_status st = push_detect(s, d, kZeros, len, out + *n_out, capacity - *n_out, &found);
+    *n_out += found;
+    if (st != MEGA_OK) return st;
+    tail -= len;
+  }
+  return MEGA_OK;
 }
 
 const char* mega_status_string(mega_status status) { return mega::status_name(mega::Status(status)); }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mega/mega.hpp"
+
 namespace mega {
 
 std::unique_ptr<Detector> Detector::create(const std::vector<std::string>& labels, const DetectorConfig& cfg,
@@ -102,6 +104,53 @@ std::vector<float> Detector::apply_sensitivity(const std::vector<float>& thresho
   const float shift = 0.5f - std::min(1.0f, std::max(0.0f, sensitivity));
   for (float& t : out) t = std::min(0.99f, std::max(0.01f, t + shift));
   return out;
+}
+
+bool Detector::config_for_model(const Model& model, const DetectorOverrides& o, DetectorConfig* cfg,
+                                std::string* error) {
+  auto fail = [&](const std::string& m) {
+    if (error) *error = m;
+    return false;
+  };
+  const ModelInfo& info = model.info();
+  const size_t n = info.labels.size();
+  auto in_unit = [](float t) { return t > 0.0f && t <= 1.0f; };  // false for NaN
+  // negative means "the model's"; anything else must be in range (NaN never is)
+  if (!(o.threshold < 0.0f || in_unit(o.threshold))) return fail("threshold must be in (0, 1] (negative: the model's)");
+  if (!o.thresholds.empty() && o.threshold >= 0.0f) return fail("give thresholds per label or one threshold, not both");
+  if (!o.thresholds.empty() && o.thresholds.size() != n) {
+    return fail("need " + std::to_string(n) + " thresholds (one per label), got " + std::to_string(o.thresholds.size()));
+  }
+  for (float t : o.thresholds) {
+    if (!in_unit(t)) return fail("thresholds must be in (0, 1]");
+  }
+  if (!(o.sensitivity < 0.0f || (o.sensitivity >= 0.0f && o.sensitivity <= 1.0f))) {
+    return fail("sensitivity must be in [0, 1] (negative: none)");
+  }
+  if (o.smoothing_hops == 0 || o.smoothing_hops > 1024) return fail("smoothing must be 1..1024 hops (negative: the model's)");
+  if (o.refractory_ms > 600000) return fail("refractory time must be 0..600000 ms (negative: the model's)");
+  DetectorConfig c;
+  // untuned models get 0.5 (the README says so)
+  c.thresholds = info.detection.thresholds.empty() ? std::vector<float>(n, 0.5f) : info.detection.thresholds;
+  if (!o.thresholds.empty()) c.thresholds = o.thresholds;
+  if (o.threshold > 0.0f) c.thresholds.assign(n, o.threshold);
+  if (o.sensitivity >= 0.0f) c.thresholds = apply_sensitivity(c.thresholds, o.sensitivity);
+  c.smoothing_hops = o.smoothing_hops > 0 ? o.smoothing_hops : info.detection.smoothing_hops;
+  c.refractory_ms = o.refractory_ms >= 0 ? o.refractory_ms : info.detection.refractory_ms;
+  c.hop_ms = std::max(1, int32_t(std::lround(1000.0 * double(info.hparams.chunk_samples()) / info.hparams.sample_rate)));
+  *cfg = std::move(c);
+  return true;
+}
+
+std::unique_ptr<Detector> Detector::for_model(const Model& model, const DetectorOverrides& overrides,
+                                              std::string* error) {
+  DetectorConfig c;
+  if (!config_for_model(model, overrides, &c, error)) return nullptr;
+  return create(model.labels(), c, error);
+}
+
+double Detector::event_time_s(const Detection& d, int64_t end_sample, int64_t hop_samples, int32_t sample_rate) {
+  return double(end_sample - (d.hop_index - d.event_hop) * hop_samples) / sample_rate;
 }
 
 }  // namespace mega

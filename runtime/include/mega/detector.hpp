@@ -17,6 +17,8 @@
 
 namespace mega {
 
+class Model;
+
 struct DetectorConfig {
   std::vector<float> thresholds;  // per label, in (0, 1]
   int32_t smoothing_hops = 1;     // >= 1
@@ -34,20 +36,50 @@ struct Detection {
   int64_t event_hop = 0;
 };
 
+// Changes to a model's stored detection defaults (keyword_spotter's
+// --threshold, --smoothing, --refractory-ms, --sensitivity; the C API's
+// mega_detector_options). Negative or empty: keep the model's value.
+struct DetectorOverrides {
+  std::vector<float> thresholds;  // one per label, in (0, 1]; empty: see threshold
+  float threshold = -1.0f;        // every label, in (0, 1]; not with thresholds
+  int32_t smoothing_hops = -1;    // 1..1024
+  int32_t refractory_ms = -1;     // 0..600000
+  float sensitivity = -1.0f;      // 0..1, applied to the thresholds last (apply_sensitivity)
+};
+
 class Detector {
  public:
   // Null and *error set if the config is invalid (thresholds count/range, ...).
   static std::unique_ptr<Detector> create(const std::vector<std::string>& labels, const DetectorConfig& cfg,
                                           std::string* error);
+  // The configuration a model's stored defaults give after the overrides:
+  // thresholds from the model (0.5 each when it has none tuned), replaced by
+  // the overrides' thresholds or threshold, then moved by the sensitivity;
+  // smoothing and refractory time from the model unless overridden; the hop
+  // is the model's chunk. False and *error set for an override out of range.
+  static bool config_for_model(const Model& model, const DetectorOverrides& overrides, DetectorConfig* cfg,
+                               std::string* error);
+  // config_for_model() then create().
+  static std::unique_ptr<Detector> for_model(const Model& model, const DetectorOverrides& overrides,
+                                             std::string* error);
   // One hop: logits (n_labels). Returns true and fills *out when a keyword fires.
   bool update(const float* logits, Detection* out);
   // Smoothed posteriors after the last update (n_labels).
   const float* smoothed() const { return smoothed_.data(); }
+  // Hops updated since creation or reset (the next update's hop_index).
+  int64_t hops_seen() const { return hop_; }
   void reset();
 
   // Thresholds after a sensitivity in [0, 1]: 0.5 keeps them, 1 lowers every
   // threshold by 0.5, 0 raises it by 0.5 (clamped to [0.01, 0.99]).
   static std::vector<float> apply_sensitivity(const std::vector<float>& thresholds, float sensitivity);
+
+  // When the word of a detection was heard, in seconds from the start of the
+  // stream: the end of its event hop (not of the later hop in which smoothing
+  // let it fire). end_sample: samples the session had consumed when the
+  // firing chunk completed (ChunkResult::end_sample); hop_samples: the
+  // model's chunk (HParams::chunk_samples()).
+  static double event_time_s(const Detection& d, int64_t end_sample, int64_t hop_samples, int32_t sample_rate);
 
  private:
   Detector() = default;

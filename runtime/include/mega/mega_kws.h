@@ -2,8 +2,25 @@
  *
  * Every function returns a status code (MEGA_OK = 0) or a pointer that is
  * NULL on failure; nothing aborts or throws. The text of the last failed
- * load or session creation on the calling thread is mega_load_error(). One
- * model serves many sessions; a session is used by one thread at a time. */
+ * load, session creation or detector creation on the calling thread is
+ * mega_load_error(). One model serves many sessions and detectors; a session
+ * or a detector is used by one thread at a time. Sessions and detectors keep
+ * what they need of their model: the model may be freed before them.
+ *
+ * Keyword spotting in a few calls (error handling left out):
+ *
+ *   mega_model* model = mega_model_load("sc10-demo.mega", NULL);
+ *   mega_session* session = mega_session_create(model, NULL);
+ *   mega_detector* detector = mega_detector_create(model, NULL, NULL);  // the model's tuned defaults
+ *   mega_detection found[8];
+ *   int32_t n_found = 0;
+ *   // for every block of 16 kHz samples in [-1, 1] (here 100 ms, so 8 is plenty):
+ *   mega_session_detect(session, detector, block, 1600, found, 8, &n_found);
+ *   for (int32_t i = 0; i < n_found; ++i) printf("%.3f %s\n", found[i].time_s, found[i].label);
+ *
+ * Nothing allocates after creation: mega_session_push, mega_session_detect,
+ * mega_session_detect_flush and mega_detector_update run on memory that
+ * mega_session_create and mega_detector_create allocated. */
 #ifndef MEGA_KWS_H
 #define MEGA_KWS_H
 
@@ -90,6 +107,92 @@ mega_status mega_session_stats(const mega_session* session, int64_t* n_nonfinite
 
 /* Runs the self-test stored in the model file. */
 mega_status mega_session_self_test(mega_session* session, float* max_abs_diff);
+
+/* ---- Detection: window logits to keyword events ----
+ *
+ * Per chunk hop the window logits become posteriors (softmax), averaged over
+ * the last smoothing_hops hops; a keyword fires when its smoothed score
+ * reaches its threshold and it is the best keyword above threshold; then
+ * every keyword is quiet for refractory_ms, and whatever was above threshold
+ * must fall below it before it fires again, so one spoken word gives one
+ * detection. Labels starting with '_' (_silence_, _unknown_) never fire.
+ * This is keyword_spotter scan's and listen's detector (mega/detector.hpp),
+ * with the same defaults and overrides, so it reports the same times. */
+typedef struct mega_detector mega_detector;
+
+/* What one detection reports. */
+typedef struct mega_detection {
+  int32_t label_index; /* index into the model's labels */
+  const char* label;   /* the model's label text; valid until the detector is freed */
+  float score;         /* the smoothed posterior when it fired, in (0, 1] */
+  double time_s;       /* when the word was heard, in seconds from the start of the stream: the end of
+                          the first hop of the run in which this keyword was the most probable label.
+                          Smoothing delays firing by up to smoothing_hops - 1 hops, not this time. */
+  int64_t hop_index;   /* the hop that fired, 0-based since the detector was created or reset */
+} mega_detection;
+
+/* Detector options: each field overrides one of the model's stored detection
+ * defaults (keyword_spotter's --threshold, --smoothing, --refractory-ms,
+ * --sensitivity); a negative value (or NULL thresholds) keeps the model's.
+ * Fill them with mega_detector_options_init() first: it sets struct_size,
+ * which lets later versions add fields at the end (a struct_size that is not
+ * a size this library knows is refused). */
+typedef struct mega_detector_options {
+  uint32_t struct_size;    /* sizeof(mega_detector_options), set by _init() */
+  const float* thresholds; /* one per label (n_classes values, each in (0, 1]), or NULL [NULL] */
+  int32_t n_thresholds;    /* how many thresholds point to: n_classes when set [0] */
+  float threshold;         /* one threshold for every label, in (0, 1]; not with thresholds [-1] */
+  int32_t smoothing_hops;  /* posteriors averaged over this many hops, 1..1024 [-1] */
+  int32_t refractory_ms;   /* quiet time after a detection, 0..600000 ms [-1] */
+  float sensitivity;       /* 0..1, applied to the thresholds last: 0.5 keeps them, 1 lowers each by 0.5,
+                              0 raises each by 0.5 (then clamped to [0.01, 0.99]); negative: none [-1] */
+} mega_detector_options;
+void mega_detector_options_init(mega_detector_options* options);
+
+/* A detector with the model's stored defaults (thresholds per label, 0.5 each
+ * for a model with none tuned; smoothing; refractory time) after the options'
+ * overrides (NULL: none). One hop is one chunk of the model. A value out of
+ * range gives NULL, MEGA_ERR_INVALID_ARGUMENT and the reason in
+ * mega_load_error(). All its memory is allocated here. */
+mega_detector* mega_detector_create(const mega_model* model, const mega_detector_options* options,
+                                    mega_status* status);
+void mega_detector_free(mega_detector* detector);
+/* Back to a fresh stream: no history, nothing suppressed, hop 0. */
+void mega_detector_reset(mega_detector* detector);
+
+/* The settings in force after the overrides. thresholds: n_classes floats
+ * (may be NULL); any output pointer may be NULL. */
+mega_status mega_detector_settings(const mega_detector* detector, float* thresholds, int32_t* smoothing_hops,
+                                   int32_t* refractory_ms);
+
+/* One hop: the window logits of one completed chunk (n_classes floats, as
+ * mega_session_push gives them). *fired is set to 1 when a keyword fires, and
+ * then *out (may be NULL) describes it; its time_s counts hops from the
+ * detector's creation or last reset (the end of hop k is at
+ * (k + 1) * chunk_samples / sample_rate), which is the stream's time when the
+ * detector has seen every chunk of the session since its start. */
+mega_status mega_detector_update(mega_detector* detector, const float* logits, mega_detection* out,
+                                 int32_t* fired);
+
+/* Streaming detection in one call: pushes all n samples through the session
+ * (as mega_session_push) and every completed chunk's logits through the
+ * detector; the detections go to out[0 .. *n_out - 1], in order, with time_s
+ * in the session's stream (seconds since it was created or reset, as
+ * keyword_spotter scan prints them). At most one detection per completed
+ * chunk, so capacity >= n / chunk_samples + 1 is always enough; a capacity
+ * smaller than the number of chunks these samples complete is refused
+ * (MEGA_ERR_INVALID_ARGUMENT, nothing consumed). The detector must come from
+ * a model with the session's labels (MEGA_ERR_INVALID_ARGUMENT otherwise).
+ * On an error status *n_out still counts the detections made before it. */
+mega_status mega_session_detect(mega_session* session, mega_detector* detector, const float* samples, int64_t n,
+                                mega_detection* out, int32_t capacity, int32_t* n_out);
+
+/* At the end of a recording: completes a partly filled chunk with silence
+ * (zeros; nothing if no samples are pending), so a word in the last partial
+ * chunk is heard, as keyword_spotter scan does at the end of a file. At most
+ * one detection (capacity >= 1 when samples are pending). */
+mega_status mega_session_detect_flush(mega_session* session, mega_detector* detector, mega_detection* out,
+                                      int32_t capacity, int32_t* n_out);
 
 const char* mega_status_string(mega_status status);
 

@@ -1,0 +1,464 @@
+"""mega_kws: streaming keyword spotting with the Mega-chunk runtime, from Python.
+
+A thin layer (ctypes) over the C API of libmega_kws (mega/mega_kws.h):
+
+    import mega_kws
+    model = mega_kws.Model("sc10-demo.mega")
+    session = mega_kws.Session(model)              # backend="cpu", threads=1
+    detector = mega_kws.Detector(model)            # the model's tuned detection defaults
+    for d in detector.detect(session, samples):    # float audio in [-1, 1] at model.sample_rate
+        print(f"{d.time_s:.3f} {d.label} {d.score:.3f}")
+
+Samples are 1-D NumPy arrays (or sequences) of floats in [-1, 1]: float32 is
+used as is, other float types are converted to float32. Integer arrays are
+refused with a TypeError rather than guessed at: scale them yourself, e.g.
+``pcm.astype(np.float32) / 32768`` for int16. NaN/Inf samples are replaced by
+0 and samples beyond full scale clipped, both counted (Session.stats), as the
+runtime does for any caller.
+
+Failures of the runtime raise MegaError, which carries the C status
+(``.status``, a Status) and the runtime's message (``.message``).
+"""
+
+import dataclasses
+import enum
+import math
+import os
+
+import numpy as np
+
+from . import _native
+from ._native import library_path
+from ._wav import read_wav
+
+__version__ = "0.1.0"
+
+__all__ = ["Status", "MegaError", "Model", "Session", "Detector", "Detection", "Classification",
+           "classify_file", "scan_file", "read_wav", "default_model_path", "library_path"]
+
+
+class Status(enum.IntEnum):
+    """mega_status: the C API's status codes."""
+    OK = 0
+    INVALID_ARGUMENT = 1
+    IO = 2
+    BAD_MODEL = 3
+    UNSUPPORTED_MODEL = 4
+    NOT_STREAMABLE = 5
+    TOO_LONG = 6
+    OUT_OF_MEMORY = 7
+    SELF_TEST_FAILED = 8
+    NO_DEVICE = 9
+    DEVICE = 10
+    BUSY = 11
+
+
+class MegaError(Exception):
+    """A failure reported by libmega_kws: .status (Status) and .message."""
+
+    def __init__(self, status, message):
+        try:
+            status = Status(status)
+        except ValueError:
+            pass
+        self.status = status
+        self.message = message
+        name = status.name if isinstance(status, Status) else str(status)
+        super().__init__(f"{message} [{name}]")
+
+
+def _check(status, what):
+    if status != Status.OK:
+        text = _native.lib().mega_status_string(status).decode()
+        raise MegaError(status, f"{what}: {text}")
+
+
+def _load_error(status, what):
+    text = _native.lib().mega_load_error().decode(errors="replace")
+    return MegaError(status.value, f"{what}: {text}" if text else what)
+
+
+def _samples(x):
+    """x as a contiguous 1-D float32 array (see the module's note on dtypes)."""
+    a = np.asarray(x)
+    if a.dtype.kind in "iu":
+        raise TypeError(f"samples are {a.dtype}: the runtime takes float audio in [-1, 1]; convert explicitly, "
+                        f"e.g. x.astype(np.float32) / 32768 for int16")
+    if a.dtype.kind != "f":
+        raise TypeError(f"samples must be floats in [-1, 1], not {a.dtype}")
+    if a.ndim != 1:
+        raise ValueError(f"samples must be 1-D (mono), got shape {a.shape}: mix the channels down first")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def default_model_path():
+    """The model used when none is given: $MEGA_KWS_MODEL, else the demo model
+    installed next to the library by cmake --install; None if neither."""
+    env = os.environ.get("MEGA_KWS_MODEL")
+    if env:
+        return env
+    try:
+        from . import _config
+        return _config.MODEL
+    except ImportError:
+        return None
+
+
+class Model:
+    """A .mega model file, loaded and fully validated (mega_model_load).
+
+    Raises MegaError: Status.IO for a file that cannot be opened,
+    Status.BAD_MODEL for one that is not a valid model (the message says what
+    is wrong), Status.UNSUPPORTED_MODEL for a newer format."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        lib = _native.lib()
+        st = _native._S(-1)
+        self._free = lib.mega_model_free  # kept: at interpreter exit module globals may be gone
+        self._h = lib.mega_model_load(os.fsencode(self.path), st)
+        if not self._h:
+            raise _load_error(Status(st.value), self.path)
+        self.sample_rate = lib.mega_model_sample_rate(self._h)
+        self.n_classes = lib.mega_model_n_classes(self._h)
+        self.labels = [lib.mega_model_label(self._h, i).decode() for i in range(self.n_classes)]
+        self.chunk_samples = lib.mega_model_chunk_samples(self._h)    # one hop of the detector
+        self.window_samples = lib.mega_model_window_samples(self._h)  # what the logits look at
+        self.streamable = bool(lib.mega_model_streamable(self._h))
+
+    def close(self):
+        """Frees the model (sessions and detectors made from it keep working)."""
+        if getattr(self, "_h", None):
+            self._free(self._h)
+            self._h = None
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("the model is closed")
+        return self._h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return f"Model({self.path!r}: {self.n_classes} labels, {self.sample_rate} Hz, chunk {self.chunk_samples})"
+
+
+class Session:
+    """One audio stream through a model (mega_session_create_with_options).
+
+    backend: "cpu", "cuda" or "auto" (cuda when the library has it and a GPU is
+    present); threads: CPU threads sharing each chunk's work (1..16); fp16 and
+    device: for cuda. All memory is allocated here."""
+
+    def __init__(self, model, backend="cpu", threads=1, fp16=False, device=0):
+        lib = _native.lib()
+        self.model = model
+        o = _native.SessionOptions()
+        lib.mega_session_options_init(o)
+        o.backend = backend.encode()
+        o.n_threads = int(threads)
+        o.fp16 = 1 if fp16 else 0
+        o.device = int(device)
+        st = _native._S(-1)
+        self._free = lib.mega_session_free
+        self._h = lib.mega_session_create_with_options(model._handle(), o, st)
+        if not self._h:
+            raise _load_error(Status(st.value), "cannot create a session")
+        self.backend = lib.mega_session_backend(self._h).decode()
+
+    def push(self, samples):
+        """Streams samples; returns the window logits of every chunk they
+        completed, shape (n_chunks, n_classes) float32 (n_chunks may be 0)."""
+        x = _samples(samples)
+        lib = _native.lib()
+        n, k = len(x), self.model.n_classes
+        out = np.empty((n // self.model.chunk_samples + 1, k), np.float32)  # at most this many complete
+        used, done = _native.ctypes.c_int64(0), _native.ctypes.c_int32(0)
+        off = rows = 0
+        base, dst = x.ctypes.data, out.ctypes.data
+        while off < n:
+            _check(lib.mega_session_push(self._h, base + 4 * off, n - off, used, done, dst + 4 * k * rows), "push")
+            off += used.value
+            rows += done.value
+        return out[:rows]
+
+    def classify(self, samples):
+        """Offline logits of one clip (zero-padded to whole chunks and at least a
+        window; resets the stream): shape (n_classes,) float32."""
+        x = _samples(samples)
+        out = np.empty(self.model.n_classes, np.float32)
+        _check(_native.lib().mega_session_classify(self._h, x.ctypes.data, len(x), out.ctypes.data), "classify")
+        return out
+
+    def reset(self):
+        """Back to a fresh stream."""
+        _native.lib().mega_session_reset(self._h)
+
+    @property
+    def stats(self):
+        """Input hygiene counts since creation: NaN/Inf samples replaced by 0,
+        samples clipped to full scale, chunks whose state was reset."""
+        c = [_native.ctypes.c_int64(0) for _ in range(3)]
+        _check(_native.lib().mega_session_stats(self._h, *c), "stats")
+        return {"n_nonfinite_samples": c[0].value, "n_clamped_samples": c[1].value, "n_state_resets": c[2].value}
+
+    def self_test(self):
+        """Runs the model file's self-test; returns the max abs logit difference
+        (MegaError with Status.SELF_TEST_FAILED if it is over the tolerance)."""
+        diff = _native.ctypes.c_float(0)
+        _check(_native.lib().mega_session_self_test(self._h, diff), "self-test")
+        return diff.value
+
+    def close(self):
+        if getattr(self, "_h", None):
+            self._free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class Detection:
+    """One keyword event (mega_detection)."""
+    label: str
+    label_index: int
+    score: float    # smoothed posterior when it fired
+    time_s: float   # when the word was heard: the end of its hop, seconds into the stream
+    hop_index: int  # the hop that fired, since the detector was created or reset
+
+
+def _detection(c):
+    return Detection(c.label.decode(), c.label_index, float(c.score), c.time_s, c.hop_index)
+
+
+class Detector:
+    """Window logits to keyword detections (mega_detector_create), starting from
+    the model's stored defaults. Overrides (None keeps the model's):
+    threshold (one for every label, in (0, 1]) or thresholds (one per label),
+    smoothing (hops, 1..1024), refractory_ms (0..600000), sensitivity (0..1,
+    applied to the thresholds last; 0.5 keeps them). Out-of-range values raise
+    MegaError with Status.INVALID_ARGUMENT and the reason."""
+
+    def __init__(self, model, threshold=None, thresholds=None, smoothing=None, refractory_ms=None,
+                 sensitivity=None):
+        lib = _native.lib()
+        self.model = model
+        o = _native.DetectorOptions()
+        lib.mega_detector_options_init(o)
+        keep = None
+        if thresholds is not None:
+            keep = np.ascontiguousarray(np.asarray(thresholds, dtype=np.float64).astype(np.float32).ravel())
+            o.thresholds = keep.ctypes.data_as(_native.c_float_p)
+            o.n_thresholds = len(keep)
+        if threshold is not None:
+            o.threshold = float(threshold)
+        if smoothing is not None:
+            o.smoothing_hops = int(smoothing)
+        if refractory_ms is not None:
+            o.refractory_ms = int(refractory_ms)
+        if sensitivity is not None:
+            o.sensitivity = float(sensitivity)
+        st = _native._S(-1)
+        self._free = lib.mega_detector_free
+        self._h = lib.mega_detector_create(model._handle(), o, st)
+        del keep  # copied by the library
+        if not self._h:
+            raise _load_error(Status(st.value), "bad detector options")
+        thr = np.empty(model.n_classes, np.float32)
+        smooth, refr = _native.ctypes.c_int32(0), _native.ctypes.c_int32(0)
+        _check(lib.mega_detector_settings(self._h, thr.ctypes.data, smooth, refr), "detector settings")
+        self.thresholds, self.smoothing, self.refractory_ms = thr, smooth.value, refr.value
+        self._found = (_native.CDetection * 1)()
+
+    def update(self, logits):
+        """Feeds window logits: one hop (shape (n_classes,)) or one per row
+        (shape (n_hops, n_classes), as Session.push returns them). Returns the
+        detections (a list, often empty); their time_s counts hops since the
+        detector was created or reset."""
+        a = np.asarray(logits)
+        if a.dtype.kind != "f":
+            raise TypeError(f"logits must be floats, not {a.dtype}")
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        if a.ndim == 1:
+            a = a[None, :]
+        if a.ndim != 2 or a.shape[1] != self.model.n_classes:
+            raise ValueError(f"logits must have shape ({self.model.n_classes},) or (n, {self.model.n_classes}), "
+                             f"got {np.asarray(logits).shape}")
+        lib = _native.lib()
+        fired = _native.ctypes.c_int32(0)
+        out = []
+        for i in range(a.shape[0]):
+            _check(lib.mega_detector_update(self._h, a.ctypes.data + 4 * a.shape[1] * i, self._found, fired),
+                   "detector update")
+            if fired.value:
+                out.append(_detection(self._found[0]))
+        return out
+
+    def detect(self, session, samples):
+        """Streams samples through session and this detector
+        (mega_session_detect); returns the detections, time_s in the session's
+        stream (as keyword_spotter scan prints them)."""
+        x = _samples(samples)
+        lib = _native.lib()
+        chunk = self.model.chunk_samples
+        block = chunk * 1024
+        found = (_native.CDetection * (block // chunk + 1))()
+        n_out = _native.ctypes.c_int32(0)
+        out = []
+        for off in range(0, len(x), block):
+            n = min(block, len(x) - off)
+            st = lib.mega_session_detect(session._h, self._h, x.ctypes.data + 4 * off, n, found, len(found), n_out)
+            out += [_detection(found[i]) for i in range(n_out.value)]
+            _check(st, "detect")
+        return out
+
+    def flush(self, session):
+        """At the end of a recording: completes the session's partly filled
+        chunk with silence so a word at the very end is heard
+        (mega_session_detect_flush); returns its detection, if any."""
+        n_out = _native.ctypes.c_int32(0)
+        st = _native.lib().mega_session_detect_flush(session._h, self._h, self._found, 1, n_out)
+        _check(st, "flush")
+        return [_detection(self._found[i]) for i in range(n_out.value)]
+
+    def reset(self):
+        _native.lib().mega_detector_reset(self._h)
+
+    def close(self):
+        if getattr(self, "_h", None):
+            self._free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+def _model(model):
+    if isinstance(model, Model):
+        return model
+    path = model if model is not None else default_model_path()
+    if path is None:
+        raise ValueError("no model: pass one (or set MEGA_KWS_MODEL)")
+    return Model(path)
+
+
+def _read_for(model, path):
+    """A file's samples at the model's rate; refuses what keyword_spotter refuses."""
+    x, rate, n_frames = read_wav(path)
+    if rate != model.sample_rate:
+        raise ValueError(f"{os.fspath(path)}: {rate} Hz, the model takes {model.sample_rate} Hz: resample it first "
+                         "(keyword_spotter resamples)")
+    bad = np.flatnonzero(~np.isfinite(x))
+    if len(bad):
+        raise ValueError(f"{os.fspath(path)}: sample {bad[0]} (at {bad[0] / rate:.3f} s) is not a finite number "
+                         "(NaN or Inf)")
+    return x, rate, n_frames
+
+
+@dataclasses.dataclass
+class Classification:
+    """classify_file's answer (keyword_spotter classify --json's fields)."""
+    file: str
+    label: str
+    score: float          # the label's posterior
+    logits: np.ndarray    # (n_classes,) float32, over the chosen window
+    duration_s: float
+    window_start_s: float
+    padded: bool          # the file is shorter than a window (zero-padded)
+    sample_rate: int
+
+
+def _softmax(logits):
+    # as keyword_spotter does: float differences, double exponentials and sum, float results
+    mx = np.float32(np.max(logits))
+    e = [math.exp(float(np.float32(v) - mx)) for v in logits]
+    total = 0.0
+    for v in e:  # in order, as the CLI adds them (sum() may compensate)
+        total += v
+    return [float(np.float32(v / total)) for v in e]
+
+
+def _window_score(labels, logits):
+    p = _softmax(logits)
+    best = max((q for q, name in zip(p, labels) if not name.startswith("_")), default=-1.0)
+    return best if best >= 0.0 else max(p)
+
+
+def classify_file(path, model=None, backend="cpu", threads=1):
+    """Classifies one WAV file as keyword_spotter classify does: a clip up to a
+    window long is zero-padded and classified offline; a longer one is streamed
+    and its best window (the highest keyword probability) wins; bidirectional
+    models slide whole windows instead. model: a Model, a path, or None (the
+    default model). Returns a Classification."""
+    m = _model(model)
+    x, rate, n_frames = _read_for(m, path)
+    s = Session(m, backend=backend, threads=threads)
+    window, chunk = m.window_samples, m.chunk_samples
+    start = 0.0
+    if len(x) <= window:
+        logits = s.classify(x)
+    elif not m.streamable:
+        hop = max(chunk, window // 4)
+        best, off = -1.0, 0
+        while True:
+            off = min(off, len(x) - window)
+            lg = s.classify(x[off:off + window])
+            sc = _window_score(m.labels, lg)
+            if sc > best:
+                best, logits, start = sc, lg, off / m.sample_rate
+            if off + window >= len(x):
+                break
+            off += hop
+    else:
+        padded_len = max(window, (len(x) + chunk - 1) // chunk * chunk)
+        clip = np.zeros(padded_len, np.float32)
+        clip[:len(x)] = x
+        s.reset()
+        rows = s.push(clip)
+        n_window = window // chunk
+        best = -1.0
+        for k in range(n_window - 1, len(rows)):  # full windows only
+            sc = _window_score(m.labels, rows[k])
+            if sc > best:
+                best, logits, start = sc, rows[k].copy(), ((k + 1) * chunk - window) / m.sample_rate
+    s.close()
+    p = _softmax(logits)
+    i = int(np.argmax(p))
+    return Classification(file=os.fspath(path), label=m.labels[i], score=p[i], logits=logits,
+                          duration_s=n_frames / rate, window_start_s=start,
+                          padded=n_frames * m.sample_rate < window * rate, sample_rate=rate)
+
+
+def scan_file(path, model=None, backend="cpu", threads=1, **detector_options):
+    """Detections in a WAV recording, as keyword_spotter scan finds them: the
+    file streamed through a session and a Detector (detector_options: its
+    overrides), the last partial chunk completed with silence. Returns
+    (detections, seconds scanned)."""
+    m = _model(model)
+    x, rate, _ = _read_for(m, path)
+    s = Session(m, backend=backend, threads=threads)
+    d = Detector(m, **detector_options)
+    found = d.detect(s, x) + d.flush(s)
+    d.close()
+    s.close()
+    return found, len(x) / rate

@@ -1,0 +1,390 @@
+#!/usr/bin/python3
+"""The Python package (python/mega_kws) over the build tree's libmega_kws:
+the same results as keyword_spotter classify and scan, NumPy in and out, and
+bad input (wrong dtype, NaN, a file that is not a model) giving clear
+exceptions that carry the C status and message, never a crash. Also: the
+package installs with pip (no build isolation, no index) into a venv of
+Debian's Python and works from there.
+
+Run by ctest (test python_api) with MEGA_KWS_LIBRARY and MEGA_KWS_CLI set;
+by hand: /usr/bin/python3 -m pytest tests/test_python.py (defaults: build/)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import wave
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FIX = os.path.join(HERE, "fixtures", "data")
+SAMPLES = os.path.join(ROOT, "samples")
+DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
+os.environ.setdefault("MEGA_KWS_LIBRARY", os.path.join(ROOT, "build", "libmega_kws.so"))
+CLI = os.environ.get("MEGA_KWS_CLI", os.path.join(ROOT, "build", "keyword_spotter"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import mega_kws  # noqa: E402
+from mega_kws import MegaError, Status  # noqa: E402
+
+COMMANDS = os.path.join(SAMPLES, "commands.wav")
+CLIPS = sorted(os.path.join(SAMPLES, f) for f in os.listdir(SAMPLES) if f.endswith(".wav"))
+
+
+def run(*args, env=None, check=True):
+    r = subprocess.run(list(args), capture_output=True, text=True, env=env)
+    if check:
+        assert r.returncode == 0, f"{args}: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def py_cli(*args, **kw):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
+    return run(sys.executable, "-m", "mega_kws", *args, env=env, **kw)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return mega_kws.Model(DEMO)
+
+
+def write_wav(path, x, rate=16000, channels=1, width=2):
+    """x: float frames (n,) or (n, channels) in [-1, 1] as integer PCM of `width` bytes."""
+    x = np.asarray(x, np.float64).reshape(-1, channels)
+    if width == 1:
+        raw = np.clip(np.round(x * 127 + 128), 0, 255).astype(np.uint8).tobytes()
+    elif width == 3:
+        v = np.clip(np.round(x * 8388607), -8388608, 8388607).astype("<i4")
+        raw = v.view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+    else:
+        raw = np.clip(np.round(x * 32767), -32768, 32767).astype("<i2").tobytes()
+    with wave.open(path, "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(width)
+        w.setframerate(rate)
+        w.writeframes(raw)
+
+
+def write_float_wav(path, x, rate=16000):
+    """IEEE float 32-bit, mono (the wave module writes integer PCM only)."""
+    data = np.asarray(x, "<f4").tobytes()
+    fmt = (b"fmt " + (18).to_bytes(4, "little") + (3).to_bytes(2, "little") + (1).to_bytes(2, "little")
+           + rate.to_bytes(4, "little") + (rate * 4).to_bytes(4, "little") + (4).to_bytes(2, "little")
+           + (32).to_bytes(2, "little") + (0).to_bytes(2, "little"))
+    body = b"WAVE" + fmt + b"data" + len(data).to_bytes(4, "little") + data
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + len(body).to_bytes(4, "little") + body)
+
+
+def speechlike(n, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / 16000.0
+    return (0.3 * np.sin(2 * np.pi * 220 * t) * np.sin(2 * np.pi * 3 * t) + 0.05 * rng.standard_normal(n)).clip(-1, 1)
+
+
+# ---- the same output as keyword_spotter ----
+
+def test_classify_matches_the_cli_on_the_samples(demo):
+    want = run(CLI, "classify", "-m", DEMO, "--json", *CLIPS).stdout
+    assert py_cli("classify", "-m", DEMO, "--json", *CLIPS).stdout == want
+    assert py_cli("classify", "-m", DEMO, *CLIPS).stdout == run(CLI, "classify", "-m", DEMO, *CLIPS).stdout
+    for line, path in zip(want.splitlines(), CLIPS):
+        cli = json.loads(line)
+        r = mega_kws.classify_file(path, demo)
+        assert (r.label, round(r.score, 6), round(r.duration_s, 3), r.window_start_s, r.padded) == \
+            (cli["label"], cli["score"], cli["duration_s"], cli["window_start_s"], cli["padded"])
+        assert r.logits.dtype == np.float32 and r.logits.shape == (12,)
+        np.testing.assert_allclose(r.logits, cli["logits"], rtol=1e-6, atol=1e-6)
+    assert mega_kws.classify_file(os.path.join(SAMPLES, "stop.wav"), DEMO).label == "stop"
+
+
+@pytest.mark.parametrize("flags", [[], ["--sensitivity", "0.8", "--smoothing", "3"],
+                                   ["--threshold", "0.6", "--refractory-ms", "0"], ["--json"]])
+def test_scan_matches_the_cli(flags):
+    cli = run(CLI, "scan", "-m", DEMO, *flags, COMMANDS)
+    py = py_cli("scan", "-m", DEMO, *flags, COMMANDS)
+    assert py.stdout == cli.stdout
+    assert py.stderr == cli.stderr  # "scanned 12.352 s: 5 detection(s)"
+    assert len(py.stdout.splitlines()) >= 5
+
+
+def test_scan_file_finds_the_five_words(demo):
+    found, seconds = mega_kws.scan_file(COMMANDS, demo)
+    assert [(d.label, d.time_s) for d in found] == \
+        [("yes", 1.25), ("stop", 3.5), ("go", 5.5), ("left", 8.0), ("no", 10.25)]
+    assert seconds == pytest.approx(12.352, abs=1e-3)
+    assert all(isinstance(d, mega_kws.Detection) and 0.9 <= d.score <= 1.0 for d in found)
+    assert [d.label_index for d in found] == [demo.labels.index(d.label) for d in found]
+
+
+def test_wav_encodings_read_as_the_cli_reads_them(tmp_path):
+    """8-, 16-, 24-bit PCM, stereo (mixed down) and float WAVs: the same logits
+    as keyword_spotter's libsndfile reader gives."""
+    x = speechlike(24000)
+    files = {"pcm8.wav": dict(width=1), "pcm16.wav": {}, "pcm24.wav": dict(width=3),
+             "stereo.wav": dict(channels=2)}
+    paths = []
+    for name, kw in files.items():
+        p = str(tmp_path / name)
+        frames = np.stack([x, -0.5 * x], axis=1) if kw.get("channels") == 2 else x
+        write_wav(p, frames, **kw)
+        paths.append(p)
+    p = str(tmp_path / "float.wav")
+    write_float_wav(p, x)
+    paths.append(p)
+    for model in (DEMO, os.path.join(FIX, "tiny_uni.mega"), os.path.join(FIX, "tiny_bi.mega")):
+        clips = paths if "tiny_bi" not in model else [str(tmp_path / "short.wav")]
+        if "tiny_bi" in model:  # bidirectional: sliding windows, 30 s at most; keep it short
+            write_wav(clips[0], x[:1600])
+        assert py_cli("classify", "-m", model, "--json", *clips).stdout == \
+            run(CLI, "classify", "-m", model, "--json", *clips).stdout, model
+
+
+# ---- NumPy in and out ----
+
+def test_session_push_gives_the_window_logits_of_every_chunk(demo):
+    x, rate, _ = mega_kws.read_wav(COMMANDS)
+    assert x.dtype == np.float32 and rate == 16000
+    s = mega_kws.Session(demo, backend="cpu", threads=1)
+    assert s.backend == "cpu"
+    whole = s.push(x)
+    assert whole.dtype == np.float32 and whole.shape == (len(x) // demo.chunk_samples, 12)
+    for block in (1, 1600, 3999, 4001):
+        s.reset()
+        head = x[:40000] if block == 1 else x
+        parts = [s.push(head[i:i + block]) for i in range(0, len(head), block)]
+        got = np.concatenate(parts)
+        np.testing.assert_array_equal(got, whole[:len(got)])  # bit-identical whatever the block size
+        assert sum(len(p) for p in parts) == len(head) // demo.chunk_samples
+    assert s.push(np.zeros(0, np.float32)).shape == (0, 12)
+    two = mega_kws.Session(demo, threads=2)
+    np.testing.assert_array_equal(two.push(x), whole)
+    # the best window of the recording (classify_file) is one of these rows
+    best = mega_kws.classify_file(COMMANDS, demo)
+    row = int(round((best.window_start_s * 16000 + demo.window_samples) / demo.chunk_samples)) - 1
+    np.testing.assert_array_equal(whole[row], best.logits)
+
+
+def test_detector_update_equals_detect(demo):
+    x, _, _ = mega_kws.read_wav(COMMANDS)
+    x = np.concatenate([x, np.zeros((-len(x)) % demo.chunk_samples, np.float32)])
+    s = mega_kws.Session(demo)
+    d = mega_kws.Detector(demo)
+    by_update = d.update(s.push(x))
+    s.reset()
+    d.reset()
+    by_detect = d.detect(s, x) + d.flush(s)
+    assert by_update == by_detect
+    assert [e.label for e in by_detect] == ["yes", "stop", "go", "left", "no"]
+    d.reset()
+    assert d.update(np.zeros(12, np.float32)) == []  # one hop, a flat posterior: nothing
+
+
+def test_detector_overrides_and_settings(demo):
+    d = mega_kws.Detector(demo)
+    assert d.thresholds.dtype == np.float32 and d.thresholds.shape == (12,)
+    assert d.smoothing >= 1 and d.refractory_ms >= 0
+    o = mega_kws.Detector(demo, threshold=0.9, sensitivity=0.8, smoothing=3, refractory_ms=0)
+    np.testing.assert_allclose(o.thresholds, 0.6, rtol=1e-6)
+    assert (o.smoothing, o.refractory_ms) == (3, 0)
+    per = np.linspace(0.1, 0.9, 12)
+    np.testing.assert_allclose(mega_kws.Detector(demo, thresholds=per).thresholds, per, rtol=1e-6)
+
+
+def test_float64_and_lists_are_converted(demo):
+    x, _, _ = mega_kws.read_wav(os.path.join(SAMPLES, "yes.wav"))
+    s = mega_kws.Session(demo)
+    want = s.classify(x)
+    np.testing.assert_array_equal(s.classify(x.astype(np.float64)), want)
+    np.testing.assert_array_equal(s.classify(list(map(float, x))), want)
+    np.testing.assert_array_equal(s.classify(x[::-1].copy()[::-1]), want)  # a strided view
+
+
+# ---- bad input: clear exceptions, never a crash ----
+
+@pytest.mark.parametrize("bad", [np.zeros(100, np.int16), np.zeros(100, np.int32), np.zeros(100, np.uint8),
+                                 np.zeros(100, bool), np.zeros(100, np.complex64), ["a", "b"], [0, 1, 2]])
+def test_wrong_dtype_is_a_type_error(demo, bad):
+    s = mega_kws.Session(demo)
+    d = mega_kws.Detector(demo)
+    for call in (s.push, s.classify, lambda x: d.detect(s, x)):
+        with pytest.raises(TypeError) as e:
+            call(bad)
+        assert "float" in str(e.value)
+    if np.asarray(bad).dtype == np.int16:
+        assert "32768" in str(e.value)  # the explicit conversion is spelled out
+
+
+def test_wrong_shape_is_a_value_error(demo):
+    s = mega_kws.Session(demo)
+    with pytest.raises(ValueError, match="1-D"):
+        s.push(np.zeros((2, 100), np.float32))
+    with pytest.raises(ValueError, match="1-D"):
+        s.classify(np.float32(0.5))
+    with pytest.raises(ValueError, match=r"shape \(12,\)"):
+        mega_kws.Detector(demo).update(np.zeros(11, np.float32))
+    with pytest.raises(TypeError):
+        mega_kws.Detector(demo).update(np.zeros(12, np.int64))
+
+
+def test_nan_samples_are_replaced_and_counted(demo):
+    x, _, _ = mega_kws.read_wav(COMMANDS)
+    dirty = x.copy()
+    bad = [0, 5, 4000, 4001, 77777]
+    dirty[bad[:3]] = np.nan
+    dirty[bad[3]] = np.inf
+    dirty[bad[4]] = -np.inf
+    clean = x.copy()
+    clean[bad] = 0.0
+    a, b = mega_kws.Session(demo), mega_kws.Session(demo)
+    got, want = a.push(dirty), b.push(clean)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got, want)
+    assert a.stats == {"n_nonfinite_samples": 5, "n_clamped_samples": 0, "n_state_resets": 0}
+    loud = mega_kws.Session(demo)
+    loud.push(np.full(1000, 3.0))
+    assert loud.stats["n_clamped_samples"] == 1000
+    assert mega_kws.Detector(demo).detect(mega_kws.Session(demo), np.full(50000, np.nan, np.float32)) == []
+
+
+def test_a_file_that_is_not_a_model(tmp_path):
+    with pytest.raises(MegaError) as e:
+        mega_kws.Model(os.path.join(ROOT, "README.md"))
+    assert e.value.status == Status.BAD_MODEL
+    assert "not a .mega model file" in e.value.message and "README.md" in e.value.message
+    assert "BAD_MODEL" in str(e.value)
+    junk = tmp_path / "junk.mega"
+    junk.write_bytes(b"garbage")
+    with pytest.raises(MegaError) as e:
+        mega_kws.Model(junk)
+    assert e.value.status == Status.BAD_MODEL and "too small" in e.value.message
+    for name, status in (("bad_wrong_shape.mega", Status.BAD_MODEL), ("bad_nan_weight.mega", Status.BAD_MODEL),
+                         ("bad_schema_newer.mega", Status.UNSUPPORTED_MODEL)):
+        with pytest.raises(MegaError) as e:
+            mega_kws.Model(os.path.join(FIX, name))
+        assert e.value.status == status, name
+        assert len(e.value.message) > len(name) + 10
+    with pytest.raises(MegaError) as e:
+        mega_kws.Model(tmp_path / "missing.mega")
+    assert e.value.status == Status.IO and "cannot open" in e.value.message
+    with pytest.raises(MegaError) as e:
+        mega_kws.Model(tmp_path)
+    assert e.value.status == Status.IO
+    r = py_cli("scan", "-m", str(junk), COMMANDS, check=False)
+    assert r.returncode == 3 and "too small" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_options_carry_the_status_and_reason(demo):
+    for kw, why in ((dict(threshold=0.0), "threshold"), (dict(threshold=1.5), "threshold"),
+                    (dict(threshold=float("nan")), "threshold"), (dict(thresholds=[0.5] * 11), "need 12 thresholds"),
+                    (dict(thresholds=[0.5] * 12, threshold=0.5), "not both"), (dict(smoothing=0), "smoothing"),
+                    (dict(refractory_ms=10 ** 6), "refractory"), (dict(sensitivity=2.0), "sensitivity")):
+        with pytest.raises(MegaError) as e:
+            mega_kws.Detector(demo, **kw)
+        assert e.value.status == Status.INVALID_ARGUMENT and why in e.value.message, kw
+    with pytest.raises(MegaError) as e:
+        mega_kws.Session(demo, backend="tpu")
+    assert e.value.status == Status.INVALID_ARGUMENT and "unknown backend 'tpu'" in e.value.message
+    with pytest.raises(MegaError) as e:
+        mega_kws.Session(demo, threads=0)
+    assert e.value.status == Status.INVALID_ARGUMENT
+    r = py_cli("scan", "-m", DEMO, "--sensitivity", "3", COMMANDS, check=False)
+    assert r.returncode == 2 and "sensitivity" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bidirectional_model_does_not_stream():
+    m = mega_kws.Model(os.path.join(FIX, "tiny_bi.mega"))
+    assert not m.streamable
+    s = mega_kws.Session(m)
+    with pytest.raises(MegaError) as e:
+        s.push(np.zeros(100, np.float32))
+    assert e.value.status == Status.NOT_STREAMABLE
+    assert s.classify(np.zeros(40, np.float32)).shape == (4,)
+    assert s.self_test() < 1e-3
+
+
+def test_misuse_is_an_exception(demo):
+    tiny = mega_kws.Model(os.path.join(FIX, "tiny_uni.mega"))
+    with pytest.raises(MegaError) as e:  # a detector for other labels
+        mega_kws.Detector(demo).detect(mega_kws.Session(tiny), np.zeros(100, np.float32))
+    assert e.value.status == Status.INVALID_ARGUMENT
+    s = mega_kws.Session(tiny)
+    s.close()
+    with pytest.raises(MegaError) as e:  # a closed session
+        s.push(np.zeros(10, np.float32))
+    assert e.value.status == Status.INVALID_ARGUMENT
+    d = mega_kws.Detector(tiny)
+    tiny.close()  # the detector keeps what it needs; new objects need an open model
+    assert d.update(np.zeros((3, 4), np.float32)) == []
+    with pytest.raises(ValueError, match="closed"):
+        mega_kws.Session(tiny)
+
+
+def test_audio_files_that_cannot_be_read(tmp_path, demo):
+    with pytest.raises(FileNotFoundError):
+        mega_kws.classify_file(tmp_path / "missing.wav", demo)
+    with pytest.raises(ValueError, match="not a WAV"):
+        mega_kws.classify_file(os.path.join(ROOT, "README.md"), demo)
+    p = str(tmp_path / "44k.wav")
+    write_wav(p, speechlike(4410), rate=44100)
+    with pytest.raises(ValueError, match="resample"):
+        mega_kws.classify_file(p, demo)
+    p = str(tmp_path / "nan.wav")
+    write_float_wav(p, np.array([0.1, np.nan, 0.2] * 1000, np.float32))
+    with pytest.raises(ValueError, match="not a finite number"):
+        mega_kws.scan_file(p, demo)
+    r = py_cli("classify", "-m", DEMO, p, os.path.join(SAMPLES, "yes.wav"), check=False)
+    assert r.returncode == 1 and "yes" in r.stdout and "not a finite number" in r.stderr
+    truncated = tmp_path / "truncated.wav"
+    truncated.write_bytes(open(os.path.join(SAMPLES, "yes.wav"), "rb").read()[:20000])
+    with pytest.raises(ValueError, match="truncated"):
+        mega_kws.classify_file(truncated, demo)
+
+
+def test_the_library_is_found_or_the_error_says_where_it_looked(tmp_path):
+    assert os.path.samefile(mega_kws.library_path(), os.environ["MEGA_KWS_LIBRARY"])
+    env = dict(os.environ, MEGA_KWS_LIBRARY=str(tmp_path / "nowhere.so"), PYTHONPATH=os.path.join(ROOT, "python"))
+    r = run(sys.executable, "-c", "import mega_kws; mega_kws.Model('x')", env=env, check=False)
+    assert r.returncode == 1 and "cannot load libmega_kws" in r.stderr and "nowhere.so" in r.stderr
+
+
+def test_the_version_is_the_projects():
+    cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
+    assert f"project(mega_kws VERSION {mega_kws.__version__} " in cmake
+    assert f'version = "{mega_kws.__version__}"' in open(os.path.join(ROOT, "python", "pyproject.toml")).read()
+
+
+# ---- installing it with pip ----
+
+def test_pip_install_into_a_venv(tmp_path):
+    """pip install --no-build-isolation (setuptools and numpy from Debian, no
+    index) into a venv of Debian's Python; then python -m mega_kws scan there."""
+    src = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__", "_config.py",
+                                                                                     "build", "*.egg-info"))
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--system-site-packages", str(venv))
+    py = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run(py, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--quiet", str(src), env=env)
+    r = run(py, "-c", "import mega_kws, sys; print(mega_kws.__file__)", env=env, check=True)
+    assert r.stdout.startswith(str(venv))
+    scan = run(py, "-m", "mega_kws", "scan", "-m", DEMO, COMMANDS, env=env)
+    assert scan.stdout == run(CLI, "scan", "-m", DEMO, COMMANDS).stdout
+
+
+def test_the_readme_example(tmp_path):
+    """The README's ten-line Python example, as printed there, prints what scan prints."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = text.split("<!-- example: python -->\n```python\n", 1)[1].split("```", 1)[0]
+    assert 8 <= len(block.splitlines()) <= 12
+    script = tmp_path / "example.py"
+    script.write_text(block)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
+    out = run(sys.executable, str(script), DEMO, COMMANDS, env=env).stdout
+    assert out == run(CLI, "scan", "-m", DEMO, COMMANDS).stdout
+    assert len(out.splitlines()) == 5
