@@ -22,7 +22,7 @@ bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI 
 # The CUDA backend's tests on the CPU stand-in for the CUDA runtime and cuBLAS
 # (tests/cuda_standin/, docs/cuda-standin.md): every cuda-labelled test runs,
 # none may be skipped; then again under the sanitizers (without the base-size
-# cases, which take minutes there).
+# cases and the thousand streams, which take minutes there).
 standin() {  # preset
   cmake --preset "$1" -DMEGA_TEST_GENERATED="$FIXTURES"
   cmake --build --preset "$1" -j "$JOBS"
