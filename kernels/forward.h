@@ -12,10 +12,11 @@
 
 namespace mega::gpu {
 
-// One cuBLAS-style GEMM (column-major, C = op(A) op(B), alpha 1, beta 0),
+// One cuBLAS-style GEMM (column-major, C = alpha op(A) op(B), beta 0),
 // strided-batched when batch > 1. Pointers are in the storage type.
 struct GemmDesc {
   bool trans_a = false;  // B is never transposed here
+  float alpha = 1.0f;
   int32_t m = 0, n = 0, k = 0;
   const void* a = nullptr;
   int64_t lda = 0, stride_a = 0;
@@ -148,17 +149,23 @@ template <typename T, typename Ops>
 Status attention_forward(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const LayerDev& L,
                          int64_t rows) {
   const int64_t chunks = rows / dm.c;
+  const float scale = dm.fn == AttentionFn::softmax ? 1.0f / std::sqrt(float(dm.z)) : 1.0f / float(dm.c);
+  const bool fold_scale = sizeof(T) < sizeof(float);
   for (int64_t c0 = 0; c0 < chunks; c0 += cap.group) {
     const int64_t n = chunks - c0 < cap.group ? chunks - c0 : cap.group;
     const int64_t r0 = c0 * dm.c;
-    MEGA_GPU_TRY(ops.gemm(scores_gemm(bf.q + r0 * dm.z, bf.k + r0 * dm.z, bf.scores, dm.c, dm.z, n)));
+    // float16 storage: the scale goes into the GEMM, so what is stored is the
+    // scaled score (a raw q.k of a long chunk overflows float16: 65504)
+    GemmDesc sg = scores_gemm(bf.q + r0 * dm.z, bf.k + r0 * dm.z, bf.scores, dm.c, dm.z, n);
+    if (fold_scale) sg.alpha = scale;
+    MEGA_GPU_TRY(ops.gemm(sg));
     ScoreParams<T> sp;
     sp.scores = bf.scores;
     sp.rel_bias = L.rel_bias;
     sp.n_chunks = n;
     sp.c = dm.c;
     sp.fn = dm.fn;
-    sp.scale = dm.fn == AttentionFn::softmax ? 1.0f / std::sqrt(float(dm.z)) : 1.0f / float(dm.c);
+    sp.scale = fold_scale ? 1.0f : scale;
     MEGA_GPU_TRY(ops.scores(sp));
     if (dm.fn == AttentionFn::softmax) MEGA_GPU_TRY(ops.softmax(sp));
     MEGA_GPU_TRY(ops.gemm(values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n)));

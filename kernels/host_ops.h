@@ -82,7 +82,7 @@ class HostOps {
   Status gemm(const GemmDesc& g) {
     for (int32_t i = 0; i < g.batch; ++i) {
       cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, g.m,
-                  g.n, g.k, 1.0f, static_cast<const float*>(g.a) + i * g.stride_a, int(g.lda),
+                  g.n, g.k, g.alpha, static_cast<const float*>(g.a) + i * g.stride_a, int(g.lda),
                   static_cast<const float*>(g.b) + i * g.stride_b, int(g.ldb), 0.0f,
                   static_cast<float*>(g.c) + i * g.stride_c, int(g.ldc));
     }

@@ -5,6 +5,8 @@
 // blocking and tensor-core rounding differ: the tolerance covers that).
 #include <cblas.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -61,6 +63,10 @@ struct Gemm {
 };
 
 void run(const Gemm& g) {
+  if (std::getenv("MEGA_STANDIN_TRACE_GEMM")) {
+    std::fprintf(stderr, "gemm %c%c m=%d n=%d k=%d batch=%d types %d %d %d\n", g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n,
+                 g.k, g.batch, g.at, g.bt, g.ct);
+  }
   const CBLAS_TRANSPOSE ta = g.ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans;
   const CBLAS_TRANSPOSE tb = g.tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans;
   const int64_t a_rows = g.ta == CUBLAS_OP_N ? g.m : g.k, a_cols = g.ta == CUBLAS_OP_N ? g.k : g.m;

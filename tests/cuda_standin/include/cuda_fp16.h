@@ -8,5 +8,12 @@ struct __half {
 };
 
 inline float __half2float(__half h) { return float(h.v); }
-inline __half __float2half_rn(float f) { return __half{_Float16(f)}; }
+namespace cuda_standin {
+void note_half_overflow(float f);  // a finite float that rounds to an infinite half (counted, the first reported)
+}
+inline __half __float2half_rn(float f) {
+  const __half h{_Float16(f)};
+  if (__builtin_isinf(float(h.v)) && !__builtin_isinf(f) && !__builtin_isnan(f)) cuda_standin::note_half_overflow(f);
+  return h;
+}
 inline __half __float2half(float f) { return __float2half_rn(f); }
