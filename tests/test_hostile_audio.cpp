@@ -37,15 +37,7 @@ std::vector<std::string> streaming_models() {
 
 // Every chunk's window logits, streamed in blocks of `block` samples.
 std::vector<float> stream_logits(mega::Session& s, const std::vector<float>& in, int64_t block = 777) {
-  std::vector<float> out;
-  const int32_t nc = s.model().hparams().n_classes;
-  for (size_t off = 0; off < in.size(); off += size_t(block)) {
-    const int64_t n = std::min<int64_t>(block, int64_t(in.size() - off));
-    EXPECT_EQ(s.push_all(in.data() + off, n,
-                         [&](const mega::ChunkResult& r) { out.insert(out.end(), r.logits, r.logits + nc); }),
-              mega::Status::ok);
-  }
-  return out;
+  return mega_test::window_logits(s, in, block);
 }
 
 int64_t count_non_finite(const std::vector<float>& v) {

@@ -1,11 +1,16 @@
-// Loading a model and creating a session inside a GoogleTest test.
+// Loading a model, creating a session and streaming through it inside a
+// GoogleTest test.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 
 namespace mega_test {
@@ -27,6 +32,41 @@ inline std::unique_ptr<mega::Session> session(const std::shared_ptr<const mega::
   auto s = mega::Session::create(m, o, &err);
   EXPECT_TRUE(s) << err;
   return s;
+}
+
+inline std::unique_ptr<mega::Engine> engine(const std::shared_ptr<const mega::Model>& m, const std::string& backend,
+                                            int64_t max_clip = 0, bool fp16 = false) {
+  mega::EngineOptions o;
+  o.max_clip_samples = max_clip;
+  o.fp16 = fp16;
+  std::string err;
+  auto e = mega::create_engine(backend, m, o, &err);
+  EXPECT_TRUE(e) << backend << ": " << err;
+  return e;
+}
+
+// What went wrong, for a failure message (sessions report only a status).
+inline const char* last_error_of(const mega::Engine& e) { return e.last_error(); }
+inline const char* last_error_of(const mega::Session&) { return ""; }
+
+// Every completed chunk's window logits of `in`, pushed in blocks of `block`
+// samples through a mega::Session or a mega::Engine (both have push_all).
+template <typename Stream>
+std::vector<float> window_logits(Stream& s, const std::vector<float>& in, int64_t block) {
+  std::vector<float> out;
+  const int32_t nc = s.model().hparams().n_classes;
+  const int64_t cs = s.model().hparams().chunk_samples();
+  for (size_t off = 0; off < in.size(); off += size_t(block)) {
+    const int64_t n = std::min<int64_t>(block, int64_t(in.size() - off));
+    EXPECT_EQ(s.push_all(in.data() + off, n,
+                         [&](const mega::ChunkResult& r) {
+                           EXPECT_EQ(r.end_sample, (r.chunk_index + 1) * cs);
+                           out.insert(out.end(), r.logits, r.logits + nc);
+                         }),
+              mega::Status::ok)
+        << last_error_of(s);
+  }
+  return out;
 }
 
 }  // namespace mega_test

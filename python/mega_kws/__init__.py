@@ -104,7 +104,27 @@ def default_model_path():
         return None
 
 
-class Model:
+class _Owned:
+    """Owns one C object: self._h, freed by self._free (kept on the object: at
+    interpreter exit module globals may be gone) on close(), at the end of a
+    with block, or when collected."""
+
+    def close(self):
+        if getattr(self, "_h", None):
+            self._free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Model(_Owned):
     """A .mega model file, loaded and fully validated (mega_model_load).
 
     Raises MegaError: Status.IO for a file that cannot be opened,
@@ -115,7 +135,7 @@ class Model:
         self.path = os.fspath(path)
         lib = _native.lib()
         st = _native._S(-1)
-        self._free = lib.mega_model_free  # kept: at interpreter exit module globals may be gone
+        self._free = lib.mega_model_free
         self._h = lib.mega_model_load(os.fsencode(self.path), st)
         if not self._h:
             raise _load_error(Status(st.value), self.path)
@@ -128,29 +148,18 @@ class Model:
 
     def close(self):
         """Frees the model (sessions and detectors made from it keep working)."""
-        if getattr(self, "_h", None):
-            self._free(self._h)
-            self._h = None
+        super().close()
 
     def _handle(self):
         if not self._h:
             raise ValueError("the model is closed")
         return self._h
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
     def __repr__(self):
         return f"Model({self.path!r}: {self.n_classes} labels, {self.sample_rate} Hz, chunk {self.chunk_samples})"
 
 
-class Session:
+class Session(_Owned):
     """One audio stream through a model (mega_session_create_with_options).
 
     backend: "cpu", "cuda" or "auto" (cuda when the library has it and a GPU is
@@ -216,20 +225,6 @@ class Session:
         _check(_native.lib().mega_session_self_test(self._h, diff), "self-test")
         return diff.value
 
-    def close(self):
-        if getattr(self, "_h", None):
-            self._free(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
 
 @dataclasses.dataclass(frozen=True)
 class Detection:
@@ -245,7 +240,7 @@ def _detection(c):
     return Detection(c.label.decode(), c.label_index, float(c.score), c.time_s, c.hop_index)
 
 
-class Detector:
+class Detector(_Owned):
     """Window logits to keyword detections (mega_detector_create), starting from
     the model's stored defaults. Overrides (None keeps the model's):
     threshold (one for every label, in (0, 1]) or thresholds (one per label),
@@ -337,20 +332,6 @@ class Detector:
 
     def reset(self):
         _native.lib().mega_detector_reset(self._h)
-
-    def close(self):
-        if getattr(self, "_h", None):
-            self._free(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 def _model(model):

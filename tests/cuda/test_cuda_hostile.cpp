@@ -10,6 +10,7 @@
 #include "cuda_test_util.h"
 #include "golden.h"
 #include "overflow_model.h"
+#include "test_session.h"
 
 using mega_test::Golden;
 using mega_test::load_fixture;
@@ -17,16 +18,6 @@ using mega_test::load_fixture;
 namespace {
 
 constexpr double kTol = 1e-4;  // CPU vs CUDA logits (float32; the parity tests' bound)
-
-std::unique_ptr<mega::Engine> make(const std::shared_ptr<const mega::Model>& m, const std::string& backend,
-                                   int64_t max_clip = 0) {
-  mega::EngineOptions o;
-  o.max_clip_samples = max_clip;
-  std::string err;
-  auto e = mega::create_engine(backend, m, o, &err);
-  EXPECT_TRUE(e) << backend << ": " << err;
-  return e;
-}
 
 std::unique_ptr<mega::BatchEngine> make_batch(const std::shared_ptr<const mega::Model>& m,
                                               const std::string& backend, int32_t n) {
@@ -43,19 +34,6 @@ std::vector<float> hostile(const std::vector<float>& clean, int seed) {
                        -std::numeric_limits<float>::infinity(), 3.5f, -1e30f, 1.0001f};
   for (size_t i = size_t(seed) * 7 + 3, k = 0; i < x.size(); i += 29 + size_t(seed), ++k) x[i] = bad[k % 6];
   return x;
-}
-
-std::vector<float> stream(mega::Engine& e, const std::vector<float>& in, int64_t block) {
-  std::vector<float> out;
-  const int32_t nc = e.model().hparams().n_classes;
-  for (size_t off = 0; off < in.size(); off += size_t(block)) {
-    const int64_t n = std::min<int64_t>(block, int64_t(in.size() - off));
-    EXPECT_EQ(e.push_all(in.data() + off, n,
-                         [&](const mega::ChunkResult& r) { out.insert(out.end(), r.logits, r.logits + nc); }),
-              mega::Status::ok)
-        << e.last_error();
-  }
-  return out;
 }
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
@@ -98,9 +76,9 @@ TEST(CudaHostile, StreamedSamplesAreCleanedAndCountedAsOnTheCpu) {
   auto m = load_fixture(MEGA_FIXTURES, "tiny_patch", &g);
   ASSERT_TRUE(m);
   const std::vector<float> in = hostile(g.at("input"), 1);
-  auto cpu = make(m, "cpu"), gpu = make(m, "cuda");
+  auto cpu = mega_test::engine(m, "cpu"), gpu = mega_test::engine(m, "cuda");
   ASSERT_TRUE(cpu && gpu);
-  expect_close(stream(*gpu, in, 37), stream(*cpu, in, 37), "one stream");
+  expect_close(mega_test::window_logits(*gpu, in, 37), mega_test::window_logits(*cpu, in, 37), "one stream");
   expect_same_stats(gpu->stats(), cpu->stats(), "one stream");
   EXPECT_GT(gpu->stats().n_nonfinite_samples, 0);
   EXPECT_GT(gpu->stats().n_clamped_samples, 0);
@@ -127,7 +105,7 @@ TEST(CudaHostile, ClipsAreCleanedAndCountedAsOnTheCpu) {
     auto m = load_fixture(MEGA_FIXTURES, name, &g);
     ASSERT_TRUE(m);
     const std::vector<float> in = hostile(g.at("input"), 2);
-    auto cpu = make(m, "cpu", int64_t(in.size())), gpu = make(m, "cuda", int64_t(in.size()));
+    auto cpu = mega_test::engine(m, "cpu", int64_t(in.size())), gpu = mega_test::engine(m, "cuda", int64_t(in.size()));
     ASSERT_TRUE(cpu && gpu);
     std::vector<float> a(size_t(m->hparams().n_classes)), b(a.size());
     ASSERT_EQ(gpu->classify_clip(in.data(), int64_t(in.size()), a.data()), mega::Status::ok) << gpu->last_error();
@@ -152,9 +130,10 @@ TEST(CudaHostile, OverflowIsContainedAsOnTheCpu) {
   audio.resize(size_t((hp.window_chunks + 6) * hp.chunk_samples()), 0.0f);
   for (size_t i = audio.size() - size_t(hp.chunk_samples()); i < audio.size(); ++i) audio[i] = 1e-3f * float(i % 7);
 
-  auto cpu = make(m, "cpu"), gpu = make(m, "cuda");
+  auto cpu = mega_test::engine(m, "cpu"), gpu = mega_test::engine(m, "cuda");
   ASSERT_TRUE(cpu && gpu);
-  const std::vector<float> want = stream(*cpu, audio, 1000), got = stream(*gpu, audio, 1000);
+  const std::vector<float> want = mega_test::window_logits(*cpu, audio, 1000);
+  const std::vector<float> got = mega_test::window_logits(*gpu, audio, 1000);
   ASSERT_GE(cpu->stats().n_state_resets, 3);  // the loud chunks (and any whose context is loud)
   expect_close(got, want, "overflow, one stream");
   expect_same_stats(gpu->stats(), cpu->stats(), "overflow, one stream");

@@ -9,6 +9,7 @@
 #include "cuda_test_util.h"
 #include "device_session.h"
 #include "golden.h"
+#include "test_session.h"
 
 using mega_test::Golden;
 using mega_test::load_fixture;
@@ -16,32 +17,11 @@ using mega_test::max_abs_diff;
 
 namespace {
 
-std::unique_ptr<mega::Engine> engine(const std::shared_ptr<const mega::Model>& m, const std::string& backend,
-                                     int64_t max_clip = 0, bool fp16 = false) {
-  mega::EngineOptions o;
-  o.max_clip_samples = max_clip;
-  o.fp16 = fp16;
-  std::string err;
-  auto e = mega::create_engine(backend, m, o, &err);
-  EXPECT_TRUE(e) << backend << ": " << err;
-  return e;
-}
+using mega_test::engine;
 
 // Per-chunk window logits of `in` pushed in blocks of `block` samples.
 std::vector<float> stream(mega::Engine& e, const std::vector<float>& in, int64_t block) {
-  std::vector<float> out;
-  const int32_t nc = e.model().hparams().n_classes;
-  for (size_t off = 0; off < in.size(); off += size_t(block)) {
-    const int64_t n = std::min<int64_t>(block, int64_t(in.size() - off));
-    EXPECT_EQ(e.push_all(in.data() + off, n,
-                         [&](const mega::ChunkResult& r) {
-                           EXPECT_EQ(r.end_sample, (r.chunk_index + 1) * e.model().hparams().chunk_samples());
-                           out.insert(out.end(), r.logits, r.logits + nc);
-                         }),
-              mega::Status::ok)
-        << e.last_error();
-  }
-  return out;
+  return mega_test::window_logits(e, in, block);
 }
 
 const char* kTiny[] = {"tiny_uni", "tiny_bi", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn",
