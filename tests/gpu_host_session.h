@@ -1,5 +1,5 @@
-// A session of the CUDA backend's forward pass on the host (kernels/forward.h
-// with kernels/host_ops.h): the same memory plan, weight packing, staging and
+// A session of the CUDA backend's forward pass on the host (kernels/cuda/forward.h
+// with kernels/cuda/host_ops.h): the same memory plan, weight packing, staging and
 // forward as the device session, in host memory and without graphs or
 // streams. Float storage.
 #pragma once

@@ -1,4 +1,4 @@
-// Tests for runtime/src/cpu/elementwise: accuracy against double-precision libm on dense
+// Tests for kernels/cpu/elementwise: accuracy against double-precision libm on dense
 // grids, length/alignment/aliasing behaviour, and saturation at extreme inputs.
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // The CUDA backend's code that runs without a GPU, on the host:
-//   - the shared scalar math (runtime/src/common/scalar_math.h) is bit for bit
+//   - the shared scalar math (kernels/common/scalar_math.h) is bit for bit
 //     the CPU's reference math;
-//   - the EMA kernel's segmented scan (kernels/ema.cuh, phase by phase as the
+//   - the EMA kernel's segmented scan (kernels/cuda/ema.cuh, phase by phase as the
 //     threads run it) against the CPU reference EMA, streaming with state over
 //     many chunks and resets, bidirectional, any segmentation;
 //   - the GEMM descriptors handed to cuBLAS (column-major, strided-batched),
 //     run through column-major BLAS, against the CPU linear and attention;
-//   - the norms, and the whole forward pass (kernels/forward.h with
-//     kernels/host_ops.h) against the golden fixtures, streaming and offline,
+//   - the norms, and the whole forward pass (kernels/cuda/forward.h with
+//     kernels/cuda/host_ops.h) against the golden fixtures, streaming and offline,
 //     and B streams in one batch against B single streams.
 // What this cannot check: thread mapping, warp shuffles, cuBLAS itself, graphs
 // and pinned memory. tests/cuda/ does, on a GPU.

@@ -1,4 +1,4 @@
-// Tests for the Mega layer's CPU kernels (runtime/src/cpu/kernels.h) on awkward shapes:
+// Tests for the Mega layer's CPU kernels (kernels/cpu/kernels.h) on awkward shapes:
 // every optimized kernel against its scalar reference, and both against double-precision
 // brute force written here straight from mega-spec.md (so a bug shared by a kernel and
 // its twin still fails). The causal EMA is also fed in many small spans and must leave

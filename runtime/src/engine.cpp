@@ -1,6 +1,6 @@
 // The backend-neutral engines (mega/engine.hpp): the CPU ones over
 // mega::Session, and the factory that also reaches the CUDA backend when it
-// is built in (MEGA_HAVE_CUDA, kernels/cuda_engine.h).
+// is built in (MEGA_HAVE_CUDA, kernels/cuda/cuda_engine.h).
 #include "mega/engine.hpp"
 
 #include <algorithm>

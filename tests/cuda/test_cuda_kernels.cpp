@@ -1,4 +1,4 @@
-// Every CUDA kernel against its host run (kernels/host_ops.h, which the CPU
+// Every CUDA kernel against its host run (kernels/cuda/host_ops.h, which the CPU
 // tests hold to the CPU reference) on awkward shapes: length 1, odd lengths,
 // channel and EMA dims that are not powers of two, several streams, many
 // segments. Float storage, and float16 storage where the kernel's float16

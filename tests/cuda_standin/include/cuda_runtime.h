@@ -3,7 +3,7 @@
 // docs/cuda-standin.md). Test code only: it is never installed or shipped.
 //
 // Kernels are plain C++ functions; a launch (MEGA_KERNEL_LAUNCH in
-// kernels/launch.cuh) runs every block of the grid, in a seeded random order,
+// kernels/cuda/launch.cuh) runs every block of the grid, in a seeded random order,
 // and every thread of a block as a cooperative fiber, so __syncthreads() is a
 // real barrier and warp shuffles exchange values between the lanes of a
 // 32-lane warp.

@@ -26,7 +26,7 @@
 // H = q^L H + E_s (all segments but the last have L steps); phase 3 rescans from there, reducing out * h over the
 // lanes with warp shuffles and writing y. Everything but the thread mapping
 // and the shuffles is in the MEGA_HD functions below, which the host build
-// runs (kernels/host_ops.h) and the CPU tests check against the reference.
+// runs (kernels/cuda/host_ops.h) and the CPU tests check against the reference.
 #pragma once
 
 #include <math.h>
