@@ -24,7 +24,7 @@
 #include "cpu/kernels.h"
 #include "cpu/simd_kernels.h"
 #include "mega/mega.hpp"
-#include "model_data.h"
+#include "weights.h"
 #include "model_flops.h"
 
 namespace {
@@ -149,8 +149,8 @@ struct EmaCase {
   int64_t n;
   std::vector<float> x, y, ring;
   std::vector<double> h, scratch, ref_kernel;
-  explicit EmaCase(const mega::ModelData& md)
-      : w(md.layers[0].ema), d(md.info.hparams.embed_dim), n(md.info.hparams.chunk_size) {
+  explicit EmaCase(const mega::Model& m)
+      : w(mega::model_weights(m).layers[0].ema), d(m.hparams().embed_dim), n(m.hparams().chunk_size) {
     x = random_floats(size_t(n) * size_t(d), -1, 1, 7);
     y.resize(x.size());
     ring = random_floats(size_t(w.truncation) * size_t(d), -1, 1, 8);
@@ -174,7 +174,7 @@ struct EmaCase {
 
 void BM_EmaCausalRef(benchmark::State& state) {
   if (!model()) return state.SkipWithError("no model");
-  EmaCase ec(model()->data());
+  EmaCase ec(*model());
   ec.ref_kernel.resize(size_t(ec.d) * size_t(ec.w.truncation));
   mega::cpu::ema_lag_kernel(ec.w, ec.ref_kernel.data());
   auto p = ec.params();
@@ -189,7 +189,7 @@ void BM_EmaCausalSimd(benchmark::State& state) {
   if (!set) return state.SkipWithError("SIMD set not supported by this CPU");
   if (!model()) return state.SkipWithError("no model");
   state.SetLabel(set->name);
-  EmaCase ec(model()->data());
+  EmaCase ec(*model());
   const auto p = ec.params();
   const int32_t groups = (ec.d + set->ema_group - 1) / set->ema_group;
   for (auto _ : state) set->ema_causal(p, 0, groups, ec.scratch.data());
@@ -205,7 +205,7 @@ BENCHMARK(BM_EmaCausalSimd)->DenseRange(0, 2)->ArgName("set")->Unit(benchmark::k
 void BM_Linear(benchmark::State& state) {
   if (!model()) return state.SkipWithError("no model");
   mega::set_blas_threads(1);
-  const mega::LayerWeights& L = model()->data().layers[0];
+  const mega::LayerWeights& L = mega::model_weights(*model()).layers[0];
   const mega::LinearWeights* ws[] = {&L.v_proj, &L.mx_proj, &L.h_proj, &L.fc1, &L.fc2};
   const char* names[] = {"v_proj", "mx_proj", "h_proj", "fc1", "fc2"};
   const mega::LinearWeights& w = *ws[state.range(0)];

@@ -19,9 +19,9 @@ class HostGpuSession {
                  int64_t group = 3)
       : model_(std::move(model)) {
     using namespace mega::gpu;
-    const mega::ModelData& md = model_->data();
+    const mega::ModelWeights& md = mega::model_weights(*model_);
     const mega::HParams& hp = model_->hparams();
-    dm_ = make_dims(md);
+    dm_ = make_dims(model_->hparams(), md);
     cap_.n_streams = n_streams;
     if (dm_.bidir) {
       const int64_t clip = std::max(max_clip_samples, hp.window_samples());

@@ -18,7 +18,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/simd_kernels.h"
-#include "model_data.h"
+#include "weights.h"
 
 namespace {
 
@@ -130,10 +130,10 @@ TEST(Kernels, LinearBlasAndSimdMatchReferenceAndDouble) {
           mega::cpu::linear_blas({x.data(), n, &w, y_blas.data()});
           expect_guard_intact(y_ref, n * n_out, "linear_ref");
           expect_guard_intact(y_blas, n * n_out, "linear_blas");
-          std::vector<float> packed(size_t(n_in + 1) * size_t(mega::cpu::linear_padded_outputs(n_out)));
-          mega::cpu::linear_pack(w, packed.data());
+          std::vector<float> packed(size_t(n_in + 1) * size_t(mega::linear_padded_outputs(n_out)));
+          mega::linear_pack(w, packed.data());
           w.packed = packed.data();
-          w.n_out_padded = mega::cpu::linear_padded_outputs(n_out);
+          w.n_out_padded = mega::linear_padded_outputs(n_out);
           std::vector<std::vector<float>> y_simd;
           for (const SimdKernels* set : sets) {
             y_simd.push_back(guarded(n * n_out));

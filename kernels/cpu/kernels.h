@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "cpu/elementwise.h"
-#include "model_data.h"
+#include "weights.h"
 
 namespace mega::cpu {
 
@@ -20,11 +20,8 @@ struct LinearParams {
 };
 void linear_ref(const LinearParams& p);
 void linear_blas(const LinearParams& p);
-// The packed form SimdKernels::linear reads (LinearWeights::packed): columns
-// padded to a multiple of k_linear_pack_cols.
+// linear_pack(), linear_padded_outputs(): weights.h (the loader packs once).
 constexpr int32_t k_linear_pack_cols = 32;
-int32_t linear_padded_outputs(int32_t n_out);
-void linear_pack(const LinearWeights& w, float* packed);  // (n_in + 1) x linear_padded_outputs(n_out) floats
 
 // y (n x d) = EMA of x (n x d), token-major. For the causal form the state
 // carries across calls: h (d x N) and ring (K x d, the last K inputs, slot

@@ -32,8 +32,13 @@ void linear_blas(const LinearParams& p) {
   }
 }
 
+}  // namespace mega
+
+namespace mega {
+
 int32_t linear_padded_outputs(int32_t n_out) {
-  return (n_out + k_linear_pack_cols - 1) / k_linear_pack_cols * k_linear_pack_cols;
+  constexpr int32_t cols = cpu::k_linear_pack_cols;
+  return (n_out + cols - 1) / cols * cols;
 }
 
 void linear_pack(const LinearWeights& w, float* packed) {
@@ -51,4 +56,4 @@ void linear_pack(const LinearWeights& w, float* packed) {
   }
 }
 
-}  // namespace mega::cpu
+}  // namespace mega

@@ -1,4 +1,4 @@
-// The CUDA backend's entry points for the engine factory (runtime/src/engine.cpp).
+// The CUDA backend's engines, behind its entry point (backend_entry.cpp).
 #pragma once
 
 #include <memory>

@@ -238,9 +238,9 @@ template <typename T>
 Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions& o) {
   model_ = std::move(model);
   o_ = o;
-  const ModelData& md = model_->data();
+  const ModelWeights& md = model_weights(*model_);
   const HParams& hp = model_->hparams();
-  dm_ = make_dims(md);
+  dm_ = make_dims(model_->hparams(), md);
   if (dm_.n > k_ema_max_n) {
     std::snprintf(error_, sizeof error_, "the CUDA backend supports n_dim <= %d (the model has %d)", k_ema_max_n,
                   dm_.n);

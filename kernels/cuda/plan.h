@@ -13,7 +13,7 @@
 #include "ema.cuh"
 #include "embed.cuh"
 #include "gating.cuh"
-#include "model_data.h"
+#include "weights.h"
 #include "norm.cuh"
 #include "pool.cuh"
 
@@ -40,8 +40,7 @@ struct Dims {
   }
 };
 
-inline Dims make_dims(const ModelData& md) {
-  const HParams& hp = md.info.hparams;
+inline Dims make_dims(const HParams& hp, const ModelWeights& md) {
   Dims dm;
   dm.d = hp.embed_dim;
   dm.h = hp.hidden_dim;
@@ -282,7 +281,7 @@ LinearDev pack_linear(WeightPacker& pk, const LinearWeights& lw) {
 }
 
 template <typename T>
-void pack_weights(WeightPacker& pk, const ModelData& md, const Dims& dm, WeightsDev* w) {
+void pack_weights(WeightPacker& pk, const ModelWeights& md, const Dims& dm, WeightsDev* w) {
   w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_g ? 2 : 1) * dm.d * dm.patch_k);
   w->embed_g = md.embed_g ? pk.floats(md.embed_g, dm.d) : nullptr;
   w->embed_b = pk.floats(md.embed_b, dm.d);

@@ -14,7 +14,6 @@
 #include <map>
 #include <set>
 
-#include "cpu/kernels.h"
 #include "mega_model_generated.h"
 #include "model_data.h"
 
@@ -359,18 +358,18 @@ void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, Ema
 }
 
 // Transposed, padded copies of the layers' projections for the optimized
-// kernels (cpu::linear_pack), owned by the model.
+// kernels (linear_pack), owned by the model.
 void pack_projections(ModelData* md, LoadError* err) {
   for (LayerWeights& L : md->layers) {
     for (LinearWeights* l : {&L.v_proj, &L.mx_proj, &L.h_proj, &L.fc1, &L.fc2}) {
       if (!l->w) continue;  // no FFN
-      l->n_out_padded = cpu::linear_padded_outputs(l->n_out);
+      l->n_out_padded = linear_padded_outputs(l->n_out);
       std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(l->n_in + 1) * size_t(l->n_out_padded)]);
       if (!buf) {
         err->set(Status::out_of_memory, "no memory for the packed projections");
         return;
       }
-      cpu::linear_pack(*l, buf.get());
+      linear_pack(*l, buf.get());
       l->packed = buf.get();
       md->owned.push_back(std::move(buf));
     }
@@ -534,24 +533,31 @@ std::shared_ptr<const Model> finish(std::unique_ptr<ModelData> md, LoadError& er
     if (error) *error = what + ": " + err.message;
     return nullptr;
   }
-  return Model::wrap(std::move(md));
+  return ModelAccess::wrap(std::move(md));
 }
 
 }  // namespace
 
+struct Model::Impl {
+  std::unique_ptr<ModelData> data;
+};
+
 Model::Model() = default;
 Model::~Model() = default;
 
-std::shared_ptr<const Model> Model::wrap(std::unique_ptr<ModelData> md) {
+std::shared_ptr<const Model> ModelAccess::wrap(std::unique_ptr<ModelData> md) {
   std::shared_ptr<Model> m(new Model());
-  m->data_ = std::move(md);
+  m->impl_.reset(new Model::Impl{std::move(md)});
   return m;
 }
 
-const ModelInfo& Model::info() const { return data_->info; }
-const std::vector<float>& Model::self_test_input() const { return data_->self_test_input; }
-const std::vector<float>& Model::self_test_logits() const { return data_->self_test_logits; }
-float Model::self_test_tolerance() const { return data_->self_test_tolerance; }
+const ModelData& ModelAccess::data(const Model& m) { return *m.impl_->data; }
+const ModelWeights& model_weights(const Model& m) { return ModelAccess::data(m); }
+
+const ModelInfo& Model::info() const { return impl_->data->info; }
+const std::vector<float>& Model::self_test_input() const { return impl_->data->self_test_input; }
+const std::vector<float>& Model::self_test_logits() const { return impl_->data->self_test_logits; }
+float Model::self_test_tolerance() const { return impl_->data->self_test_tolerance; }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, std::string* error, Status* status) {
   LoadError err;

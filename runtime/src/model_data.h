@@ -1,7 +1,7 @@
-// The validated, ready-to-run form of a model: raw pointers into the mapped
-// file (or into owned float32 copies for float16 or misaligned tensors), plus
-// quantities derived once at load (BatchNorm folded to scale/shift, EMA
-// coefficients in double). Sessions read it without further checks.
+// The validated, ready-to-run form of a model: its info, the storage its
+// weight views point into (the mapped or copied file, owned float32 copies of
+// float16 or misaligned tensors), the weight views themselves
+// (kernels/weights.h) and the converter's self-test.
 #pragma once
 
 #include <cstdint>
@@ -10,76 +10,24 @@
 #include <vector>
 
 #include "mega/mega.hpp"
+#include "weights.h"
 
 namespace mega {
 
-struct NormWeights {
-  NormType type = NormType::batch_norm;
-  float eps = 1e-5f;
-  const float* weight = nullptr;  // layer/rms norm gamma (D)
-  const float* bias = nullptr;    // layer norm beta (D)
-  float scalar = 1.0f;            // scale norm
-  std::vector<float> bn_scale;    // batch norm folded: y = x * scale + shift (D)
-  std::vector<float> bn_shift;
-};
-
-struct LinearWeights {
-  const float* w = nullptr;  // (n_out, n_in), row-major as in PyTorch
-  const float* b = nullptr;  // (n_out) or null
-  int32_t n_out = 0;
-  int32_t n_in = 0;
-  // The layers' projections only, for SimdKernels::linear: w transposed with
-  // the bias (or zeros) as one more row, (n_in + 1) x n_out_padded, columns
-  // zero-padded (cpu::linear_pack).
-  const float* packed = nullptr;
-  int32_t n_out_padded = 0;
-};
-
-// Per (row, n): row = channel for unidirectional EMAs, D + channel for the
-// backward half of bidirectional ones.
-struct EmaWeights {
-  int32_t n_rows = 0;        // D or 2D
-  int32_t n_dim = 0;         // N
-  int32_t truncation = 0;    // K, 0: untruncated
-  std::vector<double> gain;  // p * beta
-  std::vector<double> decay; // q
-  std::vector<double> decay_k;  // q^K (0 if untruncated)
-  std::vector<double> out;   // gamma * sqrt(1/N)
-  const float* omega = nullptr;  // (D)
-  // Lag kernels used by the reference implementation: (n_rows, K) computed
-  // as the official code does conceptually, in double. Empty if untruncated.
-  std::vector<double> kernel;
-};
-
-struct LayerWeights {
-  NormWeights norm;
-  EmaWeights ema;
-  LinearWeights v_proj, mx_proj, h_proj;
-  const float* qk_gamma = nullptr;  // (2, Z)
-  const float* qk_beta = nullptr;   // (2, Z)
-  const float* rel_pos_bias = nullptr;  // (2C - 1)
-  bool has_ffn = false;
-  NormWeights ffn_norm;
-  LinearWeights fc1, fc2;
-};
-
-struct ModelData {
+struct ModelData : ModelWeights {
   ModelInfo info;
   // storage
   std::shared_ptr<void> mapping;           // the mapped (or copied) file
   std::vector<std::unique_ptr<float[]>> owned;
-  // weights
-  const float* embed_w = nullptr;  // (D, k); log_power: (2D, k)
-  const float* embed_g = nullptr;  // (D) log_power scale; null for linear
-  const float* embed_b = nullptr;  // (D)
-  std::vector<LayerWeights> layers;
-  bool has_final_norm = false;
-  NormWeights final_norm;
-  std::vector<LinearWeights> classifier;
-  LinearWeights projection;
   // self-test
   std::vector<float> self_test_input, self_test_logits;
   float self_test_tolerance = 0.0f;
+};
+
+// The runtime's access to a Model's insides (Model befriends it).
+struct ModelAccess {
+  static const ModelData& data(const Model& m);
+  static std::shared_ptr<const Model> wrap(std::unique_ptr<ModelData> data);
 };
 
 }  // namespace mega

@@ -470,7 +470,7 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
   s->st_.reset(new (std::nothrow) SessionState());
   if (!s->st_) return fail(Status::out_of_memory, "out of memory");
   SessionState& st = *s->st_;
-  st.md = &model->data();
+  st.md = &ModelAccess::data(*model);
   st.hp = model->hparams();
   st.impl = opts.kernels;
   st.math = opts.kernels == KernelImpl::reference ? cpu::MathImpl::Reference : cpu::MathImpl::Fast;

@@ -91,8 +91,6 @@ struct ModelInfo {
   int64_t self_test_samples = 0;  // 0: the file has no self-test
 };
 
-struct ModelData;  // validated, derived weights (runtime/src/model_data.h)
-
 class Model {
  public:
   // Maps and validates a .mega file. Returns null and sets *error on failure
@@ -111,9 +109,6 @@ class Model {
   const std::vector<std::string>& labels() const { return info().labels; }
   bool streamable() const { return hparams().ema_direction == EmaDirection::unidirectional; }
 
-  const ModelData& data() const { return *data_; }
-  // Internal: used by the loader.
-  static std::shared_ptr<const Model> wrap(std::unique_ptr<ModelData> data);
   // The converter's self-test input and logits (empty if absent).
   const std::vector<float>& self_test_input() const;
   const std::vector<float>& self_test_logits() const;
@@ -121,7 +116,9 @@ class Model {
 
  private:
   Model();
-  std::unique_ptr<ModelData> data_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend struct ModelAccess;
 };
 
 // Which CPU kernels a session runs: the plain scalar references (for tests)
