@@ -17,16 +17,15 @@ import sys
 import tempfile
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "generated"))
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 import flatbuffers  # noqa: E402
 import torch  # noqa: E402
 
-import mega_torch  # noqa: E402
-from mega.fb import (DType, EmaDirection, AttentionFn, NormType, Activation,  # noqa: E402
+from tools.convert import mega_torch  # noqa: E402
+from tools.convert.generated import (DType, EmaDirection, AttentionFn, NormType, Activation,  # noqa: E402
                      Pooling, PatchFeatures, HParams, Tensor, Detection, Provenance, SelfTest, Model)
 
 CONVERTER_VERSION = "0.1.0"

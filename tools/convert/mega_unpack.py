@@ -20,16 +20,15 @@ import struct
 import sys
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "generated"))
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import mega_convert as mc  # noqa: E402
-import mega_torch  # noqa: E402
-from mega.fb import DType, EmaDirection, Model  # noqa: E402
+from tools.convert import mega_convert as mc  # noqa: E402
+from tools.convert import mega_torch  # noqa: E402
+from tools.convert.generated import DType, EmaDirection, Model  # noqa: E402
 
 
 class UnpackError(Exception):
