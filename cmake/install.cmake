@@ -38,8 +38,8 @@ install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT
 # share/mega_kws/tools/convert, run by a small wrapper in bin that finds it
 # relative to itself.
 install(FILES tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools COMPONENT tools)
-install(FILES tools/convert/__init__.py tools/convert/mega_convert.py tools/convert/mega_torch.py
-              tools/convert/check_official.py
+install(FILES tools/convert/__init__.py tools/convert/mega_convert.py tools/convert/mega_format.py
+              tools/convert/mega_torch.py tools/convert/check_official.py
         DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert COMPONENT tools)
 install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert/generated COMPONENT tools
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

@@ -18,7 +18,7 @@ sys.path.insert(0, ROOT)  # the tools package
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from tools.convert import mega_convert, mega_torch  # noqa: E402
+from tools.convert import mega_convert, mega_format, mega_torch  # noqa: E402
 from tools.convert.generated import Model  # noqa: E402
 
 LABELS4 = "class0,class1,class2,class3"
@@ -31,7 +31,7 @@ def run(*args):
 def parse(path):
     with open(path, "rb") as f:
         data = f.read()
-    m = Model.Model.GetRootAs(data[:-12], 0)
+    m = Model.Model.GetRootAs(mega_format.strip_trailer(data), 0)
     hp = m.Hparams()
     hparams = {name: getattr(hp, name)() for name in dir(hp)
                if name[0].isupper() and name not in ("Init",) and not name.startswith("GetRoot")
