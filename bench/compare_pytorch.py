@@ -32,7 +32,7 @@ import time
 import wave
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
+sys.path.insert(0, ROOT)  # the tools package
 
 # numpy, torch, mega_torch and mega_convert are imported in main(), once the
 # thread variables are set: Debian's numpy and torch run their matrix products
@@ -106,8 +106,8 @@ def main():
     global np, torch, mt, mega_convert
     import numpy as np  # noqa: E402
     import torch  # noqa: E402
-    import mega_torch as mt  # noqa: E402
-    import mega_convert  # noqa: E402
+    from tools.convert import mega_torch as mt  # noqa: E402
+    from tools.convert import mega_convert  # noqa: E402
     torch.set_num_threads(args.threads)
     labels = LABELS
     if args.checkpoint:

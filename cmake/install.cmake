@@ -34,12 +34,15 @@ endif()
 install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT runtime)
 install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT runtime FILES_MATCHING PATTERN "*.wav")
 
-# The converter: Python sources under share/mega_kws/convert, run by a small
-# wrapper in bin that finds them relative to itself.
-install(FILES tools/convert/mega_convert.py tools/convert/mega_torch.py tools/convert/check_official.py
-        DESTINATION ${MEGA_INSTALL_DATADIR}/convert COMPONENT tools)
-install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/convert/generated COMPONENT tools
-        FILES_MATCHING PATTERN "*.py")
+# The converter: the package tools.convert as in the source tree, under
+# share/mega_kws/tools/convert, run by a small wrapper in bin that finds it
+# relative to itself.
+install(FILES tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools COMPONENT tools)
+install(FILES tools/convert/__init__.py tools/convert/mega_convert.py tools/convert/mega_format.py
+              tools/convert/mega_torch.py tools/convert/check_official.py
+        DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert COMPONENT tools)
+install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert/generated COMPONENT tools
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 file(RELATIVE_PATH MEGA_BIN_TO_DATA /root/${CMAKE_INSTALL_BINDIR} /root/${MEGA_INSTALL_DATADIR})
 configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
 install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

@@ -14,12 +14,12 @@ ROOT = os.path.dirname(HERE)
 FIX = os.path.join(HERE, "fixtures", "data")
 CONVERT = os.path.join(ROOT, "tools", "convert", "mega_convert.py")
 UNPACK = os.path.join(ROOT, "tools", "convert", "mega_unpack.py")
-sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
-sys.path.insert(0, os.path.join(ROOT, "tools", "convert", "generated"))
+sys.path.insert(0, ROOT)  # the tools package
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from mega.fb import Model  # noqa: E402
+from tools.convert import mega_convert, mega_format, mega_torch  # noqa: E402
+from tools.convert.generated import Model  # noqa: E402
 
 LABELS4 = "class0,class1,class2,class3"
 
@@ -31,7 +31,7 @@ def run(*args):
 def parse(path):
     with open(path, "rb") as f:
         data = f.read()
-    m = Model.Model.GetRootAs(data[:-12], 0)
+    m = Model.Model.GetRootAs(mega_format.strip_trailer(data), 0)
     hp = m.Hparams()
     hparams = {name: getattr(hp, name)() for name in dir(hp)
                if name[0].isupper() and name not in ("Init",) and not name.startswith("GetRoot")
@@ -224,9 +224,6 @@ class UnpackTest(TempDirTest):
 
     def test_wrong_self_test_is_caught(self):
         # weights edited after the self-test was computed: the unpacked model must be refused
-        sys.path.insert(0, os.path.join(ROOT, "tools", "convert"))
-        import mega_convert
-        import mega_torch
         model, _, extra = mega_torch.load_checkpoint(os.path.join(FIX, "tiny_patch.pt"))
 
         def hook(tensors):

@@ -15,13 +15,12 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA_TOOLS = os.path.join(os.path.dirname(HERE), "tools", "data")
-sys.path.insert(0, DATA_TOOLS)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # the tools package
 
-import fetch_real_sc as rs  # noqa: E402
+from tools.data import fetch_real_sc as rs  # noqa: E402
 
-TOOL = os.path.join(DATA_TOOLS, "fetch_real_sc.py")
+TOOL = os.path.join(ROOT, "tools", "data", "fetch_real_sc.py")
 
 # speaker id -> (percentage of the which_set hash, split), computed once with the
 # dataset's rule; bb05582b is the first speaker of v0.02's testing_list.txt,

@@ -57,12 +57,11 @@ PY
 }
 expect_weights_loaded ft "--init"
 # --noise-prob: the mixed-in noise or babble sits 0-20 dB below the clip
-$PY - "$ROOT/tools/train" "$T/data" <<'PY'
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[1])
 import numpy as np
-import train
-ds = train.Dataset(sys.argv[2], "kws12", "training", 0, 1)
+from tools.train import train
+ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
 rng = np.random.default_rng(0)
 pools = train.noise_pools(ds)
 clean = ds.audio[np.nonzero(ds.y < 10)[0][0]].astype(np.float32) / 32768.0
@@ -84,11 +83,9 @@ grep -q "initialized from .*smoke.mega (its step None, validation accuracy unkno
 expect_weights_loaded ftm "--init .mega"
 # --speed-prob: change_speed keeps the length and the word's centre, and scales
 # its duration and pitch by the factor
-$PY - "$ROOT/tools/train" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
+PYTHONPATH="$ROOT" $PY - <<'PY'
 import numpy as np
-import train
+from tools.train import train
 x = np.zeros(16000, np.float32)
 x[7000:9000] = np.sin(np.arange(2000) * 2 * np.pi * 440 / 16000)
 for f in train.SPEED_RANGE + (1.0,):
@@ -103,13 +100,11 @@ print("change_speed: duration and pitch scale with the factor")
 PY
 # --warp-prob / --mask-prob: a warped filter responds at factor x its frequency; the
 # augmentation leaves evaluation (and so the converted model) untouched
-$PY - "$ROOT/tools/train" "$ROOT/tools/convert" <<'PY'
-import sys
-sys.path[:0] = sys.argv[1:3]
+PYTHONPATH="$ROOT" $PY - <<'PY'
 import numpy as np
 import torch
-import mega_torch as mt
-import train
+from tools.convert import mega_torch as mt
+from tools.train import train
 cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
 m = mt.MegaKWS(cfg)
 x = torch.randn(8, 16000) * 0.1
@@ -128,12 +123,11 @@ for f in train.WARP_RANGE:
 print("warp_filters: filters move by the factor; evaluation unchanged")
 PY
 # --unknown-share: class shares of the sampling distribution
-$PY - "$ROOT/tools/train" "$T/data" <<'PY'
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[1])
 import numpy as np
-import train
-ds = train.Dataset(sys.argv[2], "kws12", "training", 0, 1)
+from tools.train import train
+ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
 u = ds.labels.index("_unknown_")
 for share in (0.0, 0.3):
     p = train.sampling_probabilities(ds, share)

@@ -9,11 +9,11 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA_TOOLS = os.path.join(os.path.dirname(HERE), "tools", "data")
-sys.path.insert(0, DATA_TOOLS)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # the tools package
 
-import voices as vc  # noqa: E402
+from tools.data import make_sc10  # noqa: E402
+from tools.data import voices as vc  # noqa: E402
 
 RESERVED = ["awb", "rms", "slt", "cmu_us_awb_arctic", "cmu_us_rms_arctic", "cmu_us_slt_arctic_hts",
             "us_slt_hts", "festvox-us-slt-hts", "festvox-kdlpc16k", "festvox-kdlpc8k", "kdlpc16k", "ked_diphone"]
@@ -37,7 +37,6 @@ class ReservedVoices(unittest.TestCase):
             vc.Voice("festival", "cmu_us_slt_arctic_hts", "x", "english", "natural")
 
     def test_generator_refuses_before_running_an_engine(self):
-        import make_sc10
         for engine, voice, variant in (("flite", "slt", ""), ("flite", "awb", ""), ("festival", "ked_diphone", ""),
                                        ("festival", "cmu_us_slt_arctic_hts", ""), ("espeak-ng", "en-us", "rms")):
             with self.assertRaises(ValueError, msg=f"{engine}:{voice}+{variant}"):
@@ -74,7 +73,7 @@ class Splits(unittest.TestCase):
         return d
 
     def test_check_splits_catches_a_shared_voice(self):
-        tool = os.path.join(DATA_TOOLS, "check_splits.py")
+        tool = os.path.join(ROOT, "tools", "data", "check_splits.py")
         good = [dict(path="yes/a.wav", split="training", engine="espeak-ng", voice="en-us", variant="f2"),
                 dict(path="yes/b.wav", split="testing", engine="festival", voice="czech_dita", variant="")]
         d = self._manifest(good, {"yes/b.wav": "testing"})

@@ -15,13 +15,11 @@
 #include <set>
 
 #include "mega_model_generated.h"
+#include "mega_format.h"
 #include "model_data.h"
 
 namespace mega {
 
-// Bump together with SCHEMA_VERSION in tools/convert/mega_convert.py.
-constexpr uint32_t kSchemaVersion = 2;  // 2: PatchFeatures::LogPower
-constexpr size_t kTrailerBytes = 12;  // "MGCK", u32 file length, u32 CRC-32 of the rest
 constexpr size_t kMinFileBytes = 16 + kTrailerBytes;
 
 const char* status_name(Status s) {
@@ -195,7 +193,7 @@ uint32_t crc32(const uint8_t* p, size_t n) {
     std::array<uint32_t, 256> t{};
     for (uint32_t i = 0; i < 256; ++i) {
       uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? kCrc32Polynomial ^ (c >> 1) : c >> 1;
       t[i] = c;
     }
     return t;
@@ -388,7 +386,7 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
                     std::string("not a .mega model file (identifier '") + id + "', expected 'MEGA')");
   }
   const uint8_t* trailer = buf + size - kTrailerBytes;
-  if (std::memcmp(trailer, "MGCK", 4) != 0) {
+  if (std::memcmp(trailer, kTrailerMagic, sizeof kTrailerMagic) != 0) {
     return err->set(Status::bad_model, "file is truncated or incomplete (no end marker)");
   }
   if (read_u32(trailer + 4) != size) {

@@ -30,12 +30,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import torch  # noqa: E402
 
-import mega_torch  # noqa: E402
+from tools.convert import mega_torch  # noqa: E402
 
 OFFICIAL_FILES = [
     "fairseq/utils.py", "fairseq/incremental_decoding_utils.py",

@@ -9,13 +9,13 @@ import os
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import torch  # noqa: E402
 
-import mega_convert  # noqa: E402
-import mega_torch as mt  # noqa: E402
+from tools.convert import mega_convert  # noqa: E402
+from tools.convert import mega_torch as mt  # noqa: E402
 
 
 def main() -> int:

@@ -12,34 +12,23 @@ import argparse
 import hashlib
 import math
 import os
-import struct
 import sys
 import tempfile
-import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "generated"))
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 import flatbuffers  # noqa: E402
 import torch  # noqa: E402
 
-import mega_torch  # noqa: E402
-from mega.fb import (DType, EmaDirection, AttentionFn, NormType, Activation,  # noqa: E402
-                     Pooling, PatchFeatures, HParams, Tensor, Detection, Provenance, SelfTest, Model)
+from tools.convert import mega_format, mega_torch  # noqa: E402
+from tools.convert.generated import (DType, EmaDirection, AttentionFn, NormType, Activation,  # noqa: E402
+                                     Pooling, PatchFeatures, HParams, Tensor, Detection, Provenance, SelfTest, Model)
 
 CONVERTER_VERSION = "0.1.0"
-SCHEMA_VERSION = 2           # the newest this converter writes; keep in step with runtime/src/model.cpp
 
 TENSOR_ALIGN = 64
-# After the FlatBuffer: b"MGCK", u32 total file length, u32 CRC-32 of the FlatBuffer
-# bytes. Lets the runtime refuse truncated or bit-flipped files, whatever byte is hit.
-TRAILER_MAGIC = b"MGCK"
-
-
-def add_trailer(flatbuffer: bytes) -> bytes:
-    return flatbuffer + TRAILER_MAGIC + struct.pack("<II", len(flatbuffer) + 12, zlib.crc32(flatbuffer))
 SELFTEST_TOLERANCE = 1e-3    # max abs logit difference; parity tests use a tighter bound
 
 _ATTN = {"laplace": AttentionFn.AttentionFn.Laplace, "softmax": AttentionFn.AttentionFn.Softmax,
@@ -232,8 +221,8 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     Model.AddProvenance(b, prov_off)
     Model.AddSelfTest(b, st_off)
     root = Model.End(b)
-    b.Finish(root, file_identifier=b"MEGA")
-    return add_trailer(bytes(b.Output())), st_logits
+    b.Finish(root, file_identifier=mega_format.FILE_IDENTIFIER)
+    return mega_format.add_trailer(bytes(b.Output())), st_logits
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -16,20 +16,17 @@ before anything is written. float16 files unpack to float32.
 import argparse
 import dataclasses
 import os
-import struct
 import sys
-import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "generated"))
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import mega_convert as mc  # noqa: E402
-import mega_torch  # noqa: E402
-from mega.fb import DType, EmaDirection, Model  # noqa: E402
+from tools.convert import mega_convert as mc  # noqa: E402
+from tools.convert import mega_format, mega_torch  # noqa: E402
+from tools.convert.generated import DType, EmaDirection, Model  # noqa: E402
 
 
 class UnpackError(Exception):
@@ -45,24 +42,17 @@ def _inverse(table: dict, value: int, what: str) -> str:
 
 def read_flatbuffer(data: bytes) -> bytes:
     """The FlatBuffer inside a .mega file, after checking the trailer."""
-    if len(data) < 12 + 8 or data[-12:-8] != mc.TRAILER_MAGIC:
-        raise UnpackError("not a .mega file (no trailer; truncated or another format)")
-    total, crc = struct.unpack("<II", data[-8:])
-    if total != len(data):
-        raise UnpackError(f"the file is {len(data)} bytes but its trailer says {total} (truncated or padded)")
-    body = data[:-12]
-    if zlib.crc32(body) != crc:
-        raise UnpackError("CRC-32 mismatch: the file is corrupt")
-    if body[4:8] != b"MEGA":
-        raise UnpackError("not a .mega file (wrong FlatBuffer identifier)")
-    return body
+    try:
+        return mega_format.strip_trailer(data)
+    except mega_format.FormatError as e:
+        raise UnpackError(str(e)) from None
 
 
 def unpack(data: bytes):
     """(model in eval mode, labels, detection dict, notes) from .mega bytes."""
     m = Model.Model.GetRootAs(read_flatbuffer(data), 0)
-    if m.SchemaVersion() > mc.SCHEMA_VERSION:
-        raise UnpackError(f"schema version {m.SchemaVersion()} is newer than this tool ({mc.SCHEMA_VERSION})")
+    if m.SchemaVersion() > mega_format.SCHEMA_VERSION:
+        raise UnpackError(f"schema version {m.SchemaVersion()} is newer than this tool ({mega_format.SCHEMA_VERSION})")
     if m.InputScaling():
         raise UnpackError("the file normalizes its input (official pipeline); training checkpoints do not")
     hp = m.Hparams()

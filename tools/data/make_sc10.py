@@ -98,8 +98,9 @@ import wave
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import voices as vc  # noqa: E402
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tools.data import voices as vc  # noqa: E402
 
 SR = 16000
 CLIP = SR  # samples per clip (1.000 s)

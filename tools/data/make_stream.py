@@ -52,9 +52,9 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import make_sc10 as sc  # noqa: E402  (noise generators, PCM helpers)
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tools.data import make_sc10 as sc  # noqa: E402  (noise generators, PCM helpers)
 
 SR = sc.SR
 KEYWORDS = sc.KEYWORDS

@@ -15,8 +15,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import voices as vc  # noqa: E402
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tools.data import voices as vc  # noqa: E402
 
 
 def espeak_phones(voice: vc.Voice, text: str) -> str:

@@ -34,14 +34,14 @@ import sys
 import time
 import wave
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "convert"))
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-import mega_torch as mt  # noqa: E402
+from tools.convert import mega_torch as mt  # noqa: E402
 
 KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
 SR = 16000
@@ -341,7 +341,7 @@ def load_init(path):
     """The checkpoint dict behind --init: a training checkpoint, or a .mega file unpacked."""
     try:
         if path.endswith(".mega"):
-            import mega_unpack  # the FlatBuffers reader, only needed here
+            from tools.convert import mega_unpack  # the FlatBuffers reader, only needed here
             with open(path, "rb") as f:
                 model, labels, _, _ = mega_unpack.unpack(f.read())
             return {"model": model.state_dict(), "labels": labels, "step": None, "best_val": None}

@@ -17,16 +17,15 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "convert"))
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import mega_torch as mt  # noqa: E402
-import streamscore  # noqa: E402
-import train  # noqa: E402  (its 16 kHz / 16-bit WAV reader)
+from tools.convert import mega_torch as mt  # noqa: E402
+from tools.train import streamscore  # noqa: E402
+from tools.train import train  # noqa: E402  (its 16 kHz / 16-bit WAV reader)
 
 
 def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
