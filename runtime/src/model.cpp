@@ -389,12 +389,12 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   if (std::memcmp(trailer, kTrailerMagic, sizeof kTrailerMagic) != 0) {
     return err->set(Status::bad_model, "file is truncated or incomplete (no end marker)");
   }
-  if (read_u32(trailer + 4) != size) {
+  if (read_u32(trailer + kTrailerLengthOffset) != size) {
     return err->set(Status::bad_model, "file is " + std::to_string(size) + " bytes but its end marker says " +
-                                           std::to_string(read_u32(trailer + 4)) + " (truncated or altered)");
+                                           std::to_string(read_u32(trailer + kTrailerLengthOffset)) + " (truncated or altered)");
   }
   size -= kTrailerBytes;
-  const uint32_t stored = read_u32(trailer + 8), actual = crc32(buf, size);
+  const uint32_t stored = read_u32(trailer + kTrailerCrcOffset), actual = crc32(buf, size);
   if (stored != actual) {
     char msg[128];
     std::snprintf(msg, sizeof msg, "file is corrupted: checksum mismatch (stored %08x, computed %08x)", stored,
