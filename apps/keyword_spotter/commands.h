@@ -23,7 +23,6 @@ struct Params {
   std::string kernels = "optimized";
   std::string backend;          // cpu | cuda; empty = mega::default_backend()
   bool fp16 = false;            // cuda: float16 storage
-  int32_t streams = 0;          // bench: > 0 = that many streams in one batch
   int threads = 1;
   std::vector<std::string> files;
   // detection (scan, listen); negative = from the model file
@@ -33,7 +32,7 @@ struct Params {
   float sensitivity = -1.0f;
   // listen
   std::string device;           // name substring or index; empty = default input
-  double seconds = 0.0;         // listen: stop after this long (0 = until Ctrl-C); bench: audio length
+  double seconds = 0.0;         // listen: stop after this long (0 = until Ctrl-C)
 };
 
 // Loads the model (printing the error) or returns null.
@@ -53,7 +52,6 @@ int cmd_info(const Params& p);
 int cmd_selftest(const Params& p);
 int cmd_classify(const Params& p);
 int cmd_scan(const Params& p);
-int cmd_bench(const Params& p);
 int cmd_listen(const Params& p);   // listen.cpp
 int cmd_devices(const Params& p);  // listen.cpp
 

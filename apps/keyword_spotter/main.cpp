@@ -4,7 +4,6 @@
 //   keyword_spotter scan     -m MODEL [--json] FILE
 //   keyword_spotter listen   -m MODEL [--device NAME|INDEX] [--json]
 //   keyword_spotter devices
-//   keyword_spotter bench    -m MODEL [--threads N] [--seconds S] [--streams B] [--json] [FILE]
 //   keyword_spotter info     -m MODEL
 //   keyword_spotter selftest -m MODEL
 #include <cerrno>
@@ -29,8 +28,6 @@ void print_usage(FILE* out) {
       "  scan       stream a recording of any length and print each keyword detection\n"
       "  listen     spot keywords live on a microphone (PortAudio)\n"
       "  devices    list audio input devices\n"
-      "  bench      real-time factor, per-chunk latency, FLOP rate vs sgemm, memory, load time\n"
-      "             (on FILE, looped, if given; else on synthetic audio)\n"
       "  info       print the model's metadata\n"
       "  selftest   run the self-test stored in the model file (exit 0 if it passes)\n"
       "\n"
@@ -41,10 +38,9 @@ void print_usage(FILE* out) {
       "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
       "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
       "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
-      "      --streams B         bench: B streams advanced together in one batch    [one stream]\n"
       "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
       "  -d, --device NAME|IDX   listen: input device (name substring or index)     [default input]\n"
-      "  -s, --seconds S         listen: stop after S s; bench: audio to process    [listen: until Ctrl-C; bench: 10]\n"
+      "  -s, --seconds S         listen: stop after S s                             [until Ctrl-C]\n"
       "      --threshold T       detection threshold for every keyword, 0..1        [from the model]\n"
       "      --smoothing H       posteriors averaged over H chunk hops              [from the model]\n"
       "      --refractory-ms MS  quiet time after a detection                       [from the model]\n"
@@ -52,7 +48,9 @@ void print_usage(FILE* out) {
       "  -h, --help              this help\n"
       "\n"
       "exit codes: 0 ok; 1 a file, the self-test or a stream failed; 2 usage error;\n"
-      "            3 model not loadable; 4 audio or compute device error\n");
+      "            3 model not loadable; 4 audio or compute device error\n"
+      "\n"
+      "the benchmark (real-time factor, latency, memory) is a program of its own: mega_rtf\n");
 }
 
 bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
@@ -93,7 +91,12 @@ int parse_args(int argc, char** argv, Params* p) {
     print_usage(stdout);
     return kExitOk;
   }
-  static const char* kCommands[] = {"classify", "scan", "listen", "devices", "bench", "info", "selftest"};
+  if (p->command == "bench") {
+    std::fprintf(stderr, "keyword_spotter: bench is now a program of its own: mega_rtf (the build's bench/mega_rtf; "
+                         "same options)\n");
+    return kExitUsage;
+  }
+  static const char* kCommands[] = {"classify", "scan", "listen", "devices", "info", "selftest"};
   bool known = false;
   for (const char* c : kCommands) known = known || p->command == c;
   if (!known) return usage_error("unknown command '%s'", argv[1]);
@@ -130,9 +133,6 @@ int parse_args(int argc, char** argv, Params* p) {
       p->backend = v;
     } else if (a == "--fp16") {
       p->fp16 = true;
-    } else if (a == "--streams") {
-      if (!value() || !parse_int(v, 1, 1 << 20, &iv)) return usage_error("--streams needs an integer in [1, 1048576]");
-      p->streams = int32_t(iv);
     } else if (a == "-t" || a == "--threads") {
       if (!value() || !parse_int(v, 1, 16, &iv)) return usage_error("--threads needs an integer in [1, 16]");
       p->threads = int(iv);
@@ -164,12 +164,10 @@ int parse_args(int argc, char** argv, Params* p) {
   if (needs_model && p->model_path.empty()) return usage_error("-m MODEL is required");
   if (p->command == "classify" && p->files.empty()) return usage_error("classify needs at least one audio file");
   if (p->command == "scan" && p->files.size() != 1) return usage_error("scan takes exactly one audio file");
-  if (p->command == "bench" && p->files.size() > 1) return usage_error("bench takes at most one audio file");
-  if (p->command != "classify" && p->command != "scan" && p->command != "bench" && !p->files.empty()) {
+  if (p->command != "classify" && p->command != "scan" && !p->files.empty()) {
     return usage_error("%s takes no files", p->command.c_str());
   }
   if (p->block_size > 0 && p->command != "classify") return usage_error("--block-size is for classify");
-  if (p->streams > 0 && p->command != "bench") return usage_error("--streams is for bench");
   if (p->backend == "cuda" && p->kernels == "reference") {
     return usage_error("--kernels reference is for the cpu backend");
   }
@@ -343,7 +341,6 @@ int main(int argc, char** argv) {
   if (p.command == "selftest") return kws::cmd_selftest(p);
   if (p.command == "classify") return kws::cmd_classify(p);
   if (p.command == "scan") return kws::cmd_scan(p);
-  if (p.command == "bench") return kws::cmd_bench(p);
   if (p.command == "listen") return kws::cmd_listen(p);
   return kws::cmd_devices(p);
 }
