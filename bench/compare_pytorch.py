@@ -14,7 +14,7 @@ sides run the same weights; the script checks that they give the same logits
 on the clip.
 
 PyTorch: the float32 model in eval mode on the 1-window clip, torch threads =
---threads, timed after a warm-up. Ours: `keyword_spotter bench --json` on the
+--threads, timed after a warm-up. Ours: `mega_rtf --json` (bench/rtf.cpp) on the
 same clip (looped), streaming chunk by chunk, which is the same computation
 for a unidirectional model. The two alternate for --rounds rounds so that a
 change in the machine's load hits both; the medians are compared. Times by
@@ -81,8 +81,8 @@ def time_torch(model, clip, reps):
     return walls, cpus, logits.view(-1).numpy()
 
 
-def run_ours(ks, model_path, wav, threads, seconds):
-    out = subprocess.run([ks, "bench", "-m", model_path, "--threads", str(threads), "--seconds", str(seconds),
+def run_ours(rtf, model_path, wav, threads, seconds):
+    out = subprocess.run([rtf, "-m", model_path, "--threads", str(threads), "--seconds", str(seconds),
                           "--json", wav], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -94,13 +94,15 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3, help="alternating PyTorch / runtime rounds")
     ap.add_argument("--seconds", type=float, default=10.0, help="audio our runtime streams per round")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory with keyword_spotter")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory with keyword_spotter and bench/mega_rtf")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     ks = os.path.join(args.build, "keyword_spotter")
-    if not os.access(ks, os.X_OK):
-        raise SystemExit(f"{ks} not found: build first (or pass --build)")
+    rtf = os.path.join(args.build, "bench", "mega_rtf")
+    for prog in (ks, rtf):
+        if not os.access(prog, os.X_OK):
+            raise SystemExit(f"{prog} not found: build first (or pass --build)")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     global np, torch, mt, mega_convert
@@ -154,7 +156,7 @@ def main():
             w, c, _ = time_torch(model, clip, 2)
             torch_wall += w
             torch_cpu += c
-            r = run_ours(ks, model_path, wav_path, args.threads, args.seconds)
+            r = run_ours(rtf, model_path, wav_path, args.threads, args.seconds)
             ours_rtf.append(r["rtf"])
             ours_rtf_cpu.append(r["rtf_cpu"])
             ours_p99.append(r["chunk_ms_p99"])
@@ -181,7 +183,7 @@ def main():
     print(f"threads    {args.threads}; {args.rounds} alternating rounds; load average {load_before:.2f} -> {load_after:.2f}")
     print(f"{'':10} {'RTF (clock)':>12} {'RTF (CPU)':>12}")
     print(f"{'PyTorch':10} {t_rtf:12.3f} {t_rtf_cpu:12.3f}   (torch {torch.__version__}, median of {len(torch_wall)} clips)")
-    print(f"{'runtime':10} {o_rtf:12.3f} {o_rtf_cpu:12.3f}   (keyword_spotter bench, median of {len(ours_rtf)} runs)")
+    print(f"{'runtime':10} {o_rtf:12.3f} {o_rtf_cpu:12.3f}   (mega_rtf, median of {len(ours_rtf)} runs)")
     print(f"{'ratio':10} {t_rtf / o_rtf:11.2f}x {t_rtf_cpu / o_rtf_cpu:11.2f}x   (PyTorch time / runtime time)")
     return 0
 

@@ -4,7 +4,7 @@
 #
 #   bench/measure.sh [BUILD_DIR] [MODEL]      (default: build, models/sc10-random-init.mega)
 #
-# Prints the machine's load before and after, keyword_spotter bench (1 and 2
+# Prints the machine's load before and after, mega_rtf (1 and 2
 # threads, 3 runs each, 20 s of audio), the PyTorch comparison (1 and 2
 # threads), mega_bench (kernels, sgemm, whole model), the allocation test, and
 # the peak RSS of `keyword_spotter scan` on a 2-minute recording. Takes about
@@ -14,15 +14,16 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODEL=${2:-models/sc10-random-init.mega}
 KS=$BUILD/keyword_spotter
+RTF=$BUILD/bench/mega_rtf
 
 echo "== machine"
 uptime
 grep -m1 "model name" /proc/cpuinfo || true
 ps -eo ni,pcpu,comm --sort=-pcpu | head -6
 
-echo "== keyword_spotter bench ($MODEL)"
+echo "== mega_rtf ($MODEL)"
 for t in 1 2; do
-  for r in 1 2 3; do "$KS" bench -m "$MODEL" --threads "$t" --seconds 20 --json; done
+  for r in 1 2 3; do "$RTF" -m "$MODEL" --threads "$t" --seconds 20 --json; done
 done
 
 echo "== PyTorch reference vs runtime"

@@ -1,5 +1,6 @@
 # cmake --install: the library (libmega_kws), the public headers, the CLI, the
-# converter (bin/mega-convert), the demo model and sample clips; an exported
+# benchmark (mega_rtf, where built), the converter (bin/mega-convert), the
+# demo model and sample clips; an exported
 # CMake package (find_package(MegaKWS), target MegaKWS::mega_kws) and a
 # pkg-config file (mega_kws.pc); the Python package mega_kws, told where the
 # library and the demo model are. Included from the top-level CMakeLists.txt.
@@ -30,6 +31,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mega_kws.pc DESTINATION ${CMAKE_INSTAL
 
 if(MEGA_BUILD_APPS)
   install(TARGETS keyword_spotter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+endif()
+if(TARGET mega_rtf)
+  install(TARGETS mega_rtf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 endif()
 install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT runtime)
 install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT runtime FILES_MATCHING PATTERN "*.wav")

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mega/mega.hpp"
-#include "model_bytes.h"
+#include "mega_reseal.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   mega::set_blas_threads(1);
@@ -22,9 +22,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> buf(data, data + size);
-  if (size >= mega_test::kTrailerBytes && size <= UINT32_MAX &&
-      std::memcmp(data + size - mega_test::kTrailerBytes, "MGCK", 4) == 0) {
-    mega_test::reseal(&buf);
+  if (size >= mega::kTrailerBytes && size <= UINT32_MAX &&
+      std::memcmp(data + size - mega::kTrailerBytes, mega::kTrailerMagic, sizeof mega::kTrailerMagic) == 0) {
+    mega::reseal_trailer(&buf);
   }
   std::string err;
   mega::Status st = mega::Status::ok;

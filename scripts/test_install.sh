@@ -88,4 +88,8 @@ cmp "$T/scan.txt" "$T/py.txt" || { echo "python3 -m mega_kws scan differs from k
 grep -q 'yes' "$T/cli.txt"
 "$P/bin/mega-convert" tests/fixtures/data/tiny_uni.pt -o "$T/tiny.mega" --labels a,b,c,d >/dev/null
 "$P/bin/keyword_spotter" selftest -m "$T/tiny.mega"
+if [ -x "$BUILD/bench/mega_rtf" ]; then  # the benchmark, installed beside the CLI where it is built
+  "$P/bin/mega_rtf" -m "$MODEL" --backend cpu --seconds 1 --json | grep -q '"rtf"' ||
+    { echo "the installed mega_rtf failed"; exit 1; }
+fi
 echo "installed package: library, headers, CMake package, pkg-config, C example, Python package, CLI and converter work"

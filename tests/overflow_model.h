@@ -12,7 +12,7 @@
 
 #include "golden.h"
 #include "mega_model_generated.h"
-#include "model_bytes.h"
+#include "mega_reseal.h"
 
 namespace mega_test {
 
@@ -30,7 +30,7 @@ inline std::vector<uint8_t> overflowing_model() {
       std::memcpy(data + i, &w, 4);
     }
   }
-  reseal(&b);
+  mega::reseal_trailer(&b);
   return b;
 }
 

@@ -246,7 +246,9 @@ bool soak_one(const Options& o, const std::string& path, const std::vector<std::
         worst = std::max(worst, diff);
         if (double(end) > double(total) - 3600.0 * hp.sample_rate) worst_last_hour = std::max(worst_last_hour, diff);
       }
-      const int64_t heap = heap_in_use(), rss = rss_kb();
+      // RSS first: its fopen/fclose moves glibc's heap accounting, so the heap
+      // is read after it at every check alike
+      const int64_t rss = rss_kb(), heap = heap_in_use();
       if (heap0 < 0) {
         heap0 = heap;
         rss0 = rss;

@@ -216,9 +216,9 @@ std::ostream& operator<<(std::ostream& os, const Found& f) {
   return os << "{" << f.label << " " << f.score << " " << f.time_s << " s, hop " << f.hop << "}";
 }
 
-// What keyword_spotter scan does (apps/keyword_spotter/files.cpp, cmd_scan),
-// through the C++ API: blocks of 8192 samples, then the last partial chunk
-// completed with zeros.
+// What keyword_spotter scan does (apps/keyword_spotter/cmd_scan.cpp and
+// stream_pipeline.cpp), through the C++ API: blocks of samples, then the last
+// partial chunk completed with zeros.
 std::vector<Found> scan_cpp(const std::shared_ptr<const mega::Model>& m, const std::vector<float>& audio,
                             const mega::DetectorOverrides& o) {
   std::string err;

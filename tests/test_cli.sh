@@ -1,11 +1,14 @@
 #!/bin/bash
 # End-to-end tests of keyword_spotter: usage, exit codes, classify (offline and
 # streamed), audio formats, and bad inputs that must be reported while the
-# other files are still processed.
-#   test_cli.sh PATH/TO/keyword_spotter REPO_ROOT
+# other files are still processed; and of mega_rtf, the benchmark.
+#   test_cli.sh PATH/TO/keyword_spotter REPO_ROOT [PATH/TO/mega_rtf]
+# (mega_rtf: by default the build's bench/mega_rtf next to keyword_spotter;
+# its tests are skipped, with a note, where it is not built.)
 set -u
 KS=$1
 ROOT=$2
+RTF=${3:-$(dirname "$KS")/bench/mega_rtf}
 PY=/usr/bin/python3
 FIX=$ROOT/tests/fixtures/data
 RANDOM_MODEL=$ROOT/models/sc10-random-init.mega  # base architecture, random weights (slow under ASan)
@@ -207,22 +210,37 @@ expect_rc 2 "scan takes one file" -- "$KS" scan -m "$MODEL" "$src" "$src"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 
-# bench
-expect_rc 0 "bench --json" -- "$KS" bench -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
-if $PY - "$T/out" <<'PY'; then pass "bench fields"; else fail "bench fields"; cat "$T/out"; fi
+# the benchmark: a program of its own (bench/rtf.cpp); the CLI says where it went
+expect_rc 2 "keyword_spotter bench is gone" -- "$KS" bench -m "$FIX/tiny_patch.mega" --seconds 2
+expect_in "$T/err" "mega_rtf" "keyword_spotter bench names mega_rtf"
+if [ "$(wc -l <"$T/err")" -ne 1 ] || [ -s "$T/out" ]; then fail "keyword_spotter bench: one line on stderr, nothing on stdout"; cat "$T/err"; fi
+if [ ! -x "$RTF" ]; then
+  echo "SKIP: mega_rtf ($RTF is not built: MEGA_BUILD_BENCH=OFF?)"
+else
+  expect_rc 0 "mega_rtf --help" -- "$RTF" --help
+  expect_in "$T/out" "--streams B" "mega_rtf --help lists --streams"
+  expect_rc 2 "mega_rtf without a model" -- "$RTF" --seconds 2
+  expect_rc 2 "mega_rtf: unknown option" -- "$RTF" -m "$FIX/tiny_patch.mega" --bogus
+  expect_rc 2 "mega_rtf takes at most one file" -- "$RTF" -m "$FIX/tiny_patch.mega" "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav"
+  expect_rc 3 "mega_rtf: missing model" -- "$RTF" -m "$T/none.mega"
+  expect_rc 1 "mega_rtf: missing audio file" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/missing.wav"
+  expect_rc 0 "mega_rtf --json" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
+  if $PY - "$T/out" <<'PY'; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi
 import json, sys
 b = json.loads(open(sys.argv[1]).read())
 for k in ("rtf", "chunk_ms_p50", "chunk_ms_p99", "peak_rss_mb", "load_ms", "threads", "backend"):
     assert k in b, k
 assert b["rtf"] > 0 and b["chunk_ms_p99"] >= b["chunk_ms_p50"] > 0 and b["backend"] == "cpu"
 PY
-
-# backends: cpu always; cuda runs where built in with a GPU, and says clearly why not elsewhere
-expect_rc 0 "bench --streams (cpu batch)" -- "$KS" bench -m "$FIX/tiny_patch.mega" --backend cpu --streams 3 --json --seconds 1
-expect_in "$T/out" '"streams": 3' "batch bench reports its streams"
+  expect_rc 0 "mega_rtf on a file" -- "$RTF" -m "$MODEL" --backend cpu --seconds 2 "$ROOT/samples/yes.wav"
+  expect_in "$T/out" "real-time factor" "mega_rtf prints the real-time factor"
+  # backends: cpu always; cuda runs where built in with a GPU, and says clearly why not elsewhere
+  expect_rc 0 "mega_rtf --streams (cpu batch)" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --streams 3 --json --seconds 1
+  expect_in "$T/out" '"streams": 3' "batch mega_rtf reports its streams"
+fi
 expect_rc 2 "unknown backend" -- "$KS" classify -m "$MODEL" --backend tpu "$ROOT/samples/yes.wav"
 expect_rc 2 "reference kernels are cpu only" -- "$KS" classify -m "$MODEL" --backend cuda --kernels reference "$ROOT/samples/yes.wav"
-expect_rc 2 "--streams is for bench" -- "$KS" classify -m "$MODEL" --streams 2 "$ROOT/samples/yes.wav"
+expect_rc 2 "--streams is for mega_rtf" -- "$KS" classify -m "$MODEL" --streams 2 "$ROOT/samples/yes.wav"
 "$KS" classify -m "$FIX/tiny_uni.mega" --backend cuda --json "$ROOT/samples/yes.wav" >"$T/out" 2>"$T/err"
 rc=$?
 if [ "$rc" -eq 4 ] && grep -q "cuda backend is not available" "$T/err"; then

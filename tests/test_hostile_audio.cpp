@@ -13,7 +13,7 @@
 #include <random>
 
 #include "golden.h"
-#include "model_bytes.h"
+#include "mega_reseal.h"
 #include "overflow_model.h"
 #include "test_session.h"
 #include "mega/mega.hpp"

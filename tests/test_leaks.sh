@@ -1,5 +1,6 @@
 #!/bin/bash
-# Every CLI path that does not touch a sound device, under valgrind's memcheck:
+# Every CLI path that does not touch a sound device, and mega_rtf (the build's
+# bench/mega_rtf, where built), under valgrind's memcheck:
 # no leak (definite, indirect or possible), no invalid access, and the same
 # exit code as without valgrind. (The microphone paths load ALSA/PulseAudio/
 # JACK plugins that leak on their own; scripts/test.sh runs them under
@@ -9,6 +10,7 @@
 set -u
 KS=$1
 ROOT=$2
+RTF=$(dirname "$KS")/bench/mega_rtf
 command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed (apt-get install valgrind)"; exit 77; }
 ldd "$KS" | grep -q "libasan\|libclang_rt.asan" && { echo "SKIP: $KS is built with AddressSanitizer (valgrind cannot run it)"; exit 77; }
 FIX=$ROOT/tests/fixtures/data
@@ -23,13 +25,13 @@ echo "not audio" >"$T/notaudio.wav"
 head -c 3000 "$ROOT/samples/yes.wav" >"$T/truncated.wav"  # read up to where the data ends
 sox "$ROOT/samples/yes.wav" "$T/yes.ogg" && head -c 5000 "$T/yes.ogg" >"$T/cut.ogg"  # nothing decodable
 
-# leak_check WANT_RC NAME -- ARGS...
+# [PROG=PROGRAM] leak_check WANT_RC NAME -- ARGS...   (PROGRAM: keyword_spotter by default)
 leak_check() {
   local want=$1 name=$2
   shift 3
   valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possible \
     --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --log-file="$T/vg.log" \
-    "$KS" "$@" >"$T/out" 2>"$T/err"
+    "${PROG:-$KS}" "$@" >"$T/out" 2>"$T/err"
   local rc=$?
   if [ "$rc" -eq "$want" ] && [ ! -s "$T/vg.log" ]; then
     echo "ok:   $name (exit $rc, no leak or memory error)"
@@ -50,7 +52,11 @@ leak_check 1 "classify, bad files among good" -- classify -m "$DEMO" "$T/missing
   "$T/cut.ogg" "$ROOT" "$T/truncated.wav" "$ROOT/samples/go.wav"
 leak_check 0 "scan" -- scan -m "$DEMO" --json "$ROOT/samples/commands.wav"
 leak_check 1 "scan, undecodable file" -- scan -m "$DEMO" "$T/cut.ogg"
-leak_check 0 "bench, short" -- bench -m "$DEMO" --seconds 2
+if [ -x "$RTF" ]; then
+  PROG=$RTF leak_check 0 "mega_rtf, short" -- -m "$DEMO" --seconds 2
+else
+  echo "SKIP: mega_rtf ($RTF is not built)"
+fi
 leak_check 3 "missing model" -- info -m "$T/none.mega"
 leak_check 3 "corrupt model (NaN weight)" -- selftest -m "$FIX/bad_nan_weight.mega"
 leak_check 3 "not a model" -- classify -m "$ROOT/samples/yes.wav" "$ROOT/samples/yes.wav"

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "golden.h"
-#include "model_bytes.h"
+#include "mega_reseal.h"
 #include "mega/mega.hpp"
 
 namespace {
@@ -140,7 +140,7 @@ TEST(ModelFile, DamagedStructureWithValidChecksumNeverCrashes) {
     auto b = good;
     const int flips = 1 + int(rng() % 4);
     for (int f = 0; f < flips; ++f) b[8 + rng() % (b.size() - 20)] ^= uint8_t(1 + rng() % 255);
-    mega_test::reseal(&b);
+    mega::reseal_trailer(&b);
     Result r = load_bytes(b);
     if (!r.loaded) {
       ++refused;

@@ -1,12 +1,16 @@
-// classify and scan: audio files through the runtime.
+// classify: audio clips through the runtime, one result line per file.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "audio_file.h"
+#include "cli_output.h"
 #include "commands.h"
+#include "model_setup.h"
 
 namespace kws {
 
@@ -154,60 +158,6 @@ int cmd_classify(const Params& p) {
     std::fflush(stdout);
   }
   return failures ? kExitFailed : kExitOk;
-}
-
-int cmd_scan(const Params& p) {
-  auto m = load_model(p);
-  if (!m) return kExitModel;
-  if (!m->streamable()) {
-    std::fprintf(stderr, "keyword_spotter: scan needs a streaming (unidirectional) model; this one is "
-                         "bidirectional (use classify)\n");
-    return kExitUsage;
-  }
-  const mega::HParams& hp = m->hparams();
-  auto s = make_session(m, p, 0);
-  auto det = make_detector(*m, p);
-  if (!s || !det) return s ? kExitUsage : kExitModel;
-  AudioInfo ai;
-  std::string err;
-  auto in = AudioFileStream::open(p.files[0], hp.sample_rate, &ai, &err);
-  if (!in) {
-    std::fprintf(stderr, "keyword_spotter: %s: %s\n", p.files[0].c_str(), err.c_str());
-    return kExitFailed;
-  }
-  std::vector<float> block(8192);
-  int64_t n_detections = 0, total = 0;
-  auto on_chunk = [&](const mega::ChunkResult& r) {
-    mega::Detection d;
-    if (det->update(r.logits, &d)) {
-      ++n_detections;
-      print_detection(*m, p, r.end_sample, d);
-    }
-  };
-  for (;;) {
-    const int64_t n = in->read(block.data(), int64_t(block.size()), &err);
-    if (n < 0) {
-      std::fprintf(stderr, "keyword_spotter: %s: %s (after %.3f s)\n", p.files[0].c_str(), err.c_str(),
-                   double(total) / hp.sample_rate);
-      return kExitFailed;
-    }
-    if (n == 0) break;
-    total += n;
-    if (s->push_all(block.data(), n, on_chunk) != mega::Status::ok) return kExitFailed;
-  }
-  // flush the last partial chunk with silence so a word at the very end is heard
-  const int64_t tail = (hp.chunk_samples() - total % hp.chunk_samples()) % hp.chunk_samples();
-  std::vector<float> zeros(size_t(tail), 0.0f);
-  if (tail) s->push_all(zeros.data(), tail, on_chunk);
-  std::fprintf(stderr, "scanned %.3f s: %lld detection(s)", double(total) / hp.sample_rate,
-               static_cast<long long>(n_detections));
-  // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
-  const mega::SessionStats& hygiene = s->stats();
-  if (hygiene.n_clamped_samples > 0) {
-    std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
-  }
-  std::fprintf(stderr, "\n");
-  return kExitOk;
 }
 
 }  // namespace kws

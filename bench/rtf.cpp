@@ -1,29 +1,169 @@
-// bench: real-time factor, per-chunk latency, model FLOPs and the achieved
+// mega_rtf: real-time factor, per-chunk latency, model FLOPs and the achieved
 // rate next to OpenBLAS sgemm measured in the same run, peak memory and model
-// load time.
+// load time, for one model file. (Before, `keyword_spotter bench`; the CLI
+// carries no benchmark code.)
+//
+//   mega_rtf -m MODEL [--threads N] [--seconds S] [--streams B] [--backend NAME] [--fp16]
+//            [--kernels NAME] [--json] [FILE]
 //
 // Times are taken twice: by the clock (what a listener waits for) and in CPU
 // time (what the code costs; on a shared machine the two differ by what the
 // scheduler gave to other processes): the calling thread's with one thread,
 // else the whole process's (it then also counts other libraries' idle
 // threads, such as OpenBLAS's pool spinning for a moment after start-up).
+//
+// Built on the runtime's public API (mega/*.hpp) and the CLI's audio-file
+// reader (apps/keyword_spotter/audio_file.h) for FILE.
 #include <cblas.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "audio_file.h"
-#include "commands.h"
+#include "mega/engine.hpp"
+#include "mega/mega.hpp"
 #include "model_flops.h"
 
-namespace kws {
-
 namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitModel = 3, kExitDevice = 4;
+
+struct Params {
+  std::string model_path;
+  bool json = false;
+  std::string kernels = "optimized";
+  std::string backend;  // cpu | cuda; empty = mega::default_backend()
+  bool fp16 = false;    // cuda: float16 storage
+  int32_t streams = 0;  // > 0: that many streams in one batch
+  int threads = 1;
+  double seconds = 0.0;  // audio to process (0: 10 s)
+  std::vector<std::string> files;
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+      "usage: mega_rtf -m MODEL [options] [FILE]\n"
+      "\n"
+      "real-time factor, per-chunk latency, FLOP rate vs sgemm, memory, load time\n"
+      "(on FILE, looped, if given; else on synthetic audio)\n"
+      "\n"
+      "options:                                                        [default]\n"
+      "  -m, --model PATH        model file (.mega)                      [required]\n"
+      "  -j, --json              machine-readable output, one JSON object           [off]\n"
+      "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
+      "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
+      "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
+      "      --streams B         B streams advanced together in one batch           [one stream]\n"
+      "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
+      "  -s, --seconds S         audio to process                                   [10]\n"
+      "  -h, --help              this help\n"
+      "\n"
+      "exit codes: 0 ok; 1 the file or a step failed; 2 usage error;\n"
+      "            3 model not loadable; 4 compute device error\n");
+}
+
+bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_float(const char* s, double lo, double hi, double* out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+int usage_error(const char* fmt, const char* arg = "") {
+  std::fprintf(stderr, "mega_rtf: ");
+  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, " (try --help)\n");
+  return kExitUsage;
+}
+
+// Returns -1 to continue, else an exit code.
+int parse_args(int argc, char** argv, Params* p) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = nullptr;
+    auto value = [&]() -> bool {
+      if (i + 1 >= argc) return false;
+      v = argv[++i];
+      return true;
+    };
+    int64_t iv = 0;
+    double fv = 0.0;
+    if (a == "-h" || a == "--help") {
+      print_usage(stdout);
+      return kExitOk;
+    } else if (a == "-m" || a == "--model") {
+      if (!value()) return usage_error("%s needs a value", a.c_str());
+      p->model_path = v;
+    } else if (a == "-j" || a == "--json") {
+      p->json = true;
+    } else if (a == "-k" || a == "--kernels") {
+      if (!value() || (std::strcmp(v, "optimized") != 0 && std::strcmp(v, "reference") != 0)) {
+        return usage_error("--kernels must be 'optimized' or 'reference'");
+      }
+      p->kernels = v;
+    } else if (a == "--backend") {
+      if (!value() || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
+        return usage_error("--backend must be 'cpu' or 'cuda'");
+      }
+      p->backend = v;
+    } else if (a == "--fp16") {
+      p->fp16 = true;
+    } else if (a == "--streams") {
+      if (!value() || !parse_int(v, 1, 1 << 20, &iv)) return usage_error("--streams needs an integer in [1, 1048576]");
+      p->streams = int32_t(iv);
+    } else if (a == "-t" || a == "--threads") {
+      if (!value() || !parse_int(v, 1, 16, &iv)) return usage_error("--threads needs an integer in [1, 16]");
+      p->threads = int(iv);
+    } else if (a == "-s" || a == "--seconds") {
+      if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a positive number");
+      p->seconds = fv;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '%s'", a.c_str());
+    } else {
+      p->files.push_back(a);
+    }
+  }
+  if (p->model_path.empty()) return usage_error("-m MODEL is required");
+  if (p->files.size() > 1) return usage_error("mega_rtf takes at most one audio file");
+  if (p->backend == "cuda" && p->kernels == "reference") {
+    return usage_error("--kernels reference is for the cpu backend");
+  }
+  if (p->fp16 && p->backend == "cpu") return usage_error("--fp16 needs the cuda backend");
+  return -1;
+}
+
+mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples) {
+  mega::EngineOptions opts;
+  opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
+  opts.max_clip_samples = max_clip_samples;
+  opts.fp16 = p.fp16;
+  opts.n_threads = p.threads;
+  return opts;
+}
 
 double now_ms() {
   using namespace std::chrono;
@@ -44,7 +184,6 @@ double percentile(std::vector<double> v, double q) {
   const size_t i = std::min(v.size() - 1, size_t(std::ceil(q * double(v.size())) - 1));
   return v[i];
 }
-
 // --streams B: B streams advanced one chunk per step through a BatchEngine;
 // per-step latency (submit to results) against the chunk's audio duration.
 int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, const std::vector<float>& audio,
@@ -53,7 +192,7 @@ int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, co
   std::string err;
   auto e = mega::create_batch_engine(p.backend, m, p.streams, engine_options(p, 0), &err);
   if (!e) {
-    std::fprintf(stderr, "keyword_spotter: cannot create %d streams: %s\n", p.streams, err.c_str());
+    std::fprintf(stderr, "mega_rtf: cannot create %d streams: %s\n", p.streams, err.c_str());
     return kExitModel;
   }
   const int64_t cs = hp.chunk_samples(), n = int64_t(audio.size());
@@ -73,7 +212,7 @@ int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, co
     if (st == mega::Status::ok) st = e->wait(&r);
     const double dt = now_ms() - t0;
     if (st != mega::Status::ok) {
-      std::fprintf(stderr, "keyword_spotter: step failed: %s %s\n", mega::status_name(st), e->last_error());
+      std::fprintf(stderr, "mega_rtf: step failed: %s %s\n", mega::status_name(st), e->last_error());
       return kExitFailed;
     }
     if (k >= 0) lat.push_back(dt);
@@ -138,9 +277,7 @@ Rate sgemm_rate(int m, int n, int k, int threads) {
   return {flops / t * 1e-6, flops / cpu * 1e-6};
 }
 
-}  // namespace
-
-int cmd_bench(const Params& p) {
+int run(const Params& p) {
   const double load_avg = load_average();
   g_cpu_clock = p.threads == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID;
   // model load: the best of several (the file is in the page cache after the first)
@@ -148,8 +285,12 @@ int cmd_bench(const Params& p) {
   std::shared_ptr<const mega::Model> m;
   for (int i = 0; i < 5; ++i) {
     const double t0 = now_ms();
-    m = load_model(p);
-    if (!m) return kExitModel;
+    std::string err;
+    m = mega::Model::load(p.model_path, &err);
+    if (!m) {
+      std::fprintf(stderr, "mega_rtf: cannot load model: %s\n", err.c_str());
+      return kExitModel;
+    }
     loads.push_back(now_ms() - t0);
   }
   const mega::HParams& hp = m->hparams();
@@ -158,10 +299,10 @@ int cmd_bench(const Params& p) {
   std::vector<float> audio(static_cast<size_t>(n));
   if (!p.files.empty()) {  // the file, looped to the length asked for
     std::vector<float> clip;
-    AudioInfo ai;
+    kws::AudioInfo ai;
     std::string err;
-    if (!read_audio_file(p.files[0], hp.sample_rate, 3600.0, &clip, &ai, &err)) {
-      std::fprintf(stderr, "keyword_spotter: %s\n", err.c_str());
+    if (!kws::read_audio_file(p.files[0], hp.sample_rate, 3600.0, &clip, &ai, &err)) {
+      std::fprintf(stderr, "mega_rtf: %s\n", err.c_str());
       return kExitFailed;
     }
     for (int64_t i = 0; i < n; ++i) audio[size_t(i)] = clip[size_t(i) % clip.size()];
@@ -174,8 +315,12 @@ int cmd_bench(const Params& p) {
     }
   }
   if (p.streams > 0) return bench_batch(p, m, audio, *std::min_element(loads.begin(), loads.end()));
-  auto s = make_session(m, p, hp.window_samples());
-  if (!s) return kExitModel;
+  std::string err;
+  auto s = mega::create_engine(p.backend, m, engine_options(p, hp.window_samples()), &err);
+  if (!s) {
+    std::fprintf(stderr, "mega_rtf: cannot create a session: %s\n", err.c_str());
+    return kExitModel;
+  }
   std::vector<double> lat, lat_cpu;  // per chunk (or window): clock and CPU time
   double t_total = 0.0, cpu_total = 0.0;
   if (m->streamable()) {
@@ -256,4 +401,19 @@ int cmd_bench(const Params& p) {
   return kExitOk;
 }
 
-}  // namespace kws
+}  // namespace
+
+int main(int argc, char** argv) {
+  Params p;
+  const int rc = parse_args(argc, argv, &p);
+  if (rc >= 0) return rc;
+  mega::set_blas_threads(1);  // sessions split the work themselves (--threads)
+  // the default: cuda when built in and a GPU is present (or --fp16 asks for it), else cpu
+  if (p.backend.empty()) p.backend = p.fp16 ? "cuda" : p.kernels == "reference" ? "cpu" : mega::default_backend();
+  std::string why;
+  if (!mega::backend_available(p.backend, &why)) {
+    std::fprintf(stderr, "mega_rtf: the %s backend is not available: %s\n", p.backend.c_str(), why.c_str());
+    return kExitDevice;
+  }
+  return run(p);
+}

@@ -1,0 +1,171 @@
+// keyword_spotter's command line: --help, and the options into Params.
+#include "cli_options.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace kws {
+
+namespace {
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+      "usage: keyword_spotter COMMAND [options] [FILE...]\n"
+      "\n"
+      "commands:\n"
+      "  classify   classify audio clips (any format libsndfile reads, any rate, mono or stereo)\n"
+      "  scan       stream a recording of any length and print each keyword detection\n"
+      "  listen     spot keywords live on a microphone (PortAudio)\n"
+      "  devices    list audio input devices\n"
+      "  info       print the model's metadata\n"
+      "  selftest   run the self-test stored in the model file (exit 0 if it passes)\n"
+      "\n"
+      "options:                                                        [default]\n"
+      "  -m, --model PATH        model file (.mega)                      [required, except devices]\n"
+      "  -j, --json              machine-readable output, one JSON object per line   [off]\n"
+      "  -b, --block-size N      classify: stream the clip N samples at a time      [whole clip]\n"
+      "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
+      "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
+      "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
+      "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
+      "  -d, --device NAME|IDX   listen: input device (name substring or index)     [default input]\n"
+      "  -s, --seconds S         listen: stop after S s                             [until Ctrl-C]\n"
+      "      --threshold T       detection threshold for every keyword, 0..1        [from the model]\n"
+      "      --smoothing H       posteriors averaged over H chunk hops              [from the model]\n"
+      "      --refractory-ms MS  quiet time after a detection                       [from the model]\n"
+      "      --sensitivity S     0..1; 0.5 keeps the thresholds, higher fires more  [0.5]\n"
+      "  -h, --help              this help\n"
+      "\n"
+      "exit codes: 0 ok; 1 a file, the self-test or a stream failed; 2 usage error;\n"
+      "            3 model not loadable; 4 audio or compute device error\n"
+      "\n"
+      "the benchmark (real-time factor, latency, memory) is a program of its own: mega_rtf\n");
+}
+
+bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_float(const char* s, double lo, double hi, double* out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+int usage_error(const char* fmt, const char* arg = "") {
+  std::fprintf(stderr, "keyword_spotter: ");
+  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, " (try --help)\n");
+  return kExitUsage;
+}
+
+}  // namespace
+
+int parse_args(int argc, char** argv, Params* p) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return kExitUsage;
+  }
+  p->command = argv[1];
+  if (p->command == "-h" || p->command == "--help" || p->command == "help") {
+    print_usage(stdout);
+    return kExitOk;
+  }
+  if (p->command == "bench") {
+    std::fprintf(stderr, "keyword_spotter: bench is now a program of its own: mega_rtf (the build's bench/mega_rtf; "
+                         "same options)\n");
+    return kExitUsage;
+  }
+  static const char* kCommands[] = {"classify", "scan", "listen", "devices", "info", "selftest"};
+  bool known = false;
+  for (const char* c : kCommands) known = known || p->command == c;
+  if (!known) return usage_error("unknown command '%s'", argv[1]);
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = nullptr;
+    auto value = [&]() -> bool {
+      if (i + 1 >= argc) return false;
+      v = argv[++i];
+      return true;
+    };
+    int64_t iv = 0;
+    double fv = 0.0;
+    if (a == "-h" || a == "--help") {
+      print_usage(stdout);
+      return kExitOk;
+    } else if (a == "-m" || a == "--model") {
+      if (!value()) return usage_error("%s needs a value", a.c_str());
+      p->model_path = v;
+    } else if (a == "-j" || a == "--json") {
+      p->json = true;
+    } else if (a == "-b" || a == "--block-size") {
+      if (!value() || !parse_int(v, 1, int64_t(1) << 30, &iv)) return usage_error("--block-size needs a positive integer");
+      p->block_size = iv;
+    } else if (a == "-k" || a == "--kernels") {
+      if (!value() || (std::strcmp(v, "optimized") != 0 && std::strcmp(v, "reference") != 0)) {
+        return usage_error("--kernels must be 'optimized' or 'reference'");
+      }
+      p->kernels = v;
+    } else if (a == "--backend") {
+      if (!value() || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
+        return usage_error("--backend must be 'cpu' or 'cuda'");
+      }
+      p->backend = v;
+    } else if (a == "--fp16") {
+      p->fp16 = true;
+    } else if (a == "-t" || a == "--threads") {
+      if (!value() || !parse_int(v, 1, 16, &iv)) return usage_error("--threads needs an integer in [1, 16]");
+      p->threads = int(iv);
+    } else if (a == "-d" || a == "--device") {
+      if (!value()) return usage_error("--device needs a name or an index");
+      p->device = v;
+    } else if (a == "-s" || a == "--seconds") {
+      if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a positive number");
+      p->seconds = fv;
+    } else if (a == "--threshold") {
+      if (!value() || !parse_float(v, 0.001, 1.0, &fv)) return usage_error("--threshold needs a number in (0, 1]");
+      p->threshold = float(fv);
+    } else if (a == "--smoothing") {
+      if (!value() || !parse_int(v, 1, 1024, &iv)) return usage_error("--smoothing needs an integer in [1, 1024]");
+      p->smoothing = int32_t(iv);
+    } else if (a == "--refractory-ms") {
+      if (!value() || !parse_int(v, 0, 600000, &iv)) return usage_error("--refractory-ms needs an integer in [0, 600000]");
+      p->refractory_ms = int32_t(iv);
+    } else if (a == "--sensitivity") {
+      if (!value() || !parse_float(v, 0.0, 1.0, &fv)) return usage_error("--sensitivity needs a number in [0, 1]");
+      p->sensitivity = float(fv);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '%s'", a.c_str());
+    } else {
+      p->files.push_back(a);
+    }
+  }
+  const bool needs_model = p->command != "devices";
+  if (needs_model && p->model_path.empty()) return usage_error("-m MODEL is required");
+  if (p->command == "classify" && p->files.empty()) return usage_error("classify needs at least one audio file");
+  if (p->command == "scan" && p->files.size() != 1) return usage_error("scan takes exactly one audio file");
+  if (p->command != "classify" && p->command != "scan" && !p->files.empty()) {
+    return usage_error("%s takes no files", p->command.c_str());
+  }
+  if (p->block_size > 0 && p->command != "classify") return usage_error("--block-size is for classify");
+  if (p->backend == "cuda" && p->kernels == "reference") {
+    return usage_error("--kernels reference is for the cpu backend");
+  }
+  if (p->fp16 && p->backend == "cpu") return usage_error("--fp16 needs the cuda backend");
+  return -1;
+}
+
+}  // namespace kws

@@ -1,0 +1,37 @@
+// keyword_spotter's command line: the options every command shares, their
+// defaults (shown by --help) and the exit codes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kws {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitModel = 3, kExitDevice = 4;
+
+struct Params {
+  std::string command;
+  std::string model_path;
+  bool json = false;
+  int64_t block_size = 0;       // classify: 0 = whole clip (offline)
+  std::string kernels = "optimized";
+  std::string backend;          // cpu | cuda; empty = mega::default_backend()
+  bool fp16 = false;            // cuda: float16 storage
+  int threads = 1;
+  std::vector<std::string> files;
+  // detection (scan, listen); negative = from the model file
+  float threshold = -1.0f;
+  int32_t smoothing = -1;
+  int32_t refractory_ms = -1;
+  float sensitivity = -1.0f;
+  // listen
+  std::string device;           // name substring or index; empty = default input
+  double seconds = 0.0;         // listen: stop after this long (0 = until Ctrl-C)
+};
+
+// Fills *p from argv. Returns -1 to go on and run p->command, else the exit
+// code (after --help, or a usage error printed on stderr).
+int parse_args(int argc, char** argv, Params* p);
+
+}  // namespace kws

@@ -1,0 +1,31 @@
+#include "file_source.h"
+
+#include <utility>
+
+namespace kws {
+
+std::unique_ptr<FileSource> FileSource::open(const std::string& path, int32_t rate, std::string* error) {
+  AudioInfo info;
+  auto in = AudioFileStream::open(path, rate, &info, error);
+  if (!in) return nullptr;
+  return std::unique_ptr<FileSource>(new FileSource(std::move(in), rate, info));
+}
+
+FileSource::FileSource(std::unique_ptr<AudioFileStream> in, int32_t rate, const AudioInfo& info)
+    : in_(std::move(in)), rate_(rate), info_(info), ring_(kBlockFrames), block_(kBlockFrames) {}
+
+SourceState FileSource::poll() {
+  if (state_ != SourceState::running || ring_.read_available() > 0) return state_;
+  const int64_t n = in_->read(block_.data(), int64_t(block_.size()), &error_);
+  if (n < 0) {
+    state_ = SourceState::failed;
+  } else if (n == 0) {
+    state_ = SourceState::ended;
+  } else {
+    ring_.write(block_.data(), size_t(n));  // fits: the ring is empty and holds a block
+    frames_read_ += n;
+  }
+  return state_;
+}
+
+}  // namespace kws

@@ -1,0 +1,45 @@
+// An audio file as a source (scan): decoded and resampled to the model's rate
+// by AudioFileStream, a block at a time, on the consumer's thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audio_file.h"
+#include "audio_source.h"
+
+namespace kws {
+
+class FileSource : public AudioSource {
+ public:
+  // Null, with *error set, when the file cannot be opened as audio.
+  static std::unique_ptr<FileSource> open(const std::string& path, int32_t rate, std::string* error);
+
+  AudioFormat format() const override { return {1, double(rate_)}; }
+  SpscRing<float>& ring() override { return ring_; }
+  // Reads the next block when the consumer has emptied the ring, so a read
+  // error or the end of the file is reported only once every frame before it
+  // has been consumed.
+  SourceState poll() override;
+  const std::string& error() const override { return error_; }
+
+  const AudioInfo& info() const { return info_; }
+  int64_t frames_read() const { return frames_read_; }  // at the model's rate
+
+ private:
+  static constexpr size_t kBlockFrames = 8192;  // one read; the ring holds one block
+  FileSource(std::unique_ptr<AudioFileStream> in, int32_t rate, const AudioInfo& info);
+
+  std::unique_ptr<AudioFileStream> in_;
+  int32_t rate_ = 0;
+  AudioInfo info_;
+  SpscRing<float> ring_;
+  std::vector<float> block_;
+  SourceState state_ = SourceState::running;
+  std::string error_;
+  int64_t frames_read_ = 0;
+};
+
+}  // namespace kws

@@ -1,0 +1,146 @@
+#include "stream_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+namespace kws {
+
+namespace {
+
+constexpr size_t kBlockFrames = 2048;  // frames taken from the ring at a time
+constexpr auto kIdleSleep = std::chrono::milliseconds(5);
+
+}  // namespace
+
+std::unique_ptr<StreamPipeline> StreamPipeline::create(AudioSource& source, mega::Engine& session,
+                                                       mega::Detector& detector, std::string* error) {
+  const AudioFormat f = source.format();
+  if (f.channels < 1 || f.channels > 2 || !(f.rate > 0.0)) {
+    *error = "cannot stream " + std::to_string(f.channels) + " channels at " + std::to_string(f.rate) + " Hz";
+    return nullptr;
+  }
+  std::unique_ptr<StreamPipeline> p(new StreamPipeline(source, session, detector));
+  if (p->ratio_ != 1.0) {
+    int err = 0;
+    p->src_state_ = src_new(SRC_SINC_MEDIUM_QUALITY, 1, &err);
+    if (!p->src_state_) {
+      *error = std::string("cannot create the resampler: ") + src_strerror(err);
+      return nullptr;
+    }
+  }
+  return p;
+}
+
+StreamPipeline::StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector)
+    : source_(source), session_(session), detector_(detector), format_(source.format()) {
+  const mega::HParams& hp = session.model().hparams();
+  ratio_ = double(hp.sample_rate) / format_.rate;
+  raw_.resize(kBlockFrames * size_t(format_.channels));
+  mono_.resize(kBlockFrames);
+  if (ratio_ != 1.0) resampled_.resize(size_t(std::ceil(kBlockFrames * ratio_)) + 64);
+  zeros_.assign(size_t(hp.chunk_samples()), 0.0f);
+}
+
+StreamPipeline::~StreamPipeline() {
+  if (src_state_) src_delete(src_state_);
+}
+
+StreamEnd StreamPipeline::run(const StreamOptions& opts, StreamObserver& observer) {
+  SpscRing<float>& ring = source_.ring();
+  for (;;) {
+    if (opts.stop && *opts.stop) return StreamEnd::stopped;
+    const SourceState state = source_.poll();
+    if (state == SourceState::failed) return StreamEnd::source_failed;
+    const size_t got = ring.read(raw_.data(), kBlockFrames);
+    if (got > 0) {
+      switch (consume(got, opts, observer)) {
+        case Fed::more: break;
+        case Fed::limit: return StreamEnd::stopped;
+        case Fed::failed: return error_.empty() ? StreamEnd::inference_failed : StreamEnd::resampler_failed;
+      }
+    }
+    observer.on_tick(Clock::now());
+    if (got == 0) {
+      if (state == SourceState::ended) return finish(observer);
+      std::this_thread::sleep_for(kIdleSleep);
+    } else if (opts.block_delay.count() > 0) {
+      std::this_thread::sleep_for(opts.block_delay);
+    }
+  }
+}
+
+// One block from the ring: to mono, to the model's rate, into the session.
+StreamPipeline::Fed StreamPipeline::consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer) {
+  for (size_t i = 0; i < n_frames; ++i) {
+    float v = raw_[i * size_t(format_.channels)];
+    if (format_.channels == 2) v = 0.5f * (v + raw_[i * 2 + 1]);
+    mono_[i] = v;
+  }
+  observer.on_audio(mono_.data(), n_frames);
+  if (!src_state_) return feed(mono_.data(), int64_t(n_frames), opts, observer);
+  SRC_DATA d;
+  std::memset(&d, 0, sizeof d);
+  d.data_in = mono_.data();
+  d.input_frames = long(n_frames);
+  d.src_ratio = ratio_;
+  d.end_of_input = 0;
+  while (d.input_frames > 0) {
+    d.data_out = resampled_.data();
+    d.output_frames = long(resampled_.size());
+    const int se = src_process(src_state_, &d);
+    if (se != 0) {
+      error_ = std::string("resampling failed: ") + src_strerror(se);
+      return Fed::failed;
+    }
+    if (d.output_frames_gen > 0) {
+      const Fed f = feed(resampled_.data(), int64_t(d.output_frames_gen), opts, observer);
+      if (f != Fed::more) return f;
+    }
+    if (d.input_frames_used == 0 && d.output_frames_gen == 0) break;  // cannot happen; never spin
+    d.data_in += d.input_frames_used;
+    d.input_frames -= d.input_frames_used;
+  }
+  return Fed::more;
+}
+
+// Model-rate samples into the session, up to the limit.
+StreamPipeline::Fed StreamPipeline::feed(const float* x, int64_t n, const StreamOptions& opts,
+                                         StreamObserver& observer) {
+  if (opts.max_samples >= 0) n = std::min(n, opts.max_samples - stats_.samples);
+  const Clock::time_point t0 = Clock::now();
+  const int64_t chunks_before = stats_.n_chunks;
+  status_ = session_.push_all(x, n, [&](const mega::ChunkResult& r) { on_chunk(r, observer); });
+  const int64_t n_new = stats_.n_chunks - chunks_before;
+  if (n_new > 0) {
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count() / double(n_new);
+    stats_.infer_total_s += dt * double(n_new);
+    stats_.infer_max_s = std::max(stats_.infer_max_s, dt);
+  }
+  stats_.samples += n;
+  if (status_ != mega::Status::ok) return Fed::failed;
+  return opts.max_samples >= 0 && stats_.samples >= opts.max_samples ? Fed::limit : Fed::more;
+}
+
+void StreamPipeline::on_chunk(const mega::ChunkResult& r, StreamObserver& observer) {
+  ++stats_.n_chunks;
+  observer.on_chunk(r);
+  if (!detector_.update(r.logits, &detection_)) return;
+  ++stats_.n_detections;
+  observer.on_detection(r.end_sample, detection_);
+}
+
+// The end of the source: its last partial chunk is completed with silence, so
+// that a word at the very end is heard.
+StreamEnd StreamPipeline::finish(StreamObserver& observer) {
+  const int64_t cs = int64_t(zeros_.size());
+  const int64_t tail = (cs - stats_.samples % cs) % cs;
+  if (tail > 0) {
+    status_ = session_.push_all(zeros_.data(), tail, [&](const mega::ChunkResult& r) { on_chunk(r, observer); });
+    if (status_ != mega::Status::ok) return StreamEnd::inference_failed;
+  }
+  return StreamEnd::ended;
+}
+
+}  // namespace kws

@@ -1,0 +1,101 @@
+// The one streaming path from any audio source to the detections:
+//
+//   source's ring -> channels averaged -> resampled to the model's rate (when
+//   the source's rate differs) -> session (chunks) -> detector -> observer
+//
+// scan (a file) and listen (the microphone) both run it; what differs is the
+// source and what the command prints (its StreamObserver). Everything is
+// allocated by create(); run() allocates, locks and prints nothing itself.
+#pragma once
+
+#include <samplerate.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audio_source.h"
+#include "mega/detector.hpp"
+#include "mega/engine.hpp"
+
+namespace kws {
+
+using Clock = std::chrono::steady_clock;
+
+// What the command sees of the stream, on the consumer's thread.
+class StreamObserver {
+ public:
+  virtual ~StreamObserver() = default;
+  // Mono frames at the source's rate, as they leave the ring.
+  virtual void on_audio(const float* /*mono*/, size_t /*n*/) {}
+  // Every chunk the session completes, before the detector sees it.
+  virtual void on_chunk(const mega::ChunkResult& /*r*/) {}
+  // end_sample: model-rate samples consumed when the firing chunk completed.
+  virtual void on_detection(int64_t end_sample, const mega::Detection& d) = 0;
+  // Once per pass of the loop (each block, or every few ms while a live source is quiet).
+  virtual void on_tick(Clock::time_point /*now*/) {}
+};
+
+struct StreamOptions {
+  int64_t max_samples = -1;                          // stop after this many model-rate samples; -1: no limit
+  const volatile std::sig_atomic_t* stop = nullptr;  // stop once *stop is non-zero
+  std::chrono::milliseconds block_delay{0};          // test only: sleep after each block, as a slow machine would
+};
+
+enum class StreamEnd {
+  ended,             // the source ended; its last partial chunk was completed with silence
+  stopped,           // *stop, or max_samples reached
+  source_failed,     // the source's error()
+  inference_failed,  // status()
+  resampler_failed,  // error()
+};
+
+struct StreamStats {
+  int64_t samples = 0;  // model-rate samples streamed (not counting the end's silence)
+  int64_t n_chunks = 0, n_detections = 0;
+  double infer_total_s = 0.0;  // inference time, summed over chunks
+  double infer_max_s = 0.0;    // the largest per-chunk mean of one push
+};
+
+class StreamPipeline {
+ public:
+  // Null, with *error set, when the source's format cannot be streamed.
+  static std::unique_ptr<StreamPipeline> create(AudioSource& source, mega::Engine& session,
+                                                mega::Detector& detector, std::string* error);
+  ~StreamPipeline();
+  StreamPipeline(const StreamPipeline&) = delete;
+  StreamPipeline& operator=(const StreamPipeline&) = delete;
+
+  // Streams until the source ends or fails, or until stopped.
+  StreamEnd run(const StreamOptions& opts, StreamObserver& observer);
+
+  bool resampling() const { return src_state_ != nullptr; }
+  const StreamStats& stats() const { return stats_; }
+  mega::Status status() const { return status_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  enum class Fed { more, limit, failed };
+  StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector);
+  Fed consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer);
+  Fed feed(const float* x, int64_t n, const StreamOptions& opts, StreamObserver& observer);
+  void on_chunk(const mega::ChunkResult& r, StreamObserver& observer);
+  StreamEnd finish(StreamObserver& observer);
+
+  AudioSource& source_;
+  mega::Engine& session_;
+  mega::Detector& detector_;
+  AudioFormat format_;
+  double ratio_ = 1.0;  // model rate / source rate
+  SRC_STATE* src_state_ = nullptr;
+  std::vector<float> raw_, mono_, resampled_, zeros_;
+  mega::Detection detection_;
+  StreamStats stats_;
+  mega::Status status_ = mega::Status::ok;
+  std::string error_;
+};
+
+}  // namespace kws

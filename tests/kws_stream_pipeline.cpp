@@ -1,0 +1,264 @@
+// keyword_spotter's streaming path (apps/keyword_spotter/stream_pipeline.h)
+// driven by an in-memory audio source, the way the microphone (listen) and
+// files (scan) drive it: the same chunks, logits and detections as the
+// session and detector fed directly; stereo averaged; a source at another
+// rate resampled; the end of a source completed with silence; stopping at a
+// sample limit or on a flag; a failing source reported; and no allocation
+// while streaming. A binary of its own: it links the app's code and replaces
+// the allocator (alloc_counter.cpp).
+#include <gtest/gtest.h>
+#include <samplerate.h>
+
+#include <algorithm>
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "alloc_counter.h"
+#include "audio_file.h"
+#include "audio_source.h"
+#include "mega/detector.hpp"
+#include "mega/engine.hpp"
+#include "stream_pipeline.h"
+
+namespace {
+
+// Frames from memory, at most per_poll of them per poll() (as a device
+// delivers a buffer at a time), then the end, or a failure once the ring has
+// been drained.
+class MemorySource : public kws::AudioSource {
+ public:
+  MemorySource(std::vector<float> frames, int channels, double rate, size_t per_poll, bool fail_at_end = false)
+      : frames_(std::move(frames)), channels_(channels), rate_(rate), per_poll_(per_poll),
+        fail_at_end_(fail_at_end), ring_(4096, size_t(channels)) {}
+  kws::AudioFormat format() const override { return {channels_, rate_}; }
+  kws::SpscRing<float>& ring() override { return ring_; }
+  kws::SourceState poll() override {
+    const size_t n_frames = frames_.size() / size_t(channels_);
+    if (pos_ < n_frames) {
+      const size_t n = std::min({per_poll_, n_frames - pos_, ring_.write_available()});
+      pos_ += ring_.write(frames_.data() + pos_ * size_t(channels_), n);
+      return kws::SourceState::running;
+    }
+    if (!fail_at_end_) return kws::SourceState::ended;
+    if (ring_.read_available() > 0) return kws::SourceState::running;
+    error_ = "unplugged";
+    return kws::SourceState::failed;
+  }
+  const std::string& error() const override { return error_; }
+
+ private:
+  std::vector<float> frames_;
+  int channels_;
+  double rate_;
+  size_t per_poll_, pos_ = 0;
+  bool fail_at_end_;
+  kws::SpscRing<float> ring_;
+  std::string error_;
+};
+
+// What came out: every chunk's end and logits, every detection. Allocates
+// nothing while recording (room reserved up front).
+struct Recorder : kws::StreamObserver {
+  explicit Recorder(int classes) : n_classes(classes) {
+    chunk_ends.reserve(4096);
+    logits.reserve(4096 * size_t(n_classes));
+    detections.reserve(256);
+  }
+  void on_chunk(const mega::ChunkResult& r) override {
+    chunk_ends.push_back(r.end_sample);
+    logits.insert(logits.end(), r.logits, r.logits + n_classes);
+  }
+  void on_detection(int64_t end_sample, const mega::Detection& d) override {
+    detections.push_back({end_sample, d.label});
+  }
+  int n_classes;
+  std::vector<int64_t> chunk_ends;
+  std::vector<float> logits;
+  std::vector<std::pair<int64_t, int32_t>> detections;
+};
+
+struct Rig {
+  std::shared_ptr<const mega::Model> model;
+  std::unique_ptr<mega::Engine> session;
+  std::unique_ptr<mega::Detector> detector;
+};
+
+Rig make_rig() {
+  Rig r;
+  std::string err;
+  r.model = mega::Model::load(std::string(MEGA_MODELS) + "/sc10-demo.mega", &err);
+  EXPECT_TRUE(r.model) << err;
+  if (!r.model) return r;
+  r.session = mega::create_engine("cpu", r.model, mega::EngineOptions(), &err);
+  EXPECT_TRUE(r.session) << err;
+  r.detector = mega::Detector::for_model(*r.model, mega::DetectorOverrides(), &err);
+  EXPECT_TRUE(r.detector) << err;
+  return r;
+}
+
+// samples/commands.wav (yes stop go left no) at the model's rate.
+std::vector<float> commands() {
+  std::vector<float> x;
+  kws::AudioInfo info;
+  std::string err;
+  EXPECT_TRUE(kws::read_audio_file(std::string(MEGA_SAMPLES) + "/commands.wav", 16000, 60.0, &x, &info, &err)) << err;
+  return x;
+}
+
+// The session and the detector fed directly, the end padded to a whole chunk.
+Recorder direct(std::vector<float> x) {
+  Rig r = make_rig();
+  Recorder rec(r.model->hparams().n_classes);
+  const int64_t cs = r.model->hparams().chunk_samples();
+  x.resize(size_t((int64_t(x.size()) + cs - 1) / cs * cs), 0.0f);
+  mega::Detection d;
+  EXPECT_EQ(r.session->push_all(x.data(), int64_t(x.size()), [&](const mega::ChunkResult& c) {
+    rec.on_chunk(c);
+    if (r.detector->update(c.logits, &d)) rec.on_detection(c.end_sample, d);
+  }), mega::Status::ok);
+  return rec;
+}
+
+std::vector<std::string> labels(const mega::Model& m, const Recorder& rec) {
+  std::vector<std::string> out;
+  for (const auto& d : rec.detections) out.push_back(m.labels()[size_t(d.second)]);
+  return out;
+}
+
+TEST(StreamPipeline, MonoGivesWhatTheSessionGivesFedDirectly) {
+  const std::vector<float> x = commands();
+  Rig r = make_rig();
+  MemorySource src(x, 1, 16000.0, 777);  // buffers that never line up with chunks or ring blocks
+  std::string err;
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  EXPECT_FALSE(p->resampling());
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::ended);
+  const Recorder want = direct(x);
+  EXPECT_EQ(rec.chunk_ends, want.chunk_ends);
+  EXPECT_EQ(rec.logits, want.logits);
+  EXPECT_EQ(rec.detections, want.detections);
+  EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
+  EXPECT_EQ(p->stats().samples, int64_t(x.size()));  // the end's silence not counted
+  EXPECT_EQ(p->stats().n_chunks, int64_t(want.chunk_ends.size()));
+  EXPECT_EQ(p->stats().n_detections, int64_t(want.detections.size()));
+}
+
+TEST(StreamPipeline, StereoIsAveraged) {
+  const std::vector<float> x = commands();
+  std::vector<float> stereo(2 * x.size(), 0.0f), half(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    stereo[2 * i] = x[i];  // left only: the average is half of it
+    half[i] = 0.5f * x[i];
+  }
+  Rig r = make_rig();
+  MemorySource src(stereo, 2, 16000.0, 1000);
+  std::string err;
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::ended);
+  const Recorder want = direct(half);
+  EXPECT_EQ(rec.chunk_ends, want.chunk_ends);
+  EXPECT_EQ(rec.logits, want.logits);
+  EXPECT_EQ(rec.detections, want.detections);
+}
+
+TEST(StreamPipeline, OtherRatesAreResampledToTheModels) {
+  const std::vector<float> x = commands();
+  std::vector<float> x48(x.size() * 3 + 256);
+  SRC_DATA d{};
+  d.data_in = x.data();
+  d.input_frames = long(x.size());
+  d.data_out = x48.data();
+  d.output_frames = long(x48.size());
+  d.src_ratio = 3.0;
+  ASSERT_EQ(src_simple(&d, SRC_SINC_MEDIUM_QUALITY, 1), 0);
+  x48.resize(size_t(d.output_frames_gen));
+  Rig r = make_rig();
+  MemorySource src(x48, 1, 48000.0, 1024);
+  std::string err;
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  EXPECT_TRUE(p->resampling());
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::ended);
+  // the resampler's delay holds back a few dozen samples
+  EXPECT_NEAR(double(p->stats().samples), double(x.size()), 200.0);
+  EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
+}
+
+TEST(StreamPipeline, StopsAtTheSampleLimitWithoutPadding) {
+  Rig r = make_rig();
+  MemorySource src(commands(), 1, 16000.0, 500);
+  std::string err;
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  kws::StreamOptions opts;
+  opts.max_samples = 12345;
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(opts, rec), kws::StreamEnd::stopped);
+  EXPECT_EQ(p->stats().samples, 12345);
+  EXPECT_EQ(p->stats().n_chunks, 12345 / r.model->hparams().chunk_samples());
+}
+
+TEST(StreamPipeline, StopsOnTheFlag) {
+  Rig r = make_rig();
+  MemorySource src(commands(), 1, 16000.0, 500);
+  std::string err;
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  volatile std::sig_atomic_t stop = SIGTERM;
+  kws::StreamOptions opts;
+  opts.stop = &stop;
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(opts, rec), kws::StreamEnd::stopped);
+  EXPECT_EQ(p->stats().samples, 0);
+}
+
+TEST(StreamPipeline, ReportsAFailingSourceAfterItsLastFrames) {
+  const std::vector<float> x(10000, 0.01f);
+  Rig r = make_rig();
+  MemorySource src(x, 1, 16000.0, 3000, /*fail_at_end=*/true);
+  std::string err;
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::source_failed);
+  EXPECT_EQ(src.error(), "unplugged");
+  EXPECT_EQ(p->stats().samples, 10000);
+  EXPECT_EQ(p->stats().n_chunks, 10000 / r.model->hparams().chunk_samples());  // no silence added
+}
+
+TEST(StreamPipeline, RefusesFormatsItCannotStream) {
+  Rig r = make_rig();
+  MemorySource src(std::vector<float>(30), 3, 16000.0, 10);
+  std::string err;
+  EXPECT_FALSE(kws::StreamPipeline::create(src, *r.session, *r.detector, &err));
+  EXPECT_NE(err.find("3 channels"), std::string::npos) << err;
+}
+
+TEST(StreamPipeline, AllocatesNothingWhileStreaming) {
+  const std::vector<float> x = commands();
+  for (double rate : {16000.0, 48000.0}) {
+    Rig r = make_rig();
+    // warm-up: the session's first chunk (first touch, thread start-up)
+    const int64_t cs = r.model->hparams().chunk_samples();
+    ASSERT_EQ(r.session->push_all(x.data(), cs, [](const mega::ChunkResult&) {}), mega::Status::ok);
+    r.session->reset();
+    MemorySource src(x, 1, rate, 700);
+    std::string err;
+    auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+    ASSERT_TRUE(p) << err;
+    Recorder rec(r.model->hparams().n_classes);
+    kws::StreamEnd end = kws::StreamEnd::stopped;
+    EXPECT_EQ(mega_test::allocations_in([&] { end = p->run(kws::StreamOptions(), rec); }), 0) << "at " << rate << " Hz";
+    EXPECT_EQ(end, kws::StreamEnd::ended);
+    EXPECT_GT(p->stats().n_chunks, 10);
+  }
+}
+
+}  // namespace
