@@ -49,10 +49,10 @@ class HostGpuSession {
   // One chunk for every stream (n_streams * chunk_samples raw samples);
   // logits: n_streams * n_classes over each stream's window.
   mega::Status step(const float* samples, float* logits) {
-    mega::gpu::Span sp = step_span();
+    mega::Span sp = step_span();
     stats_.resize(size_t(cap_.n_streams));
     stager_.stage(samples, bf_.input, bf_.input_index, stats_.data());
-    MEGA_GPU_TRY(mega::gpu::encode(ops_, dm_, cap_, bf_, w_, sp));
+    MEGA_GPU_TRY(mega::gpu::encode(ops_, *model_, dm_, cap_, bf_, w_, sp));
     return mega::gpu::head_forward(ops_, dm_, bf_, w_, cap_.n_streams, bf_.input_index, true, dm_.c, logits);
   }
 
@@ -82,20 +82,20 @@ class HostGpuSession {
     if (total / dm_.patch_s > cap_.clip_tokens) return mega::Status::too_long;
     stats_.resize(1);
     stager_.stage_clip(samples, n, total, bf_.clip, stats_.data());
-    mega::gpu::Span sp;
+    mega::Span sp;
     sp.n_streams = 1;
     sp.n_tok = total / dm_.patch_s;
     sp.streaming = false;
     sp.samples = bf_.clip;
     sp.sample_stride = 0;
     sp.chunk_index = bf_.zero_index;
-    MEGA_GPU_TRY(mega::gpu::encode(ops_, dm_, cap_, bf_, w_, sp));
+    MEGA_GPU_TRY(mega::gpu::encode(ops_, *model_, dm_, cap_, bf_, w_, sp));
     return mega::gpu::head_forward(ops_, dm_, bf_, w_, 1, bf_.zero_index, false, sp.n_tok, logits);
   }
 
  private:
-  mega::gpu::Span step_span() const {
-    mega::gpu::Span sp;
+  mega::Span step_span() const {
+    mega::Span sp;
     sp.n_streams = cap_.n_streams;
     sp.n_tok = dm_.c;
     sp.streaming = true;

@@ -369,7 +369,7 @@ TEST(GpuHostAttention, ChunkAttentionMatchesCpuReference) {
           gpu::LayerDev L;
           L.rel_bias = bias.data();
           mega::gpu::HostOps ops;
-          ASSERT_EQ(gpu::attention_forward(ops, dm, cap, bf, L, chunks * c), mega::Status::ok);
+          ASSERT_EQ(gpu::attention_forward(ops, dm, cap, bf, L, 0, chunks * c), mega::Status::ok);
           for (int64_t ch = 0; ch < chunks; ++ch) {
             std::vector<float> ref_scores(size_t(c * c)), ref_o(size_t(c * h));
             mega::cpu::AttentionParams ap;

@@ -418,7 +418,7 @@ Status Session<T>::enqueue_step(const Slot& s) {
   sp.samples = s.d_samples;
   sp.sample_stride = step_stride(dm_);
   sp.chunk_index = s.d_index;
-  MEGA_GPU_TRY(encode(ops, dm_, cap_, bf_, w_, sp));
+  MEGA_GPU_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
   MEGA_GPU_TRY(head_forward(ops, dm_, bf_, w_, B, s.d_index, true, dm_.c, s.d_logits));
   if (!integrated_) {
     CUDA_CHECK(cudaMemcpyAsync(s.logits, bf_.logits, sizeof(float) * size_t(int64_t(B) * dm_.n_classes),
@@ -631,7 +631,7 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
     sp.streaming = false;
     sp.samples = d_clip_;
     sp.chunk_index = bf_.zero_index;
-    MEGA_GPU_TRY(encode(ops, dm_, cap_, bf_, w_, sp));
+    MEGA_GPU_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
     return finish_clip(bf_.zero_index, sp.n_tok, logits);
   };
   return note(run());

@@ -1,13 +1,15 @@
-// The CUDA backend's forward pass, written once against an Ops object that
-// either launches kernels and cuBLAS on a stream (device_session.cpp) or runs
-// the same element functions and a BLAS on the host (host_ops.h), so the
-// host build tests the orchestration, layouts and GEMM shapes the GPU runs.
-// The order of operations follows the CPU session (runtime/src/session.cpp),
-// except that each step runs on all chunks of all streams at once.
+// The CUDA backend's ops (kernels/ops.h): GpuOps runs each step of the one
+// forward pass (mega::forward) through a launcher that either launches
+// kernels and cuBLAS on a stream (CudaOps, device_session.cpp) or runs the
+// same element functions and a BLAS on the host (HostOps, host_ops.h), so
+// the host build tests the steps, layouts and GEMM shapes the GPU runs. One
+// pass covers the whole span: each step runs on all chunks of all streams at
+// once.
 #pragma once
 
 #include <cmath>
 
+#include "ops.h"
 #include "plan.h"
 
 namespace mega::gpu {
@@ -74,19 +76,8 @@ inline GemmDesc values_gemm(const void* a, const void* v, void* o, int32_t c, in
     if (s_ != ::mega::Status::ok) return s_; \
   } while (0)
 
-// What one forward covers: n_streams spans of n_tok tokens (a multiple of C).
-struct Span {
-  int32_t n_streams = 1;
-  int64_t n_tok = 0;
-  bool streaming = true;           // causal with state (a step) or a whole clip
-  const float* samples = nullptr;  // n_streams blocks of sample_stride: [ctx | n_tok * s]
-  int64_t sample_stride = 0;
-  const int64_t* chunk_index = nullptr;  // per stream (zeros for clips)
-  int64_t rows() const { return int64_t(n_streams) * n_tok; }
-};
-
-template <typename T, typename Ops>
-Status norm_into(Ops& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d) {
+template <typename T, typename Launch>
+Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d) {
   NormParams<T> p;
   p.w = w;
   p.x = x;
@@ -96,8 +87,8 @@ Status norm_into(Ops& ops, const NormDev& w, const T* x, T* y, int64_t rows, int
   return ops.norm(p);
 }
 
-template <typename T, typename Ops>
-Status linear_bias_act(Ops& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act) {
+template <typename T, typename Launch>
+Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act) {
   MEGA_GPU_TRY(ops.gemm(linear_gemm(w, x, rows, y)));
   BiasActParams<T> p;
   p.y = y;
@@ -109,8 +100,8 @@ Status linear_bias_act(Ops& ops, const LinearDev& w, const T* x, int64_t rows, T
 }
 
 // EMA of xn into mx, with the epilogue mx = silu(ema + omega * xn).
-template <typename T, typename Ops>
-Status ema_forward(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const LayerDev& L,
+template <typename T, typename Launch>
+Status ema_forward(Launch& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const LayerDev& L,
                    int32_t layer, const Span& sp, const T* xn) {
   EmaParams<T> p;
   p.x = xn;
@@ -145,15 +136,15 @@ Status ema_forward(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<
 
 // Chunk attention over all chunks of the span, cap.group chunks per batch:
 // o = f(q k^T * scale + bias) v.
-template <typename T, typename Ops>
-Status attention_forward(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const LayerDev& L,
-                         int64_t rows) {
+template <typename T, typename Launch>
+Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const LayerDev& L,
+                         int64_t row0, int64_t rows) {
   const int64_t chunks = rows / dm.c;
   const float scale = dm.fn == AttentionFn::softmax ? 1.0f / std::sqrt(float(dm.z)) : 1.0f / float(dm.c);
   const bool fold_scale = sizeof(T) < sizeof(float);
   for (int64_t c0 = 0; c0 < chunks; c0 += cap.group) {
     const int64_t n = chunks - c0 < cap.group ? chunks - c0 : cap.group;
-    const int64_t r0 = c0 * dm.c;
+    const int64_t r0 = row0 + c0 * dm.c;
     // float16 storage: the scale goes into the GEMM, so what is stored is the
     // scaled score (a raw q.k of a long chunk overflows float16: 65504)
     GemmDesc sg = scores_gemm(bf.q + r0 * dm.z, bf.k + r0 * dm.z, bf.scores, dm.c, dm.z, n);
@@ -173,103 +164,137 @@ Status attention_forward(Ops& ops, const Dims& dm, const Capacity& cap, const Bu
   return Status::ok;
 }
 
-template <typename T, typename Ops>
-Status layer_forward(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const LayerDev& L,
-                     int32_t layer, const Span& sp) {
-  const int64_t rows = sp.rows();
-  // postnorm reads x itself: nothing writes x before the residual, by which
-  // time the EMA and the v projection are done with it
-  const T* xn = bf.x;
-  if (dm.prenorm) {
-    MEGA_GPU_TRY(norm_into(ops, L.norm, bf.x, bf.xn, rows, dm.d));
-    xn = bf.xn;
-  }
-  MEGA_GPU_TRY(linear_bias_act(ops, L.v_proj, xn, rows, bf.v, dm.act));
-  MEGA_GPU_TRY(ema_forward(ops, dm, cap, bf, L, layer, sp, xn));
-  MEGA_GPU_TRY(ops.gemm(linear_gemm(L.mx_proj, bf.mx, rows, bf.base)));
-  SplitParams<T> split;
-  split.base = bf.base;
-  split.bias = L.mx_proj.b;
-  split.gamma = L.qk_gamma;
-  split.beta = L.qk_beta;
-  split.q = bf.q;
-  split.k = bf.k;
-  split.rows = rows;
-  split.g = dm.gate();
-  MEGA_GPU_TRY(ops.split(split));
-  MEGA_GPU_TRY(attention_forward(ops, dm, cap, bf, L, rows));
-  OutGateParams<T> og;
-  og.o = bf.o;
-  og.base = bf.base;
-  og.rows = rows;
-  og.g = dm.gate();
-  MEGA_GPU_TRY(ops.out_gate(og));
-  MEGA_GPU_TRY(ops.gemm(linear_gemm(L.h_proj, bf.o, rows, bf.hb)));
-  ResidualParams<T> rp;
-  rp.x = bf.x;
-  rp.hb = bf.hb;
-  rp.bh = L.h_proj.b;
-  rp.base = bf.base;
-  rp.rows = rows;
-  rp.g = dm.gate();
-  rp.act = dm.act;
-  MEGA_GPU_TRY(ops.residual(rp));
-  if (!dm.prenorm) MEGA_GPU_TRY(norm_into(ops, L.norm, bf.x, bf.x, rows, dm.d));
-  if (!L.has_ffn) return Status::ok;
-  const T* t_in = bf.x;
-  if (dm.prenorm) {
-    MEGA_GPU_TRY(norm_into(ops, L.ffn_norm, bf.x, bf.xn, rows, dm.d));
-    t_in = bf.xn;
-  }
-  MEGA_GPU_TRY(linear_bias_act(ops, L.fc1, t_in, rows, bf.ffn, dm.act));
-  MEGA_GPU_TRY(ops.gemm(linear_gemm(L.fc2, bf.ffn, rows, bf.hb)));
-  AddResidualParams<T> ar;
-  ar.x = bf.x;
-  ar.y = bf.hb;
-  ar.bias = L.fc2.b;
-  ar.rows = rows;
-  ar.cols = dm.d;
-  MEGA_GPU_TRY(ops.add_residual(ar));
-  if (!dm.prenorm) MEGA_GPU_TRY(norm_into(ops, L.ffn_norm, bf.x, bf.x, rows, dm.d));
-  return Status::ok;
-}
+// The steps of kernels/ops.h over a launcher (CudaOps or HostOps) and the
+// backend's memory plan (plan.h). The launcher is named Launch here; its
+// methods (gemm, norm, split, ...) are single kernels or GEMMs.
+template <typename T, typename Launch>
+class GpuOps final : public mega::Ops {
+ public:
+  GpuOps(Launch& launch, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const WeightsDev& w)
+      : launch_(launch), dm_(dm), cap_(cap), bf_(bf), w_(w) {}
 
-// Embedding, all layers, the final norm and the pooled sums of a span.
-template <typename T, typename Ops>
-Status encode(Ops& ops, const Dims& dm, const Capacity& cap, const Buffers<T>& bf, const WeightsDev& w,
-              const Span& sp) {
-  EmbedParams<T> ep;
-  ep.samples = sp.samples;
-  ep.stream_stride = sp.sample_stride;
-  ep.w = w.embed_w;
-  ep.g = w.embed_g;
-  ep.b = w.embed_b;
-  ep.eps = dm.patch_eps;
-  ep.x = bf.x;
-  ep.n_streams = sp.n_streams;
-  ep.n_tok = sp.n_tok;
-  ep.d = dm.d;
-  ep.k = dm.patch_k;
-  ep.s = dm.patch_s;
-  MEGA_GPU_TRY(ops.embed(ep));
-  for (int32_t l = 0; l < dm.n_layers; ++l) MEGA_GPU_TRY(layer_forward(ops, dm, cap, bf, w.layers[size_t(l)], l, sp));
-  if (dm.has_final_norm) MEGA_GPU_TRY(norm_into(ops, w.final_norm, bf.x, bf.x, sp.rows(), dm.d));
-  PoolParams<T> pp;
-  pp.x = bf.x;
-  pp.pool = bf.pool;
-  pp.total = bf.total;
-  pp.chunk_index = sp.chunk_index;
-  pp.n_streams = sp.n_streams;
-  pp.n_tok = sp.n_tok;
-  pp.d = dm.d;
-  pp.w = dm.w;
-  return ops.pool(pp);
+  int64_t pass_rows(const Span& sp) const override { return sp.rows(); }
+
+  Status embed(const Span& sp) override {
+    EmbedParams<T> ep;
+    ep.samples = sp.samples;
+    ep.stream_stride = sp.sample_stride;
+    ep.w = w_.embed_w;
+    ep.g = w_.embed_g;
+    ep.b = w_.embed_b;
+    ep.eps = dm_.patch_eps;
+    ep.x = bf_.x;
+    ep.n_streams = sp.n_streams;
+    ep.n_tok = sp.n_tok;
+    ep.d = dm_.d;
+    ep.k = dm_.patch_k;
+    ep.s = dm_.patch_s;
+    return launch_.embed(ep);
+  }
+
+  Status norm(NormSite site, int32_t layer, Act in, Act out, int64_t r0, int64_t rows) override {
+    const NormDev& nw = site == NormSite::final ? w_.final_norm
+                        : site == NormSite::layer ? w_.layers[size_t(layer)].norm
+                                                  : w_.layers[size_t(layer)].ffn_norm;
+    return norm_into(launch_, nw, act(in) + r0 * dm_.d, act(out) + r0 * dm_.d, rows, dm_.d);
+  }
+
+  Status ema(int32_t layer, Act in, const Span& sp) override {
+    return ema_forward(launch_, dm_, cap_, bf_, w_.layers[size_t(layer)], layer, sp, act(in));
+  }
+
+  Status gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) override {
+    const LayerDev& L = w_.layers[size_t(layer)];
+    MEGA_GPU_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act));
+    T* base = bf_.base + r0 * dm_.base_cols();
+    MEGA_GPU_TRY(launch_.gemm(linear_gemm(L.mx_proj, bf_.mx + r0 * dm_.d, rows, base)));
+    SplitParams<T> split;
+    split.base = base;
+    split.bias = L.mx_proj.b;
+    split.gamma = L.qk_gamma;
+    split.beta = L.qk_beta;
+    split.q = bf_.q + r0 * dm_.z;
+    split.k = bf_.k + r0 * dm_.z;
+    split.rows = rows;
+    split.g = dm_.gate();
+    return launch_.split(split);
+  }
+
+  Status attention(int32_t layer, int64_t r0, int64_t rows) override {
+    return attention_forward(launch_, dm_, cap_, bf_, w_.layers[size_t(layer)], r0, rows);
+  }
+
+  Status gate_output(int32_t layer, int64_t r0, int64_t rows) override {
+    const LayerDev& L = w_.layers[size_t(layer)];
+    T* base = bf_.base + r0 * dm_.base_cols();
+    OutGateParams<T> og;
+    og.o = bf_.o + r0 * dm_.h;
+    og.base = base;
+    og.rows = rows;
+    og.g = dm_.gate();
+    MEGA_GPU_TRY(launch_.out_gate(og));
+    MEGA_GPU_TRY(launch_.gemm(linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d)));
+    ResidualParams<T> rp;
+    rp.x = bf_.x + r0 * dm_.d;
+    rp.hb = bf_.hb + r0 * dm_.d;
+    rp.bh = L.h_proj.b;
+    rp.base = base;
+    rp.rows = rows;
+    rp.g = dm_.gate();
+    rp.act = dm_.act;
+    return launch_.residual(rp);
+  }
+
+  Status ffn(int32_t layer, Act in, int64_t r0, int64_t rows) override {
+    const LayerDev& L = w_.layers[size_t(layer)];
+    T* hidden = bf_.ffn + r0 * dm_.f;
+    T* out = bf_.hb + r0 * dm_.d;
+    MEGA_GPU_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act));
+    MEGA_GPU_TRY(launch_.gemm(linear_gemm(L.fc2, hidden, rows, out)));
+    AddResidualParams<T> ar;
+    ar.x = bf_.x + r0 * dm_.d;
+    ar.y = out;
+    ar.bias = L.fc2.b;
+    ar.rows = rows;
+    ar.cols = dm_.d;
+    return launch_.add_residual(ar);
+  }
+
+  Status pool(const Span& sp) override {
+    PoolParams<T> pp;
+    pp.x = bf_.x;
+    pp.pool = bf_.pool;
+    pp.total = bf_.total;
+    pp.chunk_index = sp.chunk_index;
+    pp.n_streams = sp.n_streams;
+    pp.n_tok = sp.n_tok;
+    pp.d = dm_.d;
+    pp.w = dm_.w;
+    return launch_.pool(pp);
+  }
+
+ private:
+  T* act(Act a) const { return a == Act::x ? bf_.x : a == Act::xn ? bf_.xn : bf_.mx; }
+
+  Launch& launch_;
+  const Dims& dm_;
+  const Capacity& cap_;
+  const Buffers<T>& bf_;
+  const WeightsDev& w_;
+};
+
+// The model's forward pass (mega::forward) over a span, on this backend.
+template <typename T, typename Launch>
+Status encode(Launch& launch, const Model& model, const Dims& dm, const Capacity& cap, const Buffers<T>& bf,
+              const WeightsDev& w, const Span& sp) {
+  GpuOps<T, Launch> ops(launch, dm, cap, bf, w);
+  return mega::forward(ops, model.hparams(), model_weights(model), sp);
 }
 
 // Logits of every stream: over its window (window = true, tokens_per_chunk =
 // C) or over everything since its chunk 0.
-template <typename T, typename Ops>
-Status head_forward(Ops& ops, const Dims& dm, const Buffers<T>& bf, const WeightsDev& w, int32_t n_streams,
+template <typename T, typename Launch>
+Status head_forward(Launch& ops, const Dims& dm, const Buffers<T>& bf, const WeightsDev& w, int32_t n_streams,
                     const int64_t* chunk_index, bool window, int64_t tokens_per_chunk, float* logits) {
   HeadParams hp;
   hp.pool = bf.pool;

@@ -1,0 +1,353 @@
+// The CPU backend's ops (cpu_ops.h).
+#include "cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace mega::cpu {
+
+namespace {
+
+// Chunks shorter than this run on the calling thread alone: waking a worker
+// costs more than their share of the work (the demo model's 25-token chunks
+// took 3x longer on two threads).
+constexpr int32_t k_min_parallel_chunk = 128;
+
+// Carves one allocation into aligned arrays. Run once without memory to size
+// the block, then again to hand out pointers.
+class Arena {
+ public:
+  explicit Arena(uint8_t* base) : base_(base) {}
+  template <typename T>
+  T* take(int64_t count) {
+    off_ = (off_ + 63) & ~size_t(63);
+    T* p = base_ ? reinterpret_cast<T*>(base_ + off_) : nullptr;
+    off_ += sizeof(T) * size_t(count);
+    return p;
+  }
+  size_t size() const { return off_; }
+
+ private:
+  uint8_t* base_;
+  size_t off_ = 0;
+};
+
+}  // namespace
+
+CpuOps::~CpuOps() { std::free(block_); }
+
+template <typename A>
+void CpuOps::layout(A& a) {
+  const int64_t D = hp_.embed_dim, H = hp_.hidden_dim, Z = hp_.z_dim, C = hp_.chunk_size;
+  const int64_t F = hp_.ffn_hidden_dim, N = hp_.n_dim, K = hp_.truncation;
+  for (LayerState& ls : layers_) {
+    ls.h = a.template take<double>(D * N);
+    ls.ring = a.template take<float>(K * D);
+    const int64_t rows = bidir_ ? 2 * D : D;
+    ls.ref_kernel = !optimized_ && K > 0 ? a.template take<double>(rows * K) : nullptr;
+  }
+  x_ = a.template take<float>(span_tokens_ * D);
+  xn_ = a.template take<float>(span_tokens_ * D);
+  mx_ = a.template take<float>(span_tokens_ * D);
+  v_ = a.template take<float>(C * H);
+  base_ = a.template take<float>(C * (2 * D + Z + H));
+  q_ = a.template take<float>(C * Z);
+  k_ = a.template take<float>(C * Z);
+  scores_ = fused_attention_ ? nullptr : a.template take<float>(C * C);
+  o_ = a.template take<float>(C * H);
+  hb_ = a.template take<float>(C * D);
+  ffn_ = a.template take<float>(C * std::max<int64_t>(F, 1));
+  ema_scratch_ = a.template take<double>(N);
+  attn_partial_ = fused_attention_ ? a.template take<float>(attention_partial_floats(int32_t(H))) : nullptr;
+  for (int32_t t = 0; t < n_threads_ && simd_; ++t) {
+    attn_scratch_[t] = fused_attention_ ? a.template take<float>(attention_scratch_floats(int32_t(C), int32_t(Z)))
+                                        : nullptr;
+    simd_ema_scratch_[t] = a.template take<double>(ema_scratch_doubles(int32_t(N)));
+  }
+  sum_ = a.template take<double>(D);
+  head_a_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
+  head_b_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
+}
+
+bool CpuOps::init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads,
+                  int64_t max_span_tokens) {
+  hp_ = hp;
+  w_ = &w;
+  optimized_ = optimized;
+  math_ = optimized ? MathImpl::Fast : MathImpl::Reference;
+  if (optimized) {
+    simd_ = &simd_kernels();
+    fused_attention_ = hp.attention_fn != AttentionFn::softmax;
+  }
+  n_threads_ = hp.chunk_size < k_min_parallel_chunk ? 1 : n_threads;
+  bidir_ = hp.ema_direction == EmaDirection::bidirectional;
+  span_tokens_ = max_span_tokens;
+  layers_.resize(size_t(hp.n_layers));
+  Arena sizing(nullptr);
+  layout(sizing);
+  block_bytes_ = sizing.size();
+  void* block = nullptr;
+  if (::posix_memalign(&block, 64, block_bytes_ ? block_bytes_ : 64) != 0) return false;
+  block_ = static_cast<uint8_t*>(block);
+  std::memset(block_, 0, block_bytes_);
+  Arena carve(block_);
+  layout(carve);
+  if (!optimized && hp.truncation > 0) {
+    for (size_t l = 0; l < layers_.size(); ++l) ema_lag_kernel(w.layers[l].ema, layers_[l].ref_kernel);
+  }
+  return workers_.start(n_threads_);
+}
+
+void CpuOps::clear_state() {
+  const int64_t D = hp_.embed_dim, N = hp_.n_dim, K = hp_.truncation;
+  for (LayerState& ls : layers_) {
+    std::fill(ls.h, ls.h + D * N, 0.0);
+    std::fill(ls.ring, ls.ring + K * D, 0.0f);
+  }
+}
+
+const NormWeights& CpuOps::norm_weights(NormSite site, int32_t layer) const {
+  if (site == NormSite::final) return w_->final_norm;
+  const LayerWeights& L = w_->layers[size_t(layer)];
+  return site == NormSite::layer ? L.norm : L.ffn_norm;
+}
+
+void CpuOps::linear(const float* in, int64_t n, const LinearWeights& w, float* out) const {
+  LinearParams p;
+  p.x = in;
+  p.n = n;
+  p.w = &w;
+  p.y = out;
+  if (!optimized_) {
+    linear_ref(p);
+  } else if (w.packed) {
+    simd_->linear(p);
+  } else {
+    linear_blas(p);
+  }
+}
+
+// Row tasks of a chunk: about 8 (enough to balance two threads when one is
+// preempted), whole multiples of 16 rows.
+template <typename F>
+void CpuOps::for_rows(int64_t r0, int64_t rows, F&& f) {
+  const int64_t C = hp_.chunk_size;
+  const int64_t step = std::max<int64_t>(16, (C + 127) / 128 * 16);
+  const int32_t n_tasks = int32_t((C + step - 1) / step);
+  for (int64_t c0 = r0; c0 < r0 + rows; c0 += C) {
+    auto task = [&](int32_t t, int32_t) { f(c0 + t * step, c0 + std::min<int64_t>(C, (t + 1) * step)); };
+    workers_.run(n_tasks, task);
+  }
+}
+
+// kernel(params, unit, unit + 1, scratch) for units [0, n_units) (query
+// blocks, channel groups), one task each, with each thread's scratch.
+template <typename P, typename S>
+void CpuOps::run_units(const P& params, int32_t n_units, void (*kernel)(const P&, int32_t, int32_t, S*),
+                       S* const* scratch) {
+  auto task = [&](int32_t unit, int32_t thread) { kernel(params, unit, unit + 1, scratch[thread]); };
+  workers_.run(n_units, task);
+}
+
+// Tokens of x from scaled samples laid out as [k - s context | n_tok * s].
+Status CpuOps::embed(const Span& span) {
+  const int32_t D = hp_.embed_dim, kk = hp_.patch_kernel, s = hp_.patch_stride;
+  const auto dot = [kk](const float* w, const float* win) {
+    float acc = 0.0f;
+    for (int32_t i = 0; i < kk; ++i) acc += w[i] * win[i];
+    return acc;
+  };
+  for (int64_t j = 0; j < span.n_tok; ++j) {
+    const float* win = span.samples + j * s;
+    float* xt = x_ + j * D;
+    for (int32_t d = 0; d < D; ++d) {
+      const float a = dot(w_->embed_w + int64_t(d) * kk, win);
+      if (w_->embed_g == nullptr) {
+        xt[d] = a + w_->embed_b[d];
+      } else {  // log power of the filter pair (d, D + d)
+        const float b = dot(w_->embed_w + int64_t(D + d) * kk, win);
+        xt[d] = w_->embed_g[d] * std::log(a * a + b * b + hp_.patch_log_eps) + w_->embed_b[d];
+      }
+    }
+  }
+  return Status::ok;
+}
+
+Status CpuOps::norm(NormSite site, int32_t layer, Act in, Act out, int64_t r0, int64_t rows) {
+  const NormWeights& nw = norm_weights(site, layer);
+  const int32_t D = hp_.embed_dim;
+  const float* src = act(in);
+  float* dst = act(out);
+  for_rows(r0, rows, [&](int64_t t0, int64_t t1) { norm_apply(nw, src + t0 * D, dst + t0 * D, t1 - t0, D); });
+  return Status::ok;
+}
+
+Status CpuOps::ema(int32_t layer, Act in, const Span& span) {
+  const LayerWeights& L = w_->layers[size_t(layer)];
+  LayerState& ls = layers_[size_t(layer)];
+  const float* xin = act(in);
+  EmaParams ep;
+  ep.w = &L.ema;
+  ep.d = hp_.embed_dim;
+  ep.n = span.n_tok;
+  ep.x = xin;
+  ep.y = mx_;
+  ep.h = ls.h;
+  ep.ring = ls.ring;
+  ep.tokens_seen = span.streaming ? span.chunk_index[0] * hp_.chunk_size : 0;
+  ep.ref_kernel = ls.ref_kernel;
+  ep.scratch = ema_scratch_;
+  if (bidir_) {
+    optimized_ ? ema_bidir_fast(ep) : ema_bidir_ref(ep);
+  } else if (!optimized_) {
+    ema_causal_ref(ep);
+  } else {
+    const int32_t group = simd_->ema_group;
+    run_units(ep, (hp_.embed_dim + group - 1) / group, simd_->ema_causal, simd_ema_scratch_);
+  }
+  // mx = silu(EMA + omega * in)
+  const int64_t D = hp_.embed_dim;
+  for_rows(0, span.rows(), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t d = 0; d < D; ++d) mx_[t * D + d] += L.ema.omega[d] * xin[t * D + d];
+    }
+    vec_silu(math_, mx_ + t0 * D, mx_ + t0 * D, (t1 - t0) * D);
+  });
+  return Status::ok;
+}
+
+Status CpuOps::gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) {
+  const LayerWeights& L = w_->layers[size_t(layer)];
+  const int64_t D = hp_.embed_dim, H = hp_.hidden_dim, Z = hp_.z_dim;
+  const int64_t W = 2 * D + Z + H;
+  const float* xin = act(in) + r0 * D;
+  const float* mxc = mx_ + r0 * D;
+  for_rows(0, rows, [&](int64_t t0, int64_t t1) {
+    const int64_t n = t1 - t0;
+    linear(xin + t0 * D, n, L.v_proj, v_ + t0 * H);
+    activation_apply(math_, hp_.activation, v_ + t0 * H, n * H);
+    linear(mxc + t0 * D, n, L.mx_proj, base_ + t0 * W);
+    for (int64_t t = t0; t < t1; ++t) {
+      float* b = base_ + t * W;
+      vec_sigmoid(math_, b, b, D);          // u
+      vec_silu(math_, b + D, b + D, Z + H);  // z, r
+      for (int64_t i = 0; i < Z; ++i) {
+        q_[t * Z + i] = b[D + i] * L.qk_gamma[i] + L.qk_beta[i];
+        k_[t * Z + i] = b[D + i] * L.qk_gamma[Z + i] + L.qk_beta[Z + i];
+      }
+    }
+  });
+  return Status::ok;
+}
+
+Status CpuOps::attention(int32_t layer, int64_t r0, int64_t rows) {
+  AttentionParams ap;
+  ap.q = q_;
+  ap.k = k_;
+  ap.v = v_;
+  ap.rel_pos_bias = w_->layers[size_t(layer)].rel_pos_bias;
+  ap.chunk = hp_.chunk_size;
+  ap.c = hp_.chunk_size;
+  ap.z = hp_.z_dim;
+  ap.hdim = hp_.hidden_dim;
+  ap.fn = hp_.attention_fn;
+  ap.scores = scores_;
+  ap.o = o_;
+  if (!optimized_) {
+    attention_ref(ap);
+  } else if (!fused_attention_) {
+    attention_blas(ap, math_);
+  } else {
+    ap.partial = attn_partial_;
+    run_units(ap, attention_units(*simd_, hp_.chunk_size), simd_->attention, attn_scratch_);
+    attention_finish(*simd_, ap);
+  }
+  return Status::ok;
+}
+
+Status CpuOps::gate_output(int32_t layer, int64_t r0, int64_t rows) {
+  const LayerWeights& L = w_->layers[size_t(layer)];
+  const int64_t D = hp_.embed_dim, H = hp_.hidden_dim, Z = hp_.z_dim;
+  const int64_t W = 2 * D + Z + H;
+  float* xc = x_ + r0 * D;
+  for_rows(0, rows, [&](int64_t t0, int64_t t1) {
+    const int64_t n = t1 - t0;
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* r = base_ + t * W + D + Z;
+      for (int64_t i = 0; i < H; ++i) o_[t * H + i] *= r[i];
+    }
+    linear(o_ + t0 * H, n, L.h_proj, hb_ + t0 * D);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* hx = base_ + t * W + D + Z + H;
+      for (int64_t i = 0; i < D; ++i) hb_[t * D + i] += hx[i];
+    }
+    activation_apply(math_, hp_.activation, hb_ + t0 * D, n * D);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* u = base_ + t * W;
+      for (int64_t i = 0; i < D; ++i) {
+        const float res = xc[t * D + i];
+        xc[t * D + i] = res + u[i] * (hb_[t * D + i] - res);
+      }
+    }
+  });
+  return Status::ok;
+}
+
+Status CpuOps::ffn(int32_t layer, Act in, int64_t r0, int64_t rows) {
+  const LayerWeights& L = w_->layers[size_t(layer)];
+  const int64_t D = hp_.embed_dim, F = hp_.ffn_hidden_dim;
+  const float* fin = act(in) + r0 * D;
+  float* xc = x_ + r0 * D;
+  for_rows(0, rows, [&](int64_t t0, int64_t t1) {
+    const int64_t n = t1 - t0;
+    linear(fin + t0 * D, n, L.fc1, ffn_ + t0 * F);
+    activation_apply(math_, hp_.activation, ffn_ + t0 * F, n * F);
+    linear(ffn_ + t0 * F, n, L.fc2, hb_ + t0 * D);
+    for (int64_t i = t0 * D; i < t1 * D; ++i) xc[i] += hb_[i];
+  });
+  return Status::ok;
+}
+
+// The span's tokens summed in token order (one chunk when streaming).
+Status CpuOps::pool(const Span& span) {
+  const int32_t D = hp_.embed_dim;
+  std::fill(sum_, sum_ + D, 0.0);
+  for (int64_t t = 0; t < span.rows(); ++t) {
+    for (int32_t d = 0; d < D; ++d) sum_[d] += x_[t * D + d];
+  }
+  return Status::ok;
+}
+
+void CpuOps::trace(int32_t slot, const Span& span) {
+  if (!trace_) return;
+  const int32_t D = hp_.embed_dim;
+  float* dst = trace_ + (int64_t(slot) * trace_tokens_ + trace_offset_) * D;
+  std::memcpy(dst, x_, sizeof(float) * size_t(span.rows() * D));
+}
+
+void CpuOps::head(const double* sum, int64_t n_tok, float* out) {
+  const int32_t D = hp_.embed_dim;
+  for (int32_t d = 0; d < D; ++d) head_a_[d] = float(sum[d] / double(n_tok));
+  float* in = head_a_;
+  float* nxt = head_b_;
+  for (const LinearWeights& cl : w_->classifier) {
+    LinearParams p;
+    p.x = in;
+    p.n = 1;
+    p.w = &cl;
+    p.y = nxt;
+    linear_ref(p);
+    activation_apply(math_, hp_.classifier_activation, nxt, cl.n_out);
+    std::swap(in, nxt);
+  }
+  LinearParams p;
+  p.x = in;
+  p.n = 1;
+  p.w = &w_->projection;
+  p.y = out;
+  linear_ref(p);
+}
+
+}  // namespace mega::cpu

@@ -1,0 +1,109 @@
+// The CPU backend's ops (kernels/ops.h) for one stream: its activations,
+// scratch and EMA state in one block allocated at creation, the worker
+// threads that share each chunk, and the choice of kernels (the scalar
+// references, or the optimized twins: packed SIMD projections, the fused
+// chunk attention with its split last block, the channel-group EMA).
+//
+// Passes are one chunk: gate_inputs .. ffn run on the chunk's C rows, split
+// into row tasks across the threads (the same tasks for any thread count, so
+// results are bit-identical). Unidirectional spans are one chunk; a
+// bidirectional clip is one span of up to max_span_tokens.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpu/elementwise.h"
+#include "cpu/kernels.h"
+#include "cpu/simd_kernels.h"
+#include "cpu/worker_pool.h"
+#include "ops.h"
+
+namespace mega::cpu {
+
+constexpr int32_t k_max_threads = 16;
+
+class CpuOps final : public Ops {
+ public:
+  CpuOps() = default;
+  ~CpuOps() override;
+  CpuOps(const CpuOps&) = delete;
+  CpuOps& operator=(const CpuOps&) = delete;
+
+  // optimized: SIMD/BLAS kernels (else the scalar references); n_threads as
+  // SessionOptions; max_span_tokens: the longest span (C, or a bidirectional
+  // clip). False if memory or threads cannot be had.
+  bool init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads, int64_t max_span_tokens);
+
+  // Fresh EMA state (the stream starts from silence).
+  void clear_state();
+  int64_t memory_bytes() const { return int64_t(block_bytes_); }
+  MathImpl math() const { return math_; }
+
+  // Tests: copy x after the embedding (slot 0) and after layer l (slot
+  // l + 1) into trace + (slot * trace_tokens + offset) * D.
+  void set_trace(float* trace, int64_t trace_tokens, int64_t offset) {
+    trace_ = trace;
+    trace_tokens_ = trace_tokens;
+    trace_offset_ = offset;
+  }
+  // After forward(): the pooled sum over the span's tokens (D doubles).
+  const double* span_sum() const { return sum_; }
+  // Logits (n_classes) of a pooled sum over n_tok tokens, through the classifier head.
+  void head(const double* sum, int64_t n_tok, float* out);
+
+  int64_t pass_rows(const Span& span) const override { return hp_.chunk_size; }
+  Status embed(const Span& span) override;
+  Status norm(NormSite site, int32_t layer, Act in, Act out, int64_t r0, int64_t rows) override;
+  Status ema(int32_t layer, Act in, const Span& span) override;
+  Status gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) override;
+  Status attention(int32_t layer, int64_t r0, int64_t rows) override;
+  Status gate_output(int32_t layer, int64_t r0, int64_t rows) override;
+  Status ffn(int32_t layer, Act in, int64_t r0, int64_t rows) override;
+  Status pool(const Span& span) override;
+  void trace(int32_t slot, const Span& span) override;
+
+ private:
+  struct LayerState {
+    double* h = nullptr;           // (D x N) EMA state (causal)
+    float* ring = nullptr;         // (K x D) last K EMA inputs
+    double* ref_kernel = nullptr;  // (rows x K), reference kernels only
+  };
+  template <typename A>
+  void layout(A& a);
+  float* act(Act a) const { return a == Act::x ? x_ : a == Act::xn ? xn_ : mx_; }
+  const NormWeights& norm_weights(NormSite site, int32_t layer) const;
+  void linear(const float* in, int64_t n, const LinearWeights& w, float* out) const;
+  // f(t0, t1) over the row tasks of each chunk in rows [r0, r0 + rows), on all threads
+  template <typename F>
+  void for_rows(int64_t r0, int64_t rows, F&& f);
+  template <typename P, typename S>
+  void run_units(const P& params, int32_t n_units, void (*kernel)(const P&, int32_t, int32_t, S*),
+                 S* const* scratch);
+
+  HParams hp_;
+  const ModelWeights* w_ = nullptr;
+  bool optimized_ = true, bidir_ = false, fused_attention_ = false;
+  MathImpl math_ = MathImpl::Fast;
+  const SimdKernels* simd_ = nullptr;
+  WorkerPool workers_;
+  int32_t n_threads_ = 1;
+  int64_t span_tokens_ = 0;
+
+  uint8_t* block_ = nullptr;
+  size_t block_bytes_ = 0;
+  std::vector<LayerState> layers_;  // sized at init, never resized
+  float *x_ = nullptr, *xn_ = nullptr, *mx_ = nullptr;  // (span x D)
+  float *v_ = nullptr, *base_ = nullptr, *q_ = nullptr, *k_ = nullptr;  // one pass (C rows)
+  float *scores_ = nullptr, *o_ = nullptr, *hb_ = nullptr, *ffn_ = nullptr;
+  double* ema_scratch_ = nullptr;                 // bidirectional fast EMA
+  float* attn_scratch_[k_max_threads] = {};       // per thread: fused attention
+  float* attn_partial_ = nullptr;                 // fused attention: the split last block's halves
+  double* simd_ema_scratch_[k_max_threads] = {};  // per thread: SIMD causal EMA
+  double* sum_ = nullptr;                         // (D) the span's pooled sum
+  float *head_a_ = nullptr, *head_b_ = nullptr;
+  float* trace_ = nullptr;
+  int64_t trace_tokens_ = 0, trace_offset_ = 0;
+};
+
+}  // namespace mega::cpu
