@@ -45,6 +45,10 @@ class HostGpuSession {
   }
 
   const mega::gpu::Dims& dims() const { return dm_; }
+  // The backend's steps (kernels/ops.h) over this session's memory, and that
+  // memory: for the backend-comparison harness (test_backend_ops.cpp).
+  mega::gpu::GpuOps<float, mega::gpu::HostOps> ops() { return {ops_, dm_, cap_, bf_, w_}; }
+  const mega::gpu::Buffers<float>& buffers() const { return bf_; }
 
   // One chunk for every stream (n_streams * chunk_samples raw samples);
   // logits: n_streams * n_classes over each stream's window.

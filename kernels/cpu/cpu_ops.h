@@ -47,6 +47,8 @@ class CpuOps final : public Ops {
     trace_tokens_ = trace_tokens;
     trace_offset_ = offset;
   }
+  // The span's activations (rows x D), for the backend-comparison harness.
+  float* activation(Act a) const { return act(a); }
   // After forward(): the pooled sum over the span's tokens (D doubles).
   const double* span_sum() const { return sum_; }
   // Logits (n_classes) of a pooled sum over n_tok tokens, through the classifier head.
