@@ -23,12 +23,12 @@ inline void note_allocation() {
 
 }  // namespace
 
-namespace mega_bench {
+namespace mega_alloc {
 
 void set_alloc_counting(bool on) { g_counting.store(on, std::memory_order_seq_cst); }
 int64_t alloc_count() { return g_count.load(std::memory_order_seq_cst); }
 
-}  // namespace mega_bench
+}  // namespace mega_alloc
 
 #if defined(__SANITIZE_ADDRESS__)
 

@@ -1,13 +1,13 @@
 // Counts heap allocations (the malloc family and operator new, from any
 // thread) made while counting is on. Link alloc_counter.cpp into a binary of
 // its own: it replaces the process's malloc (or, under AddressSanitizer,
-// installs the sanitizer's allocation hook instead). mega_bench's own copy of
-// tests/alloc_counter.h, so that bench/ does not build on tests/.
+// installs the sanitizer's allocation hook instead). Used by the benchmarks
+// and by the tests that count allocations per chunk.
 #pragma once
 
 #include <cstdint>
 
-namespace mega_bench {
+namespace mega_alloc {
 
 void set_alloc_counting(bool on);
 int64_t alloc_count();  // allocations counted so far
@@ -22,4 +22,4 @@ int64_t allocations_in(F&& f) {
   return alloc_count() - before;
 }
 
-}  // namespace mega_bench
+}  // namespace mega_alloc

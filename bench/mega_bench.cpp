@@ -267,7 +267,7 @@ void BM_StreamChunk(benchmark::State& state) {
   double wall = 0.0, cpu = 0.0;
   for (auto _ : state) {
     const double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
-    allocations += mega_bench::allocations_in(push_chunk);
+    allocations += mega_alloc::allocations_in(push_chunk);
     wall += now_s(CLOCK_MONOTONIC) - w0;
     cpu += now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
   }

@@ -34,6 +34,7 @@
 #include "mega/engine.hpp"
 #include "mega/mega.hpp"
 #include "model_flops.h"
+#include "parse_number.h"
 
 namespace {
 
@@ -73,25 +74,8 @@ void print_usage(FILE* out) {
       "            3 model not loadable; 4 compute device error\n");
 }
 
-bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_float(const char* s, double lo, double hi, double* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s, &end);
-  if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
+using kws::parse_float;
+using kws::parse_int;
 
 int usage_error(const char* fmt, const char* arg = "") {
   std::fprintf(stderr, "mega_rtf: ");

@@ -20,7 +20,7 @@
 #include "mega/mega.hpp"
 #include "mega/mega_kws.h"
 
-using mega_test::allocations_in;
+using mega_alloc::allocations_in;
 
 namespace {
 

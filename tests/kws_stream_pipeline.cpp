@@ -255,7 +255,7 @@ TEST(StreamPipeline, AllocatesNothingWhileStreaming) {
     ASSERT_TRUE(p) << err;
     Recorder rec(r.model->hparams().n_classes);
     kws::StreamEnd end = kws::StreamEnd::stopped;
-    EXPECT_EQ(mega_test::allocations_in([&] { end = p->run(kws::StreamOptions(), rec); }), 0) << "at " << rate << " Hz";
+    EXPECT_EQ(mega_alloc::allocations_in([&] { end = p->run(kws::StreamOptions(), rec); }), 0) << "at " << rate << " Hz";
     EXPECT_EQ(end, kws::StreamEnd::ended);
     EXPECT_GT(p->stats().n_chunks, 10);
   }

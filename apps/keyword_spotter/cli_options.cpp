@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "parse_number.h"
+
 namespace kws {
 
 namespace {
@@ -43,26 +45,6 @@ void print_usage(FILE* out) {
       "            3 model not loadable; 4 audio or compute device error\n"
       "\n"
       "the benchmark (real-time factor, latency, memory) is a program of its own: mega_rtf\n");
-}
-
-bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_float(const char* s, double lo, double hi, double* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s, &end);
-  if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
 }
 
 int usage_error(const char* fmt, const char* arg = "") {

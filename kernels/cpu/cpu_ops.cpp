@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/arena.h"
+
 namespace mega::cpu {
 
 namespace {
@@ -15,24 +17,6 @@ namespace {
 // took 3x longer on two threads).
 constexpr int32_t k_min_parallel_chunk = 128;
 
-// Carves one allocation into aligned arrays. Run once without memory to size
-// the block, then again to hand out pointers.
-class Arena {
- public:
-  explicit Arena(uint8_t* base) : base_(base) {}
-  template <typename T>
-  T* take(int64_t count) {
-    off_ = (off_ + 63) & ~size_t(63);
-    T* p = base_ ? reinterpret_cast<T*>(base_ + off_) : nullptr;
-    off_ += sizeof(T) * size_t(count);
-    return p;
-  }
-  size_t size() const { return off_; }
-
- private:
-  uint8_t* base_;
-  size_t off_ = 0;
-};
 
 }  // namespace
 

@@ -16,34 +16,12 @@
 
 #include <cblas.h>
 
+#include "common/arena.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/denormals.h"
 #include "model_data.h"
 
 namespace mega {
-
-namespace {
-
-// Carves one allocation into aligned arrays. Run once without memory to size
-// the block, then again to hand out pointers.
-class Arena {
- public:
-  explicit Arena(uint8_t* base) : base_(base) {}
-  template <typename T>
-  T* take(int64_t count) {
-    off_ = (off_ + 63) & ~size_t(63);
-    T* p = base_ ? reinterpret_cast<T*>(base_ + off_) : nullptr;
-    off_ += sizeof(T) * size_t(count);
-    return p;
-  }
-  size_t size() const { return off_; }
-
- private:
-  uint8_t* base_;
-  size_t off_ = 0;
-};
-
-}  // namespace
 
 struct SessionState {
   const ModelData* md = nullptr;
