@@ -25,7 +25,7 @@ class HostGpuSession {
     cap_.n_streams = n_streams;
     if (dm_.bidir) {
       const int64_t clip = std::max(max_clip_samples, hp.window_samples());
-      cap_.clip_tokens = padded_clip_samples(hp, clip) / dm_.patch_s;
+      cap_.clip_tokens = hp.padded_clip_samples(clip) / dm_.patch_s;
     }
     cap_.rows = std::max(int64_t(n_streams) * dm_.c, cap_.clip_tokens);
     cap_.group = group;
@@ -67,7 +67,7 @@ class HostGpuSession {
   // gets each chunk's window logits.
   mega::Status classify(const float* samples, int64_t n, float* logits, std::vector<float>* chunk_logits = nullptr) {
     const mega::HParams& hp = model_->hparams();
-    const int64_t total = mega::gpu::padded_clip_samples(hp, n);
+    const int64_t total = hp.padded_clip_samples(n);
     const int64_t cs = hp.chunk_samples();
     if (!dm_.bidir) {
       if (cap_.n_streams != 1) return mega::Status::invalid_argument;

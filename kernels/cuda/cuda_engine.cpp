@@ -123,7 +123,7 @@ class CudaEngine final : public Engine {
     return ds_->classify_clip(samples, n, logits);
   }
   int64_t padded_clip_samples(int64_t n) const override {
-    return mega::gpu::padded_clip_samples(model().hparams(), n);
+    return model().hparams().padded_clip_samples(n);
   }
   int64_t memory_bytes() const override {
     return ds_->device_bytes() + ds_->host_bytes() + int64_t(sizeof(float) * (chunk_.size() + logits_.size()));

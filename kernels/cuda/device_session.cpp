@@ -269,7 +269,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
   cap_.n_streams = o.n_streams;
   if (dm_.bidir) {
     const int64_t clip = std::max(o.max_clip_samples, hp.window_samples());
-    cap_.clip_tokens = padded_clip_samples(hp, clip) / dm_.patch_s;
+    cap_.clip_tokens = hp.padded_clip_samples(clip) / dm_.patch_s;
   }
   cap_.rows = std::max(int64_t(o.n_streams) * dm_.c, cap_.clip_tokens);
   if (cap_.rows * std::max({dm_.base_cols(), dm_.f, dm_.h}) > INT32_MAX) {  // cuBLAS dimensions are int
@@ -588,7 +588,7 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
   if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
   MEGA_GPU_TRY(drain());
   const HParams& hp = model_->hparams();
-  const int64_t total = padded_clip_samples(hp, n);
+  const int64_t total = hp.padded_clip_samples(n);
   if (!dm_.bidir) {
     // a unidirectional clip is a stream from a fresh start, pooled over all of it
     const int64_t cs = dm_.chunk_samples;

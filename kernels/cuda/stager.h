@@ -12,13 +12,6 @@
 
 namespace mega::gpu {
 
-// The CPU session's clip padding: whole chunks, at least one window.
-inline int64_t padded_clip_samples(const HParams& hp, int64_t n) {
-  const int64_t cs = hp.chunk_samples();
-  const int64_t padded = (std::max<int64_t>(n, 1) + cs - 1) / cs * cs;
-  return std::max(padded, hp.window_samples());
-}
-
 class Stager {
  public:
   // tails: n_streams * ctx floats, next: n_streams counters (caller's memory).

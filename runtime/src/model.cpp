@@ -557,6 +557,19 @@ const std::vector<float>& Model::self_test_input() const { return impl_->data->s
 const std::vector<float>& Model::self_test_logits() const { return impl_->data->self_test_logits; }
 float Model::self_test_tolerance() const { return impl_->data->self_test_tolerance; }
 
+Status Model::check_self_test(const float* logits, float* max_abs_diff) const {
+  const std::vector<float>& want = self_test_logits();
+  if (max_abs_diff) *max_abs_diff = 0.0f;
+  if (want.empty() || !logits) return Status::invalid_argument;
+  float worst = 0.0f;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float d = std::fabs(logits[i] - want[i]);
+    worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+  }
+  if (max_abs_diff) *max_abs_diff = worst;
+  return worst <= self_test_tolerance() ? Status::ok : Status::self_test_failed;
+}
+
 std::shared_ptr<const Model> Model::load(const std::string& path, std::string* error, Status* status) {
   LoadError err;
   auto md = std::make_unique<ModelData>();

@@ -68,6 +68,13 @@ struct HParams {
 
   int64_t chunk_samples() const { return int64_t(chunk_size) * patch_stride; }
   int64_t window_samples() const { return chunk_samples() * window_chunks; }
+  // What classify_clip() runs on a clip of n samples: zero-padded to whole
+  // chunks, and to at least one window.
+  int64_t padded_clip_samples(int64_t n) const {
+    const int64_t cs = chunk_samples();
+    const int64_t padded = ((n > 1 ? n : 1) + cs - 1) / cs * cs;
+    return padded > window_samples() ? padded : window_samples();
+  }
 };
 
 struct DetectionDefaults {
@@ -113,6 +120,10 @@ class Model {
   const std::vector<float>& self_test_input() const;
   const std::vector<float>& self_test_logits() const;
   float self_test_tolerance() const;
+  // Logits computed for self_test_input() against the file's: *max_abs_diff
+  // gets the largest difference (infinity for NaN); self_test_failed beyond
+  // the tolerance, invalid_argument if the file has no self-test.
+  Status check_self_test(const float* logits, float* max_abs_diff) const;
 
  private:
   Model();
