@@ -121,7 +121,7 @@ void BM_AttentionBlas(benchmark::State& state) {
   mega::set_blas_threads(1);
   AttentionCase ac;
   const auto p = ac.params();
-  for (auto _ : state) mega::cpu::attention_blas(p, mega::cpu::MathImpl::Fast);
+  for (auto _ : state) mega::cpu::attention_blas(p, mega::KernelImpl::optimized);
   set_gflops(state, ac.flops());
 }
 BENCHMARK(BM_AttentionBlas)->Unit(benchmark::kMillisecond);
@@ -231,7 +231,7 @@ BENCHMARK(BM_Linear)->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}})->ArgNames({"proj", 
 
 void BM_Silu(benchmark::State& state) {
   auto x = random_floats(120000, -6, 6, 10);
-  const auto math = state.range(0) ? mega::cpu::MathImpl::Fast : mega::cpu::MathImpl::Reference;
+  const auto math = state.range(0) ? mega::KernelImpl::optimized : mega::KernelImpl::reference;
   state.SetLabel(state.range(0) ? "fast" : "reference");
   for (auto _ : state) {
     mega::cpu::vec_silu(math, x.data(), x.data(), int64_t(x.size()));

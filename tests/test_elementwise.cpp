@@ -14,12 +14,12 @@
 
 namespace {
 
-using mega::cpu::MathImpl;
-using UnaryFn = void (*)(MathImpl, const float*, float*, int64_t);
+using mega::KernelImpl;
+using UnaryFn = void (*)(KernelImpl, const float*, float*, int64_t);
 
-constexpr double k_pi = 3.14159265358979323846;
-constexpr float k_inf = std::numeric_limits<float>::infinity();
-constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();
+constexpr double kPi = 3.14159265358979323846;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
 // ---------------------------------------------------------------------------------------
 // Double-precision truths, written in forms that stay accurate in both tails (erfc for
@@ -43,13 +43,13 @@ double gelu_truth(float x) {
 double gelu_tanh_truth(float x) {
   // 0.5 (1 + tanh(u)) == sigmoid(2u), without the cancellation for negative u.
   const double xd = x;
-  const double u = std::sqrt(2.0 / k_pi) * (xd + 0.044715 * xd * xd * xd);
+  const double u = std::sqrt(2.0 / kPi) * (xd + 0.044715 * xd * xd * xd);
   return xd * sigmoid_d(2.0 * u);
 }
 
 double laplace_truth_d(double x) {
-  const double z = (x - static_cast<double>(mega::cpu::k_laplace_mu)) /
-                   static_cast<double>(mega::cpu::k_laplace_divisor);
+  const double z = (x - static_cast<double>(mega::cpu::kLaplaceMu)) /
+                   static_cast<double>(mega::cpu::kLaplaceDivisor);
   return 0.5 * std::erfc(-z);
 }
 double laplace_truth(float x) { return laplace_truth_d(x); }
@@ -68,7 +68,7 @@ enum class Metric {
 
 // The flush threshold sits one float above ln FLT_MIN, so values a hair above FLT_MIN
 // may be flushed too.
-constexpr double k_flush_limit = FLT_MIN * 1.00001;
+constexpr double kFlushLimit = FLT_MIN * 1.00001;
 
 struct ErrorStats {
   double max_err = 0.0;
@@ -86,13 +86,13 @@ double metric_error(Metric m, float x, double got, double want) {
     case Metric::AbsScaled:
       return diff / std::fmax(1.0, std::fabs(want));
     case Metric::RelNormal:
-      if (std::fabs(want) >= k_flush_limit) return diff / std::fabs(want);
+      if (std::fabs(want) >= kFlushLimit) return diff / std::fabs(want);
       // Flush range: map "within FLT_MIN" to 0 and anything worse to a failing value.
-      return diff <= k_flush_limit ? 0.0 : 1.0;
+      return diff <= kFlushLimit ? 0.0 : 1.0;
     case Metric::RelNormalX: {
       const double scale = std::fmax(1.0, std::fabs(static_cast<double>(x)));
-      if (std::fabs(want) / scale >= k_flush_limit) return diff / std::fabs(want);
-      return diff <= k_flush_limit * scale ? 0.0 : 1.0;
+      if (std::fabs(want) / scale >= kFlushLimit) return diff / std::fabs(want);
+      return diff <= kFlushLimit * scale ? 0.0 : 1.0;
     }
   }
   return 0.0;
@@ -108,7 +108,7 @@ std::vector<float> linspace(double lo, double hi, int64_t count) {
 }
 
 template <typename Truth>
-ErrorStats measure(UnaryFn fn, MathImpl impl, const std::vector<float>& xs, Truth truth, Metric m) {
+ErrorStats measure(UnaryFn fn, KernelImpl impl, const std::vector<float>& xs, Truth truth, Metric m) {
   std::vector<float> ys(xs.size());
   fn(impl, xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
   ErrorStats s;
@@ -129,10 +129,10 @@ ErrorStats measure(UnaryFn fn, MathImpl impl, const std::vector<float>& xs, Trut
   return s;
 }
 
-const char* impl_name(MathImpl impl) { return impl == MathImpl::Fast ? "fast" : "reference"; }
+const char* impl_name(KernelImpl impl) { return impl == KernelImpl::optimized ? "fast" : "reference"; }
 
 template <typename Truth>
-void expect_accuracy(const char* name, UnaryFn fn, MathImpl impl, const std::vector<float>& xs,
+void expect_accuracy(const char* name, UnaryFn fn, KernelImpl impl, const std::vector<float>& xs,
                      Truth truth, Metric m, double bound) {
   const ErrorStats s = measure(fn, impl, xs, truth, m);
   std::printf("[ measured ] %-10s %-9s max err %.3g at x=%.9g (got %.9g, want %.9g)\n", name,
@@ -143,21 +143,21 @@ void expect_accuracy(const char* name, UnaryFn fn, MathImpl impl, const std::vec
                               << " got " << s.worst_got << " want " << s.worst_want;
 }
 
-constexpr int64_t k_grid = 1000000;
+constexpr int64_t kGrid = 1000000;
 
 // ---------------------------------------------------------------------------------------
 // Accuracy of the fast path
 
 TEST(ElementwiseFast, ExpRelativeError) {
-  expect_accuracy("exp", mega::cpu::vec_exp, MathImpl::Fast, linspace(-87.0, 88.0, k_grid),
+  expect_accuracy("exp", mega::cpu::vec_exp, KernelImpl::optimized, linspace(-87.0, 88.0, kGrid),
                   exp_truth, Metric::RelNormal, 4e-7);
   // Near zero the polynomial carries everything.
-  expect_accuracy("exp", mega::cpu::vec_exp, MathImpl::Fast, linspace(-1.0, 1.0, k_grid),
+  expect_accuracy("exp", mega::cpu::vec_exp, KernelImpl::optimized, linspace(-1.0, 1.0, kGrid),
                   exp_truth, Metric::RelNormal, 4e-7);
   // Right up to the flush threshold and the overflow threshold.
-  expect_accuracy("exp", mega::cpu::vec_exp, MathImpl::Fast, linspace(-87.33654, -86.0, 100000),
+  expect_accuracy("exp", mega::cpu::vec_exp, KernelImpl::optimized, linspace(-87.33654, -86.0, 100000),
                   exp_truth, Metric::RelNormal, 4e-7);
-  expect_accuracy("exp", mega::cpu::vec_exp, MathImpl::Fast, linspace(87.0, 88.72, 100000),
+  expect_accuracy("exp", mega::cpu::vec_exp, KernelImpl::optimized, linspace(87.0, 88.72, 100000),
                   exp_truth, Metric::RelNormal, 4e-7);
 }
 
@@ -165,21 +165,21 @@ TEST(ElementwiseFast, ExpFlushesBelowFltMin) {
   // Below ln FLT_MIN = -87.3365 the true value is under FLT_MIN; the kernel returns 0.
   const std::vector<float> xs = linspace(-120.0, -87.33655, 100000);
   std::vector<float> ys(xs.size());
-  mega::cpu::vec_exp(MathImpl::Fast, xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  mega::cpu::vec_exp(KernelImpl::optimized, xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
   for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(ys[i], 0.0f) << "x=" << xs[i];
 }
 
 TEST(ElementwiseFast, ErfAbsoluteError) {
-  expect_accuracy("erf", mega::cpu::vec_erf, MathImpl::Fast, linspace(-10.0, 10.0, k_grid),
+  expect_accuracy("erf", mega::cpu::vec_erf, KernelImpl::optimized, linspace(-10.0, 10.0, kGrid),
                   erf_truth, Metric::Abs, 2e-7);
   // Dense around the switch between the two approximations at |z| = 1.
-  expect_accuracy("erf", mega::cpu::vec_erf, MathImpl::Fast, linspace(-2.0, 2.0, k_grid),
+  expect_accuracy("erf", mega::cpu::vec_erf, KernelImpl::optimized, linspace(-2.0, 2.0, kGrid),
                   erf_truth, Metric::Abs, 2e-7);
 }
 
 TEST(ElementwiseFast, ErfRelativeErrorNearZero) {
   // erf(x) ~ 2x/sqrt(pi) for tiny x: the polynomial form must keep relative accuracy.
-  expect_accuracy("erf", mega::cpu::vec_erf, MathImpl::Fast, linspace(-1e-3, 1e-3, 100001),
+  expect_accuracy("erf", mega::cpu::vec_erf, KernelImpl::optimized, linspace(-1e-3, 1e-3, 100001),
                   erf_truth, Metric::RelNormal, 4e-7);
 }
 
@@ -187,43 +187,43 @@ TEST(ElementwiseFast, ErfIsOdd) {
   const std::vector<float> xs = linspace(0.0, 6.0, 100000);
   std::vector<float> neg(xs.size()), pos(xs.size()), neg_out(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) neg[i] = -xs[i];
-  mega::cpu::vec_erf(MathImpl::Fast, xs.data(), pos.data(), static_cast<int64_t>(xs.size()));
-  mega::cpu::vec_erf(MathImpl::Fast, neg.data(), neg_out.data(), static_cast<int64_t>(xs.size()));
+  mega::cpu::vec_erf(KernelImpl::optimized, xs.data(), pos.data(), static_cast<int64_t>(xs.size()));
+  mega::cpu::vec_erf(KernelImpl::optimized, neg.data(), neg_out.data(), static_cast<int64_t>(xs.size()));
   for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(neg_out[i], -pos[i]) << "x=" << xs[i];
 }
 
 TEST(ElementwiseFast, SigmoidRelativeError) {
-  expect_accuracy("sigmoid", mega::cpu::vec_sigmoid, MathImpl::Fast,
-                  linspace(-100.0, 100.0, k_grid), sigmoid_truth, Metric::RelNormal, 4e-7);
-  expect_accuracy("sigmoid", mega::cpu::vec_sigmoid, MathImpl::Fast, linspace(-8.0, 8.0, k_grid),
+  expect_accuracy("sigmoid", mega::cpu::vec_sigmoid, KernelImpl::optimized,
+                  linspace(-100.0, 100.0, kGrid), sigmoid_truth, Metric::RelNormal, 4e-7);
+  expect_accuracy("sigmoid", mega::cpu::vec_sigmoid, KernelImpl::optimized, linspace(-8.0, 8.0, kGrid),
                   sigmoid_truth, Metric::RelNormal, 4e-7);
 }
 
 TEST(ElementwiseFast, SiluRelativeError) {
-  expect_accuracy("silu", mega::cpu::vec_silu, MathImpl::Fast, linspace(-100.0, 100.0, k_grid),
+  expect_accuracy("silu", mega::cpu::vec_silu, KernelImpl::optimized, linspace(-100.0, 100.0, kGrid),
                   silu_truth, Metric::RelNormalX, 4e-7);
-  expect_accuracy("silu", mega::cpu::vec_silu, MathImpl::Fast, linspace(-8.0, 8.0, k_grid),
+  expect_accuracy("silu", mega::cpu::vec_silu, KernelImpl::optimized, linspace(-8.0, 8.0, kGrid),
                   silu_truth, Metric::RelNormal, 4e-7);
 }
 
 // GELU outputs reach |x|, where a float cannot hold 2e-7 absolute (ulp(8) = 9.5e-7), so
 // the 2e-7 bound is absolute below 1 and relative above.
 TEST(ElementwiseFast, GeluError) {
-  expect_accuracy("gelu", mega::cpu::vec_gelu, MathImpl::Fast, linspace(-10.0, 10.0, k_grid),
+  expect_accuracy("gelu", mega::cpu::vec_gelu, KernelImpl::optimized, linspace(-10.0, 10.0, kGrid),
                   gelu_truth, Metric::AbsScaled, 2e-7);
 }
 
 TEST(ElementwiseFast, GeluTanhError) {
-  expect_accuracy("gelu_tanh", mega::cpu::vec_gelu_tanh, MathImpl::Fast,
-                  linspace(-10.0, 10.0, k_grid), gelu_tanh_truth, Metric::AbsScaled, 2e-7);
+  expect_accuracy("gelu_tanh", mega::cpu::vec_gelu_tanh, KernelImpl::optimized,
+                  linspace(-10.0, 10.0, kGrid), gelu_tanh_truth, Metric::AbsScaled, 2e-7);
 }
 
 TEST(ElementwiseFast, LaplaceAbsoluteError) {
-  expect_accuracy("laplace", mega::cpu::vec_laplace, MathImpl::Fast,
-                  linspace(-10.0, 10.0, k_grid), laplace_truth, Metric::Abs, 2e-7);
+  expect_accuracy("laplace", mega::cpu::vec_laplace, KernelImpl::optimized,
+                  linspace(-10.0, 10.0, kGrid), laplace_truth, Metric::Abs, 2e-7);
   // The interesting part of the curve: |x - mu| < 2.
-  expect_accuracy("laplace", mega::cpu::vec_laplace, MathImpl::Fast,
-                  linspace(-1.3, 2.7, k_grid), laplace_truth, Metric::Abs, 2e-7);
+  expect_accuracy("laplace", mega::cpu::vec_laplace, KernelImpl::optimized,
+                  linspace(-1.3, 2.7, kGrid), laplace_truth, Metric::Abs, 2e-7);
 }
 
 TEST(ElementwiseFast, GeluAndLaplaceKeepRelativeAccuracyInNegativeTail) {
@@ -235,12 +235,12 @@ TEST(ElementwiseFast, GeluAndLaplaceKeepRelativeAccuracyInNegativeTail) {
     return 0.5 * static_cast<double>(x) * std::erfc(-static_cast<double>(z));
   };
   const auto laplace_float_z = [](float x) {
-    const float z = (x - mega::cpu::k_laplace_mu) / mega::cpu::k_laplace_divisor;
+    const float z = (x - mega::cpu::kLaplaceMu) / mega::cpu::kLaplaceDivisor;
     return 0.5 * std::erfc(-static_cast<double>(z));
   };
-  expect_accuracy("gelu", mega::cpu::vec_gelu, MathImpl::Fast, linspace(-12.0, -1.0, 100000),
+  expect_accuracy("gelu", mega::cpu::vec_gelu, KernelImpl::optimized, linspace(-12.0, -1.0, 100000),
                   gelu_float_z, Metric::RelNormal, 1e-6);
-  expect_accuracy("laplace", mega::cpu::vec_laplace, MathImpl::Fast, linspace(-2.8, 0.0, 100000),
+  expect_accuracy("laplace", mega::cpu::vec_laplace, KernelImpl::optimized, linspace(-2.8, 0.0, 100000),
                   laplace_float_z, Metric::RelNormal, 1e-6);
 }
 
@@ -255,7 +255,7 @@ TEST(ElementwiseFast, LaplaceScaledBias) {
     bias[i] = static_cast<float>((i * 37) % 1024 - 512) * (1.0f / 256.0f);
     arg[i] = in[i] * scale + bias[i];
   }
-  for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
+  for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
     mega::cpu::laplace_scaled_bias(impl, in.data(), scale, bias.data(), fused.data(), n);
     mega::cpu::vec_laplace(impl, arg.data(), plain.data(), n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(fused[i], plain[i]) << impl_name(impl) << " i=" << i;
@@ -264,7 +264,7 @@ TEST(ElementwiseFast, LaplaceScaledBias) {
   // and the sum to float may move the result by max|laplace'| (~1.42) times half an ulp
   // of each.
   const float scale2 = 0.125f * 1.1f;
-  mega::cpu::laplace_scaled_bias(MathImpl::Fast, in.data(), scale2, bias.data(), fused.data(), n);
+  mega::cpu::laplace_scaled_bias(KernelImpl::optimized, in.data(), scale2, bias.data(), fused.data(), n);
   double max_err = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const double a = static_cast<double>(in[i]) * scale2 + bias[i];
@@ -279,11 +279,11 @@ TEST(ElementwiseFast, LaplaceScaledBias) {
 
 TEST(ElementwiseFast, LaplaceConstants) {
   // PyTorch: (x - 0.707107) / (0.282095 * math.sqrt(2.0)), doubles rounded to float once.
-  EXPECT_EQ(mega::cpu::k_laplace_divisor, 0x1.988468p-2f);
-  EXPECT_EQ(mega::cpu::k_laplace_mu, 0.707107f);
-  const float mu = mega::cpu::k_laplace_mu;
+  EXPECT_EQ(mega::cpu::kLaplaceDivisor, 0x1.988468p-2f);
+  EXPECT_EQ(mega::cpu::kLaplaceMu, 0.707107f);
+  const float mu = mega::cpu::kLaplaceMu;
   float out = 0.0f;
-  for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
+  for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
     mega::cpu::vec_laplace(impl, &mu, &out, 1);
     EXPECT_EQ(out, 0.5f) << impl_name(impl);
   }
@@ -294,28 +294,28 @@ TEST(ElementwiseFast, LaplaceConstants) {
 // relative accuracy where 1 + erf or 1 + tanh cancels).
 
 TEST(ElementwiseReference, Accuracy) {
-  const MathImpl r = MathImpl::Reference;
-  expect_accuracy("exp", mega::cpu::vec_exp, r, linspace(-87.0, 88.0, k_grid), exp_truth,
+  const KernelImpl r = KernelImpl::reference;
+  expect_accuracy("exp", mega::cpu::vec_exp, r, linspace(-87.0, 88.0, kGrid), exp_truth,
                   Metric::RelNormal, 1e-6);
-  expect_accuracy("erf", mega::cpu::vec_erf, r, linspace(-10.0, 10.0, k_grid), erf_truth,
+  expect_accuracy("erf", mega::cpu::vec_erf, r, linspace(-10.0, 10.0, kGrid), erf_truth,
                   Metric::Abs, 1e-6);
-  expect_accuracy("sigmoid", mega::cpu::vec_sigmoid, r, linspace(-80.0, 80.0, k_grid),
+  expect_accuracy("sigmoid", mega::cpu::vec_sigmoid, r, linspace(-80.0, 80.0, kGrid),
                   sigmoid_truth, Metric::RelNormal, 1e-6);
-  expect_accuracy("silu", mega::cpu::vec_silu, r, linspace(-80.0, 80.0, k_grid), silu_truth,
+  expect_accuracy("silu", mega::cpu::vec_silu, r, linspace(-80.0, 80.0, kGrid), silu_truth,
                   Metric::RelNormal, 1e-6);
-  expect_accuracy("gelu", mega::cpu::vec_gelu, r, linspace(-10.0, 10.0, k_grid), gelu_truth,
+  expect_accuracy("gelu", mega::cpu::vec_gelu, r, linspace(-10.0, 10.0, kGrid), gelu_truth,
                   Metric::AbsScaled, 1e-6);
-  expect_accuracy("gelu_tanh", mega::cpu::vec_gelu_tanh, r, linspace(-10.0, 10.0, k_grid),
+  expect_accuracy("gelu_tanh", mega::cpu::vec_gelu_tanh, r, linspace(-10.0, 10.0, kGrid),
                   gelu_tanh_truth, Metric::AbsScaled, 1e-6);
-  expect_accuracy("laplace", mega::cpu::vec_laplace, r, linspace(-10.0, 10.0, k_grid),
+  expect_accuracy("laplace", mega::cpu::vec_laplace, r, linspace(-10.0, 10.0, kGrid),
                   laplace_truth, Metric::Abs, 1e-6);
 }
 
 TEST(Elementwise, Relu) {
-  const float in[] = {-3.0f, -0.0f, 0.0f, 1e-40f, 2.5f, -k_inf, k_inf, k_nan, -FLT_MAX};
-  const float want[] = {0.0f, 0.0f, 0.0f, 1e-40f, 2.5f, 0.0f, k_inf, k_nan, 0.0f};
+  const float in[] = {-3.0f, -0.0f, 0.0f, 1e-40f, 2.5f, -kInf, kInf, kNan, -FLT_MAX};
+  const float want[] = {0.0f, 0.0f, 0.0f, 1e-40f, 2.5f, 0.0f, kInf, kNan, 0.0f};
   const int64_t n = static_cast<int64_t>(sizeof in / sizeof in[0]);
-  for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
+  for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
     float out[sizeof in / sizeof in[0]];
     mega::cpu::vec_relu(impl, in, out, n);
     for (int64_t i = 0; i < n; ++i) {
@@ -337,7 +337,7 @@ struct NamedFn {
   UnaryFn fn;
 };
 
-const NamedFn k_unary_fns[] = {
+const NamedFn kUnaryFns[] = {
     {"exp", mega::cpu::vec_exp},         {"erf", mega::cpu::vec_erf},
     {"sigmoid", mega::cpu::vec_sigmoid}, {"silu", mega::cpu::vec_silu},
     {"gelu", mega::cpu::vec_gelu},       {"gelu_tanh", mega::cpu::vec_gelu_tanh},
@@ -358,8 +358,8 @@ float test_value(int64_t i) {
 }
 
 TEST(Elementwise, ZeroLengthTouchesNothing) {
-  for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
-    for (const NamedFn& f : k_unary_fns) {
+  for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
+    for (const NamedFn& f : kUnaryFns) {
       f.fn(impl, nullptr, nullptr, 0);
       float guard = 42.0f;
       const float x = 1.0f;
@@ -372,15 +372,15 @@ TEST(Elementwise, ZeroLengthTouchesNothing) {
 
 TEST(Elementwise, LengthsUnalignedAndInPlace) {
   const int64_t lengths[] = {0, 1, 3, 15, 16, 17, 33, 1023};
-  constexpr float k_sentinel = -12345.0f;
-  for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
-    for (const NamedFn& f : k_unary_fns) {
+  constexpr float kSentinel = -12345.0f;
+  for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
+    for (const NamedFn& f : kUnaryFns) {
       for (int64_t n : lengths) {
         // Offset by one float from a 64-byte-aligned-ish vector start: unaligned for SIMD.
         // One guard element on each side of the output catches overruns.
         std::vector<float> in_store(static_cast<size_t>(n) + 2);
-        std::vector<float> out_store(static_cast<size_t>(n) + 2, k_sentinel);
-        std::vector<float> inplace_store(static_cast<size_t>(n) + 2, k_sentinel);
+        std::vector<float> out_store(static_cast<size_t>(n) + 2, kSentinel);
+        std::vector<float> inplace_store(static_cast<size_t>(n) + 2, kSentinel);
         float* in = in_store.data() + 1;
         float* out = out_store.data() + 1;
         float* inplace = inplace_store.data() + 1;
@@ -389,10 +389,10 @@ TEST(Elementwise, LengthsUnalignedAndInPlace) {
         f.fn(impl, in, out, n);
         f.fn(impl, inplace, inplace, n);
 
-        EXPECT_EQ(out_store.front(), k_sentinel) << f.name << " n=" << n;
-        EXPECT_EQ(out_store.back(), k_sentinel) << f.name << " n=" << n;
-        EXPECT_EQ(inplace_store.front(), k_sentinel) << f.name << " n=" << n;
-        EXPECT_EQ(inplace_store.back(), k_sentinel) << f.name << " n=" << n;
+        EXPECT_EQ(out_store.front(), kSentinel) << f.name << " n=" << n;
+        EXPECT_EQ(out_store.back(), kSentinel) << f.name << " n=" << n;
+        EXPECT_EQ(inplace_store.front(), kSentinel) << f.name << " n=" << n;
+        EXPECT_EQ(inplace_store.back(), kSentinel) << f.name << " n=" << n;
         for (int64_t i = 0; i < n; ++i) {
           // One element at a time goes through the tail path; it must agree bit for bit
           // with the same element computed inside a full block.
@@ -412,7 +412,7 @@ TEST(Elementwise, LengthsUnalignedAndInPlace) {
 TEST(Elementwise, LaplaceScaledBiasAliasing) {
   const int64_t lengths[] = {0, 1, 3, 17, 1023};
   const float scale = 0.37f;
-  for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
+  for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
     for (int64_t n : lengths) {
       std::vector<float> in_store(static_cast<size_t>(n) + 1);
       std::vector<float> bias_store(static_cast<size_t>(n) + 1);
@@ -449,77 +449,77 @@ TEST(Elementwise, LaplaceScaledBiasAliasing) {
 // ---------------------------------------------------------------------------------------
 // Extremes
 
-float run1(UnaryFn fn, MathImpl impl, float x) {
+float run1(UnaryFn fn, KernelImpl impl, float x) {
   float y = 0.0f;
   fn(impl, &x, &y, 1);
   return y;
 }
 
 TEST(ElementwiseFast, ExtremesSaturate) {
-  const MathImpl f = MathImpl::Fast;
+  const KernelImpl f = KernelImpl::optimized;
   using namespace mega::cpu;
 
-  EXPECT_EQ(run1(vec_exp, f, -k_inf), 0.0f);
+  EXPECT_EQ(run1(vec_exp, f, -kInf), 0.0f);
   EXPECT_EQ(run1(vec_exp, f, -1000.0f), 0.0f);
   EXPECT_EQ(run1(vec_exp, f, -200.0f), 0.0f);
-  EXPECT_EQ(run1(vec_exp, f, 88.8f), k_inf);
-  EXPECT_EQ(run1(vec_exp, f, 1000.0f), k_inf);
-  EXPECT_EQ(run1(vec_exp, f, k_inf), k_inf);
-  EXPECT_EQ(run1(vec_exp, f, FLT_MAX), k_inf);
+  EXPECT_EQ(run1(vec_exp, f, 88.8f), kInf);
+  EXPECT_EQ(run1(vec_exp, f, 1000.0f), kInf);
+  EXPECT_EQ(run1(vec_exp, f, kInf), kInf);
+  EXPECT_EQ(run1(vec_exp, f, FLT_MAX), kInf);
   EXPECT_EQ(run1(vec_exp, f, -FLT_MAX), 0.0f);
   EXPECT_EQ(run1(vec_exp, f, 0.0f), 1.0f);
   EXPECT_EQ(run1(vec_exp, f, -0.0f), 1.0f);
-  EXPECT_LT(run1(vec_exp, f, 88.7f), k_inf);
+  EXPECT_LT(run1(vec_exp, f, 88.7f), kInf);
   EXPECT_GE(run1(vec_exp, f, -100.0f), 0.0f);
   EXPECT_LT(run1(vec_exp, f, -100.0f), 1e-40f);
 
-  for (float x : {4.0f, 4.5f, 10.0f, 1000.0f, FLT_MAX, k_inf}) {
+  for (float x : {4.0f, 4.5f, 10.0f, 1000.0f, FLT_MAX, kInf}) {
     EXPECT_EQ(run1(vec_erf, f, x), 1.0f) << x;
     EXPECT_EQ(run1(vec_erf, f, -x), -1.0f) << x;
   }
   EXPECT_EQ(run1(vec_erf, f, 0.0f), 0.0f);
   EXPECT_TRUE(std::signbit(run1(vec_erf, f, -0.0f)));
-  EXPECT_FLOAT_EQ(run1(vec_erf, f, 1e-30f), static_cast<float>(2.0 / std::sqrt(k_pi) * 1e-30));
+  EXPECT_FLOAT_EQ(run1(vec_erf, f, 1e-30f), static_cast<float>(2.0 / std::sqrt(kPi) * 1e-30));
 
   EXPECT_EQ(run1(vec_sigmoid, f, -1000.0f), 0.0f);
   EXPECT_EQ(run1(vec_sigmoid, f, 1000.0f), 1.0f);
-  EXPECT_EQ(run1(vec_sigmoid, f, -k_inf), 0.0f);
-  EXPECT_EQ(run1(vec_sigmoid, f, k_inf), 1.0f);
+  EXPECT_EQ(run1(vec_sigmoid, f, -kInf), 0.0f);
+  EXPECT_EQ(run1(vec_sigmoid, f, kInf), 1.0f);
   EXPECT_EQ(run1(vec_sigmoid, f, 0.0f), 0.5f);
 
   EXPECT_EQ(run1(vec_silu, f, -1000.0f), 0.0f);  // -0 compares equal to 0
-  EXPECT_EQ(run1(vec_silu, f, -k_inf), 0.0f);
+  EXPECT_EQ(run1(vec_silu, f, -kInf), 0.0f);
   EXPECT_EQ(run1(vec_silu, f, 1000.0f), 1000.0f);
-  EXPECT_EQ(run1(vec_silu, f, k_inf), k_inf);
+  EXPECT_EQ(run1(vec_silu, f, kInf), kInf);
 
   for (UnaryFn g : {vec_gelu, vec_gelu_tanh}) {
     EXPECT_EQ(run1(g, f, -1000.0f), 0.0f);
-    EXPECT_EQ(run1(g, f, -k_inf), 0.0f);
+    EXPECT_EQ(run1(g, f, -kInf), 0.0f);
     EXPECT_EQ(run1(g, f, -FLT_MAX), 0.0f);
     EXPECT_EQ(run1(g, f, 1000.0f), 1000.0f);
     EXPECT_EQ(run1(g, f, FLT_MAX), FLT_MAX);
-    EXPECT_EQ(run1(g, f, k_inf), k_inf);
+    EXPECT_EQ(run1(g, f, kInf), kInf);
     EXPECT_EQ(run1(g, f, 0.0f), 0.0f);
   }
 
-  EXPECT_EQ(run1(vec_laplace, f, -k_inf), 0.0f);
+  EXPECT_EQ(run1(vec_laplace, f, -kInf), 0.0f);
   EXPECT_EQ(run1(vec_laplace, f, -1000.0f), 0.0f);
   EXPECT_EQ(run1(vec_laplace, f, 1000.0f), 1.0f);
-  EXPECT_EQ(run1(vec_laplace, f, k_inf), 1.0f);
+  EXPECT_EQ(run1(vec_laplace, f, kInf), 1.0f);
 }
 
 TEST(Elementwise, NanPropagatesAndExtremesNeverMakeNan) {
-  const float extremes[] = {k_inf, -k_inf, 1000.0f, -1000.0f, FLT_MAX, -FLT_MAX, 88.8f,
+  const float extremes[] = {kInf, -kInf, 1000.0f, -1000.0f, FLT_MAX, -FLT_MAX, 88.8f,
                             -88.8f, 1e-45f, -1e-45f, 0.0f, -0.0f, 3.0e38f, -104.0f};
   const int64_t n_ext = static_cast<int64_t>(sizeof extremes / sizeof extremes[0]);
-  for (const NamedFn& fn : k_unary_fns) {
+  for (const NamedFn& fn : kUnaryFns) {
     // NaN in, NaN out, on both impls, alone and inside a block of other values.
     std::vector<float> block(40);
     for (size_t i = 0; i < block.size(); ++i) block[i] = test_value(static_cast<int64_t>(i));
-    block[5] = k_nan;
-    block[33] = -k_nan;
-    for (MathImpl impl : {MathImpl::Fast, MathImpl::Reference}) {
-      EXPECT_TRUE(std::isnan(run1(fn.fn, impl, k_nan))) << fn.name << " " << impl_name(impl);
+    block[5] = kNan;
+    block[33] = -kNan;
+    for (KernelImpl impl : {KernelImpl::optimized, KernelImpl::reference}) {
+      EXPECT_TRUE(std::isnan(run1(fn.fn, impl, kNan))) << fn.name << " " << impl_name(impl);
       std::vector<float> out(block.size());
       fn.fn(impl, block.data(), out.data(), static_cast<int64_t>(block.size()));
       for (size_t i = 0; i < block.size(); ++i) {
@@ -528,25 +528,25 @@ TEST(Elementwise, NanPropagatesAndExtremesNeverMakeNan) {
     }
     // The fast path turns every non-NaN input, infinities included, into a non-NaN.
     std::vector<float> out(static_cast<size_t>(n_ext));
-    fn.fn(MathImpl::Fast, extremes, out.data(), n_ext);
+    fn.fn(KernelImpl::optimized, extremes, out.data(), n_ext);
     for (int64_t i = 0; i < n_ext; ++i) {
       EXPECT_FALSE(std::isnan(out[static_cast<size_t>(i)])) << fn.name << " x=" << extremes[i];
     }
   }
   float bias = 0.0f;
   float y = 0.0f;
-  const float x = k_nan;
-  mega::cpu::laplace_scaled_bias(MathImpl::Fast, &x, 1.0f, &bias, &y, 1);
+  const float x = kNan;
+  mega::cpu::laplace_scaled_bias(KernelImpl::optimized, &x, 1.0f, &bias, &y, 1);
   EXPECT_TRUE(std::isnan(y));
 }
 
 TEST(ElementwiseReference, FiniteExtremesSaturate) {
-  const MathImpl r = MathImpl::Reference;
+  const KernelImpl r = KernelImpl::reference;
   using namespace mega::cpu;
   EXPECT_EQ(run1(vec_exp, r, -1000.0f), 0.0f);
-  EXPECT_EQ(run1(vec_exp, r, 1000.0f), k_inf);
+  EXPECT_EQ(run1(vec_exp, r, 1000.0f), kInf);
   EXPECT_EQ(run1(vec_erf, r, 1000.0f), 1.0f);
-  EXPECT_EQ(run1(vec_erf, r, -k_inf), -1.0f);
+  EXPECT_EQ(run1(vec_erf, r, -kInf), -1.0f);
   EXPECT_EQ(run1(vec_sigmoid, r, -1000.0f), 0.0f);
   EXPECT_EQ(run1(vec_sigmoid, r, 1000.0f), 1.0f);
   EXPECT_EQ(run1(vec_silu, r, -1000.0f), 0.0f);

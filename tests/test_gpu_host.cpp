@@ -44,12 +44,12 @@ std::vector<float> sweep() {
   return v;
 }
 
-using VecFn = void (*)(mega::cpu::MathImpl, const float*, float*, int64_t);
+using VecFn = void (*)(mega::KernelImpl, const float*, float*, int64_t);
 
 void expect_same_as_reference(const char* name, VecFn vec, float (*scalar)(float)) {
   const std::vector<float> in = sweep();
   std::vector<float> want(in.size());
-  vec(mega::cpu::MathImpl::Reference, in.data(), want.data(), int64_t(in.size()));
+  vec(mega::KernelImpl::reference, in.data(), want.data(), int64_t(in.size()));
   int bad = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     if (!same_bits(scalar(in[i]), want[i]) && ++bad <= 3) {
@@ -67,8 +67,8 @@ TEST(GpuHostMath, SharedScalarMathIsTheCpuReference) {
   expect_same_as_reference("gelu_tanh", mega::cpu::vec_gelu_tanh, mega::math::gelu_tanh);
   expect_same_as_reference("relu", mega::cpu::vec_relu, mega::math::relu);
   expect_same_as_reference("laplace", mega::cpu::vec_laplace, mega::math::laplace);
-  EXPECT_EQ(mega::math::k_laplace_mu, mega::cpu::k_laplace_mu);
-  EXPECT_EQ(mega::math::k_laplace_divisor, mega::cpu::k_laplace_divisor);
+  EXPECT_EQ(mega::math::kLaplaceMu, mega::cpu::kLaplaceMu);
+  EXPECT_EQ(mega::math::kLaplaceDivisor, mega::cpu::kLaplaceDivisor);
 }
 
 TEST(GpuHostMath, EmaPowerAndSegments) {
@@ -102,7 +102,7 @@ TEST(GpuHostMath, EmaPowerAndSegments) {
       EXPECT_EQ(32 % sh.lanes, 0);
       EXPECT_EQ(sh.threads % 32, 0);
       EXPECT_GE(sh.threads, sh.lanes * sh.n_seg);
-      EXPECT_LE(sh.threads, gpu::k_ema_threads);
+      EXPECT_LE(sh.threads, gpu::kEmaThreads);
       EXPECT_GE(sh.n_seg, 1);
     }
   }
@@ -509,10 +509,10 @@ TEST(GpuHostBatch, BatchedStreamsEqualSingleStreams) {
 // grid dimension), at least one.
 TEST(GpuHostPlan, AttentionGroupIsCappedForCuBlas) {
   using mega::gpu::attention_group;
-  using mega::gpu::k_max_gemm_batch;
+  using mega::gpu::kMaxGemmBatch;
   EXPECT_EQ(attention_group(10 * 40, 10, int64_t(1) << 30, 4), 40);
   EXPECT_EQ(attention_group(10 * 40, 10, 10 * 10 * 4 * 7, 4), 7);
-  EXPECT_EQ(attention_group(int64_t(10) * 70000, 10, int64_t(1) << 40, 4), k_max_gemm_batch);
+  EXPECT_EQ(attention_group(int64_t(10) * 70000, 10, int64_t(1) << 40, 4), kMaxGemmBatch);
   EXPECT_EQ(attention_group(int64_t(10) * 65535, 10, int64_t(1) << 40, 2), 65535);
   EXPECT_EQ(attention_group(int64_t(10) * 65536, 10, int64_t(1) << 40, 2), 65535);
   EXPECT_EQ(attention_group(1000, 1000, 16, 4), 1);

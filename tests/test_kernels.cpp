@@ -27,7 +27,7 @@ using mega::EmaWeights;
 using mega::LinearWeights;
 using mega::NormType;
 using mega::NormWeights;
-using mega::cpu::MathImpl;
+using mega::KernelImpl;
 using mega::cpu::SimdKernels;
 
 // Every SIMD kernel set this CPU runs (on an AVX-512 machine: AVX-512, AVX2 and SSE2).
@@ -37,8 +37,8 @@ std::vector<const SimdKernels*> simd_sets() {
   return std::vector<const SimdKernels*>(sets, sets + n);
 }
 
-constexpr float k_guard = -12345.678f;  // written after every output buffer; must survive
-constexpr int64_t k_guard_n = 16;
+constexpr float kGuard = -12345.678f;  // written after every output buffer; must survive
+constexpr int64_t kGuardN = 16;
 
 std::vector<float> uniform(std::mt19937& rng, size_t n, float lo, float hi) {
   std::uniform_real_distribution<float> u(lo, hi);
@@ -48,11 +48,11 @@ std::vector<float> uniform(std::mt19937& rng, size_t n, float lo, float hi) {
 }
 
 // Output buffer of n floats followed by a guard band.
-std::vector<float> guarded(int64_t n) { return std::vector<float>(size_t(n + k_guard_n), k_guard); }
+std::vector<float> guarded(int64_t n) { return std::vector<float>(size_t(n + kGuardN), kGuard); }
 
 void expect_guard_intact(const std::vector<float>& buf, int64_t n, const char* what) {
-  for (int64_t i = n; i < n + k_guard_n; ++i) {
-    if (buf[size_t(i)] != k_guard) {
+  for (int64_t i = n; i < n + kGuardN; ++i) {
+    if (buf[size_t(i)] != kGuard) {
       ADD_FAILURE() << what << " wrote past the end of its output (element " << i << " of " << n << ")";
       return;
     }
@@ -67,9 +67,9 @@ class Checker {
   Checker(const Checker&) = delete;
   Checker& operator=(const Checker&) = delete;
   ~Checker() {
-    if (failures_ > k_detailed) {
+    if (failures_ > kDetailed) {
       ADD_FAILURE() << name_ << ": " << failures_ << " values out of tolerance in all (first "
-                    << k_detailed << " shown)";
+                    << kDetailed << " shown)";
     }
   }
 
@@ -78,7 +78,7 @@ class Checker {
     const double diff = std::fabs(got - want);
     if (mag > 0.0) worst_ = std::max(worst_, diff / mag);
     if (diff <= tol_ * mag) return true;  // false for NaN too
-    if (++failures_ <= k_detailed) {
+    if (++failures_ <= kDetailed) {
       ADD_FAILURE() << name_ << " (" << context << ") at index " << index << ": got " << got << ", want "
                     << want << ", |diff| " << diff << " > " << tol_ << " * " << mag;
     }
@@ -91,7 +91,7 @@ class Checker {
   }
 
  private:
-  static constexpr int64_t k_detailed = 5;
+  static constexpr int64_t kDetailed = 5;
   std::string name_;
   double tol_;
   double worst_ = 0.0;
@@ -227,7 +227,7 @@ EmaCase make_ema(std::mt19937& rng, int32_t rows, int32_t n_dim, int32_t truncat
 // from the spec (q^l by pow), and its absolute value per term summed (for magnitudes).
 struct BruteKernel {
   int64_t taps = 0;
-  std::vector<double> k, k_abs;  // (rows x taps)
+  std::vector<double> k, kAbs;  // (rows x taps)
 };
 
 BruteKernel brute_kernel(const EmaCase& e, int64_t taps) {
@@ -235,7 +235,7 @@ BruteKernel brute_kernel(const EmaCase& e, int64_t taps) {
   BruteKernel bk;
   bk.taps = taps;
   bk.k.assign(size_t(rows) * size_t(taps), 0.0);
-  bk.k_abs.assign(bk.k.size(), 0.0);
+  bk.kAbs.assign(bk.k.size(), 0.0);
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t n = 0; n < n_dim; ++n) {
       const size_t i = size_t(r) * size_t(n_dim) + size_t(n);
@@ -245,7 +245,7 @@ BruteKernel brute_kernel(const EmaCase& e, int64_t taps) {
       for (int64_t l = 0; l < taps; ++l) {
         const double term = c * std::pow(q, double(l));
         bk.k[size_t(r * taps + l)] += term;
-        bk.k_abs[size_t(r * taps + l)] += std::fabs(term);
+        bk.kAbs[size_t(r * taps + l)] += std::fabs(term);
       }
     }
   }
@@ -267,7 +267,7 @@ CausalTruth brute_causal(const EmaCase& e, const std::vector<float>& x, int64_t 
   tr.y_mag.assign(size_t(T * d), 0.0);
   for (int32_t ch = 0; ch < d; ++ch) {
     const double* k = bk.k.data() + ch * bk.taps;
-    const double* ka = bk.k_abs.data() + ch * bk.taps;
+    const double* ka = bk.kAbs.data() + ch * bk.taps;
     for (int64_t t = 0; t < T; ++t) {
       double acc = 0.0, mag = 0.0;
       for (int64_t l = 0; l < taps && l <= t; ++l) {
@@ -505,8 +505,8 @@ TEST(Kernels, EmaBidirectionalMatchesReferenceAndBruteForce) {
           for (int32_t ch = 0; ch < d; ++ch) {
             const double* k1 = bk.k.data() + ch * taps;
             const double* k2 = bk.k.data() + (d + ch) * taps;
-            const double* a1 = bk.k_abs.data() + ch * taps;
-            const double* a2 = bk.k_abs.data() + (d + ch) * taps;
+            const double* a1 = bk.kAbs.data() + ch * taps;
+            const double* a2 = bk.kAbs.data() + (d + ch) * taps;
             for (int64_t t = 0; t < T; ++t) {
               double acc = 0.0, m = 0.0;
               for (int64_t l = 0; l < taps; ++l) {
@@ -651,9 +651,9 @@ TEST(Kernels, AttentionBlasMatchesReferenceAndDouble) {
           p.o = o_ref.data();
           mega::cpu::attention_ref(p);
           p.o = o_fast.data();
-          mega::cpu::attention_blas(p, MathImpl::Fast);
+          mega::cpu::attention_blas(p, KernelImpl::optimized);
           p.o = o_exact.data();
-          mega::cpu::attention_blas(p, MathImpl::Reference);
+          mega::cpu::attention_blas(p, KernelImpl::reference);
           expect_guard_intact(o_ref, n_out, "attention_ref");
           expect_guard_intact(o_fast, n_out, "attention_blas(Fast)");
           expect_guard_intact(o_exact, n_out, "attention_blas(Reference)");

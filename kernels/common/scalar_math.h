@@ -13,22 +13,22 @@ namespace mega::math {
 
 // Laplace attention constants (tools/convert/mega_torch.py). The divisor is
 // sigma * sqrt(2) evaluated in double and rounded once, as PyTorch does.
-constexpr float k_laplace_mu = 0.707107f;
-constexpr float k_laplace_divisor = static_cast<float>(0.282095 * 1.4142135623730951);
-constexpr float k_sqrt2 = 1.41421356f;            // x / math.sqrt(2.0)
-constexpr float k_sqrt_2_over_pi = 0.797884561f;  // math.sqrt(2.0 / math.pi)
-constexpr float k_gelu_tanh_cubic = 0.044715f;
+constexpr float kLaplaceMu = 0.707107f;
+constexpr float kLaplaceDivisor = static_cast<float>(0.282095 * 1.4142135623730951);
+constexpr float kSqrt2 = 1.41421356f;            // x / math.sqrt(2.0)
+constexpr float kSqrt2OverPi = 0.797884561f;  // math.sqrt(2.0 / math.pi)
+constexpr float kGeluTanhCubic = 0.044715f;
 
 MEGA_HD inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 // PyTorch's CPU kernel form: x / (1 + exp(-x)).
 MEGA_HD inline float silu(float x) { return x / (1.0f + expf(-x)); }
-MEGA_HD inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x / k_sqrt2)); }
+MEGA_HD inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x / kSqrt2)); }
 MEGA_HD inline float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(k_sqrt_2_over_pi * (x + k_gelu_tanh_cubic * x * x * x)));
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kGeluTanhCubic * x * x * x)));
 }
 // NaN stays NaN, -0 becomes +0 (as cpu::vec_relu).
 MEGA_HD inline float relu(float x) { return x <= 0.0f ? 0.0f : x; }
-MEGA_HD inline float laplace(float x) { return 0.5f * (1.0f + erff((x - k_laplace_mu) / k_laplace_divisor)); }
+MEGA_HD inline float laplace(float x) { return 0.5f * (1.0f + erff((x - kLaplaceMu) / kLaplaceDivisor)); }
 MEGA_HD inline float relu2(float x) { return x > 0.0f ? x * x : 0.0f; }
 
 MEGA_HD inline float activation(Activation act, float x) {

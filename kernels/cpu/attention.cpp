@@ -40,7 +40,7 @@ void attention_ref(const AttentionParams& p) {
       const float s = dot * scale + p.rel_pos_bias[p.chunk - 1 + j - i];
       switch (p.fn) {
         case AttentionFn::laplace:
-          row[j] = 0.5f * (1.0f + std::erf((s - k_laplace_mu) / k_laplace_divisor));
+          row[j] = 0.5f * (1.0f + std::erf((s - kLaplaceMu) / kLaplaceDivisor));
           break;
         case AttentionFn::relu2:
           row[j] = s > 0.0f ? s * s : 0.0f;
@@ -59,7 +59,7 @@ void attention_ref(const AttentionParams& p) {
   }
 }
 
-void attention_blas(const AttentionParams& p, MathImpl math) {
+void attention_blas(const AttentionParams& p, KernelImpl math) {
   const int32_t c = p.c;
   const float scale = score_scale(p);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, c, p.z, 1.0f, p.q, p.z, p.k, p.z, 0.0f, p.scores, c);

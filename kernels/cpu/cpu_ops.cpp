@@ -15,7 +15,7 @@ namespace {
 // Chunks shorter than this run on the calling thread alone: waking a worker
 // costs more than their share of the work (the demo model's 25-token chunks
 // took 3x longer on two threads).
-constexpr int32_t k_min_parallel_chunk = 128;
+constexpr int32_t kMinParallelChunk = 128;
 
 
 }  // namespace
@@ -60,12 +60,12 @@ bool CpuOps::init(const HParams& hp, const ModelWeights& w, bool optimized, int3
   hp_ = hp;
   w_ = &w;
   optimized_ = optimized;
-  math_ = optimized ? MathImpl::Fast : MathImpl::Reference;
+  math_ = optimized ? KernelImpl::optimized : KernelImpl::reference;
   if (optimized) {
     simd_ = &simd_kernels();
     fused_attention_ = hp.attention_fn != AttentionFn::softmax;
   }
-  n_threads_ = hp.chunk_size < k_min_parallel_chunk ? 1 : n_threads;
+  n_threads_ = hp.chunk_size < kMinParallelChunk ? 1 : n_threads;
   bidir_ = hp.ema_direction == EmaDirection::bidirectional;
   span_tokens_ = max_span_tokens;
   layers_.resize(size_t(hp.n_layers));

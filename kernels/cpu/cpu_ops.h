@@ -21,7 +21,7 @@
 
 namespace mega::cpu {
 
-constexpr int32_t k_max_threads = 16;
+constexpr int32_t kMaxThreads = 16;
 
 class CpuOps final : public Ops {
  public:
@@ -38,7 +38,7 @@ class CpuOps final : public Ops {
   // Fresh EMA state (the stream starts from silence).
   void clear_state();
   int64_t memory_bytes() const { return int64_t(block_bytes_); }
-  MathImpl math() const { return math_; }
+  KernelImpl math() const { return math_; }
 
   // Tests: copy x after the embedding (slot 0) and after layer l (slot
   // l + 1) into trace + (slot * trace_tokens + offset) * D.
@@ -86,7 +86,7 @@ class CpuOps final : public Ops {
   HParams hp_;
   const ModelWeights* w_ = nullptr;
   bool optimized_ = true, bidir_ = false, fused_attention_ = false;
-  MathImpl math_ = MathImpl::Fast;
+  KernelImpl math_ = KernelImpl::optimized;
   const SimdKernels* simd_ = nullptr;
   WorkerPool workers_;
   int32_t n_threads_ = 1;
@@ -99,9 +99,9 @@ class CpuOps final : public Ops {
   float *v_ = nullptr, *base_ = nullptr, *q_ = nullptr, *k_ = nullptr;  // one pass (C rows)
   float *scores_ = nullptr, *o_ = nullptr, *hb_ = nullptr, *ffn_ = nullptr;
   double* ema_scratch_ = nullptr;                 // bidirectional fast EMA
-  float* attn_scratch_[k_max_threads] = {};       // per thread: fused attention
+  float* attn_scratch_[kMaxThreads] = {};       // per thread: fused attention
   float* attn_partial_ = nullptr;                 // fused attention: the split last block's halves
-  double* simd_ema_scratch_[k_max_threads] = {};  // per thread: SIMD causal EMA
+  double* simd_ema_scratch_[kMaxThreads] = {};  // per thread: SIMD causal EMA
   double* sum_ = nullptr;                         // (D) the span's pooled sum
   float *head_a_ = nullptr, *head_b_ = nullptr;
   float* trace_ = nullptr;

@@ -21,7 +21,7 @@ struct LinearParams {
 void linear_ref(const LinearParams& p);
 void linear_blas(const LinearParams& p);
 // linear_pack(), linear_padded_outputs(): weights.h (the loader packs once).
-constexpr int32_t k_linear_pack_cols = 32;
+constexpr int32_t kLinearPackCols = 32;
 
 // y (n x d) = EMA of x (n x d), token-major. For the causal form the state
 // carries across calls: h (d x N) and ring (K x d, the last K inputs, slot
@@ -63,12 +63,12 @@ struct AttentionParams {
 void attention_ref(const AttentionParams& p);
 // Optimized: SimdKernels::attention (laplace, relu2); softmax and the
 // reference math run here, through a (c x c) score matrix and two sgemms.
-void attention_blas(const AttentionParams& p, MathImpl math);
+void attention_blas(const AttentionParams& p, KernelImpl math);
 
 // y = norm(x) over each of the n tokens (d channels); y may alias x.
 void norm_apply(const NormWeights& w, const float* x, float* y, int64_t n, int32_t d);
 
 // In place over n values.
-void activation_apply(MathImpl math, Activation act, float* x, int64_t n);
+void activation_apply(KernelImpl math, Activation act, float* x, int64_t n);
 
 }  // namespace mega::cpu

@@ -37,7 +37,7 @@ void linear_blas(const LinearParams& p) {
 namespace mega {
 
 int32_t linear_padded_outputs(int32_t n_out) {
-  constexpr int32_t cols = cpu::k_linear_pack_cols;
+  constexpr int32_t cols = cpu::kLinearPackCols;
   return (n_out + cols - 1) / cols * cols;
 }
 

@@ -39,7 +39,7 @@ void norm_apply(const NormWeights& w, const float* x, float* y, int64_t n, int32
   }
 }
 
-void activation_apply(MathImpl math, Activation act, float* x, int64_t n) {
+void activation_apply(KernelImpl math, Activation act, float* x, int64_t n) {
   switch (act) {
     case Activation::silu: vec_silu(math, x, x, n); break;
     case Activation::relu: vec_relu(math, x, x, n); break;

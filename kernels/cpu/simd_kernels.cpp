@@ -26,15 +26,15 @@ namespace {
 // the exact value (checked on a 1e6-point grid against erf in double); its
 // mean over any 0.1-wide range of x stays within 3e-8 (the fit's own
 // oscillation), the rest is rounding noise that cancels over a row's keys.
-constexpr float k_erf_rational_clamp = 3.9f;
-constexpr float k_erf_rational_p[7] = {1.128378749e+00f, 2.081262767e-01f, 5.166473240e-02f, 4.055696540e-03f, 1.507295237e-04f, -1.994733111e-06f, 1.976469299e-08f};
-constexpr float k_erf_rational_q[5] = {1.0f, 5.177755356e-01f, 1.183969751e-01f, 1.506003179e-02f, 1.043389086e-03f};
+constexpr float kErfRationalClamp = 3.9f;
+constexpr float kErfRationalP[7] = {1.128378749e+00f, 2.081262767e-01f, 5.166473240e-02f, 4.055696540e-03f, 1.507295237e-04f, -1.994733111e-06f, 1.976469299e-08f};
+constexpr float kErfRationalQ[5] = {1.0f, 5.177755356e-01f, 1.183969751e-01f, 1.506003179e-02f, 1.043389086e-03f};
 
-constexpr int32_t k_max_query_block = 48;  // AVX-512: 3 vectors of 16
+constexpr int32_t kMaxQueryBlock = 48;  // AVX-512: 3 vectors of 16
 
 // Floats of the fused attention's bias-term array (one query block's worth),
 // rounded to whole 64-byte lines so the panel after it stays aligned.
-int64_t attention_arg_floats(int32_t c) { return (int64_t(c) - 1 + k_max_query_block + 15) / 16 * 16; }
+int64_t attention_arg_floats(int32_t c) { return (int64_t(c) - 1 + kMaxQueryBlock + 15) / 16 * 16; }
 
 // Whether the fused attention splits the last of its query blocks of
 // query_block queries into two key halves (see attention_units): when there
@@ -138,10 +138,10 @@ void attention_all(const SimdKernels& k, const AttentionParams& p, float* scratc
   attention_finish(k, p);
 }
 
-int64_t attention_partial_floats(int32_t hdim) { return int64_t(2) * k_max_query_block * hdim; }
+int64_t attention_partial_floats(int32_t hdim) { return int64_t(2) * kMaxQueryBlock * hdim; }
 
 int64_t attention_scratch_floats(int32_t c, int32_t z) {
-  return int64_t(z) * k_max_query_block + attention_arg_floats(c) + int64_t(c) * k_max_query_block;
+  return int64_t(z) * kMaxQueryBlock + attention_arg_floats(c) + int64_t(c) * kMaxQueryBlock;
 }
 
 int64_t ema_scratch_doubles(int32_t n_dim) {

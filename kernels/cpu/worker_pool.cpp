@@ -22,7 +22,7 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<u
 // Spin iterations before sleeping: a few tens of microseconds, about the gap
 // between two parallel steps of a chunk, so a worker usually catches the next
 // step without a system call, yet an idle session costs no CPU.
-constexpr int k_spin = 2000;
+constexpr int kSpin = 2000;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -52,7 +52,7 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
 
 // Returns once word no longer holds value.
 void wait_while_equal(std::atomic<uint32_t>& word, uint32_t value) {
-  for (int i = 0; i < k_spin; ++i) {
+  for (int i = 0; i < kSpin; ++i) {
     if (word.load(std::memory_order_acquire) != value) return;
     cpu_relax();
   }

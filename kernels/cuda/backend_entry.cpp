@@ -5,7 +5,7 @@
 
 namespace {
 
-const mega::BackendInterface k_cuda_backend = [] {
+const mega::BackendInterface kCudaBackend = [] {
   mega::BackendInterface b;
   b.abi = MEGA_KWS_VERSION_STRING;
   b.name = "cuda";
@@ -18,5 +18,5 @@ const mega::BackendInterface k_cuda_backend = [] {
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const mega::BackendInterface* mega_kws_backend(void) {
-  return &k_cuda_backend;
+  return &kCudaBackend;
 }

@@ -138,7 +138,7 @@ class CudaOps {
   cublasHandle_t blas_;
 };
 
-constexpr size_t k_workspace_bytes = size_t(32) << 20;
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 // One staging slot: pinned input and output of a step, their device views
 // (mapped memory on integrated GPUs), its graph and completion event.
@@ -241,8 +241,8 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
   const ModelWeights& md = model_weights(*model_);
   const HParams& hp = model_->hparams();
   dm_ = make_dims(model_->hparams(), md);
-  if (dm_.n > k_ema_max_n) {
-    std::snprintf(error_, sizeof error_, "the CUDA backend supports n_dim <= %d (the model has %d)", k_ema_max_n,
+  if (dm_.n > kEmaMaxN) {
+    std::snprintf(error_, sizeof error_, "the CUDA backend supports n_dim <= %d (the model has %d)", kEmaMaxN,
                   dm_.n);
     return Status::unsupported_model;
   }
@@ -281,11 +281,11 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
 
   // device memory: buffers and state, then weights
   Carver sizing(0);
-  carve_buffers(sizing, dm_, cap_, k_workspace_bytes, &bf_);
+  carve_buffers(sizing, dm_, cap_, kWorkspaceBytes, &bf_);
   dev_bytes_ = sizing.size();
   CUDA_CHECK(cudaMalloc(&dev_, dev_bytes_));
   Carver carve(reinterpret_cast<uintptr_t>(dev_));
-  carve_buffers(carve, dm_, cap_, k_workspace_bytes, &bf_);
+  carve_buffers(carve, dm_, cap_, kWorkspaceBytes, &bf_);
   WeightPacker size_pk(nullptr, 0);
   pack_weights<T>(size_pk, md, dm_, &w_);
   weight_bytes_ = size_pk.size();

@@ -8,8 +8,8 @@ namespace mega::gpu {
 namespace {
 
 template <typename T>
-__global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int32_t lanes, int32_t n_seg) {
-  __shared__ float s_end[k_ema_threads];  // phase 1 end values, [segment][lane]
+__global__ void __launch_bounds__(kEmaThreads) ema_kernel(EmaParams<T> p, int32_t lanes, int32_t n_seg) {
+  __shared__ float s_end[kEmaThreads];  // phase 1 end values, [segment][lane]
   const int32_t b = int32_t(blockIdx.x / unsigned(p.d));
   const int32_t c = int32_t(blockIdx.x % unsigned(p.d));
   const EmaChannel ch = ema_channel(p, b, c);
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(k_ema_threads) ema_kernel(EmaParams<T> p, int3
 template <typename T>
 int launch_ema(const EmaParams<T>& p, CUstream_st* stream) {
   if (p.n_streams <= 0 || p.d <= 0 || p.n_tok <= 0) return int(cudaSuccess);
-  if (p.n > k_ema_max_n) return int(cudaErrorInvalidValue);
+  if (p.n > kEmaMaxN) return int(cudaErrorInvalidValue);
   const EmaShape s = ema_shape(ema_n_ext(p), p.n);
   MEGA_KERNEL_LAUNCH(unsigned(int64_t(p.n_streams) * p.d), unsigned(s.threads), 0, stream, ema_kernel<T>)(p, s.lanes,
                                                                                             s.n_seg);

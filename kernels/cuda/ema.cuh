@@ -71,8 +71,8 @@ struct EmaParams {
 };
 
 // Largest N the kernel takes (one warp of lanes per segment at most).
-constexpr int32_t k_ema_max_n = 32;
-constexpr int32_t k_ema_threads = 256;
+constexpr int32_t kEmaMaxN = 32;
+constexpr int32_t kEmaThreads = 256;
 
 template <typename T>
 MEGA_HD inline bool ema_stream_truncated(const EmaParams<T>& p) {
@@ -216,7 +216,7 @@ MEGA_HD inline void ema_ring_store(const EmaParams<T>& p, const EmaChannel& ch, 
 }
 
 // Launch shape: lanes per segment (N rounded up to a power of two), segments
-// (about 32 steps each, at most k_ema_threads / lanes), threads per block (a
+// (about 32 steps each, at most kEmaThreads / lanes), threads per block (a
 // whole number of warps).
 struct EmaShape {
   int32_t lanes = 1, n_seg = 1, threads = 32;
@@ -225,7 +225,7 @@ struct EmaShape {
 inline EmaShape ema_shape(int64_t n_ext, int32_t n) {
   EmaShape s;
   while (s.lanes < n) s.lanes *= 2;
-  const int64_t max_seg = k_ema_threads / s.lanes;
+  const int64_t max_seg = kEmaThreads / s.lanes;
   const int64_t want = n_ext / 32;
   s.n_seg = int32_t(want < 1 ? 1 : (want > max_seg ? max_seg : want));
   s.threads = (s.lanes * s.n_seg + 31) / 32 * 32;

@@ -20,11 +20,11 @@
 
 namespace mega::gpu {
 
-constexpr int k_block_threads = 256;
-constexpr int64_t k_max_blocks = 65535;
+constexpr int kBlockThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
 
 template <typename P, void (*F)(const P&, int64_t)>
-__global__ void __launch_bounds__(k_block_threads) each_kernel(P p, int64_t n) {
+__global__ void __launch_bounds__(kBlockThreads) each_kernel(P p, int64_t n) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) F(p, i);
 }
@@ -34,9 +34,9 @@ __global__ void __launch_bounds__(k_block_threads) each_kernel(P p, int64_t n) {
 template <typename P, void (*F)(const P&, int64_t)>
 int launch_each(const P& p, int64_t n, cudaStream_t stream) {
   if (n <= 0) return int(cudaSuccess);
-  int64_t blocks = (n + k_block_threads - 1) / k_block_threads;
-  if (blocks > k_max_blocks) blocks = k_max_blocks;
-  MEGA_KERNEL_LAUNCH(unsigned(blocks), k_block_threads, 0, stream, each_kernel<P, F>)(p, n);
+  int64_t blocks = (n + kBlockThreads - 1) / kBlockThreads;
+  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+  MEGA_KERNEL_LAUNCH(unsigned(blocks), kBlockThreads, 0, stream, each_kernel<P, F>)(p, n);
   return int(cudaGetLastError());
 }
 

@@ -95,20 +95,20 @@ class Carver {
 struct Capacity {
   int32_t n_streams = 1;
   int64_t rows = 0;        // tokens per forward, all streams: max(n_streams * C, clip tokens)
-  int64_t group = 1;       // chunks per attention GEMM batch (scores buffer), <= k_max_gemm_batch
+  int64_t group = 1;       // chunks per attention GEMM batch (scores buffer), <= kMaxGemmBatch
   int64_t clip_tokens = 0; // bidirectional clips (0: none)
 };
 
 // The most GEMMs one strided-batched cuBLAS call is given: the batch maps to
 // a grid dimension that stops at 65535.
-constexpr int64_t k_max_gemm_batch = 65535;
+constexpr int64_t kMaxGemmBatch = 65535;
 
 // Chunks per attention GEMM batch: every chunk of the rows at most, the
-// scores of a group within attention_bytes, and k_max_gemm_batch.
+// scores of a group within attention_bytes, and kMaxGemmBatch.
 inline int64_t attention_group(int64_t rows, int32_t c, int64_t attention_bytes, int64_t elem_bytes) {
   const int64_t per_chunk = int64_t(c) * c * elem_bytes;
   int64_t g = rows / c < attention_bytes / per_chunk ? rows / c : attention_bytes / per_chunk;
-  if (g > k_max_gemm_batch) g = k_max_gemm_batch;
+  if (g > kMaxGemmBatch) g = kMaxGemmBatch;
   return g < 1 ? 1 : g;
 }
 

@@ -266,9 +266,9 @@ Status Engine::self_test(float* max_abs_diff) {
 namespace {
 
 // Backends other than "cpu", by name: registered by the program, or loaded.
-constexpr int k_max_backends = 4;
+constexpr int kMaxBackends = 4;
 std::mutex g_backends_mutex;
-const BackendInterface* g_backends[k_max_backends] = {};
+const BackendInterface* g_backends[kMaxBackends] = {};
 
 const BackendInterface* registered(const std::string& name) {
   for (const BackendInterface* b : g_backends) {

@@ -139,8 +139,8 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
     return fail(Status::invalid_argument, "unknown kernel implementation");
   }
   if (opts.max_clip_samples < 0) return fail(Status::invalid_argument, "max_clip_samples must be >= 0");
-  if (opts.n_threads < 1 || opts.n_threads > cpu::k_max_threads) {
-    return fail(Status::invalid_argument, "n_threads must be in [1, " + std::to_string(cpu::k_max_threads) + "]");
+  if (opts.n_threads < 1 || opts.n_threads > cpu::kMaxThreads) {
+    return fail(Status::invalid_argument, "n_threads must be in [1, " + std::to_string(cpu::kMaxThreads) + "]");
   }
   std::unique_ptr<Session> s(new (std::nothrow) Session());
   if (!s) return fail(Status::out_of_memory, "out of memory");

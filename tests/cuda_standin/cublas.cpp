@@ -27,7 +27,7 @@ using namespace cuda_standin;
 
 // The most GEMMs one strided-batched call runs here: the backend must split
 // larger batches (the grid's y and z dimensions stop at 65535).
-constexpr int k_max_batch = 65535;
+constexpr int kMaxBatch = 65535;
 
 size_t elem_size(cudaDataType_t t) { return t == CUDA_R_16F ? 2 : 4; }
 
@@ -113,7 +113,7 @@ cublasStatus_t submit(cublasHandle_t h, const Gemm& g) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (!supported(g.at, g.bt, g.ct, CUBLAS_COMPUTE_32F)) return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (g.batch > k_max_batch) return CUBLAS_STATUS_INVALID_VALUE;
+  if (g.batch > kMaxBatch) return CUBLAS_STATUS_INVALID_VALUE;
   if (g.m == 0 || g.n == 0 || g.batch == 0) return CUBLAS_STATUS_SUCCESS;
   // every operand must be device memory, whole (the last batch's last column)
   const int64_t a_cols = g.ta == CUBLAS_OP_N ? g.k : g.m, b_cols = g.tb == CUBLAS_OP_N ? g.n : g.k;

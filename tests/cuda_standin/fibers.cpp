@@ -139,29 +139,29 @@ struct StackPool {
   uint8_t* base = nullptr;
   size_t count = 0;
   ~StackPool() {
-    if (base) munmap(base, count * k_slot);
+    if (base) munmap(base, count * kSlot);
   }
 #ifdef MEGA_STANDIN_ASAN
-  static constexpr size_t k_stack = size_t(512) << 10;
+  static constexpr size_t kStack = size_t(512) << 10;
 #else
-  static constexpr size_t k_stack = size_t(32) << 10;
+  static constexpr size_t kStack = size_t(32) << 10;
 #endif
-  static constexpr size_t k_guard = 4096;
-  static constexpr size_t k_slot = k_stack + k_guard;
+  static constexpr size_t kGuard = 4096;
+  static constexpr size_t kSlot = kStack + kGuard;
   bool reserve(size_t n) {
     if (n <= count) return true;
-    if (base) munmap(base, count * k_slot);
+    if (base) munmap(base, count * kSlot);
     base = nullptr;
     count = 0;
-    void* p = mmap(nullptr, n * k_slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = mmap(nullptr, n * kSlot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return false;
     base = static_cast<uint8_t*>(p);
     count = n;
-    for (size_t i = 0; i < n; ++i) mprotect(base + i * k_slot, k_guard, PROT_NONE);  // overflow guard
+    for (size_t i = 0; i < n; ++i) mprotect(base + i * kSlot, kGuard, PROT_NONE);  // overflow guard
     return true;
   }
-  uint8_t* stack(size_t i) const { return base + i * k_slot + k_guard; }
-  // The stacks' tops are k_slot apart, a multiple of the page size: left at
+  uint8_t* stack(size_t i) const { return base + i * kSlot + kGuard; }
+  // The stacks' tops are kSlot apart, a multiple of the page size: left at
   // the top, every fiber's frames would share the same few cache sets. Each
   // stack gives up a different slice of its top instead.
   static size_t color(size_t i) { return (i * 1088) % 8192; }
@@ -300,10 +300,10 @@ bool arrive(Block& b, Fiber& me, int32_t warp_first) {
     const int32_t seg = lane & ~(w - 1);
     int32_t src = lane;
     switch (o.kind) {
-      case k_shfl_idx: src = seg + (o.src & (w - 1)); break;
-      case k_shfl_xor: src = lane ^ o.src; if (src >= seg + w) src = lane; break;
-      case k_shfl_down: src = lane + o.src; if (src >= seg + w) src = lane; break;
-      case k_shfl_up: src = lane - o.src; if (src < seg) src = lane; break;
+      case kShflIdx: src = seg + (o.src & (w - 1)); break;
+      case kShflXor: src = lane ^ o.src; if (src >= seg + w) src = lane; break;
+      case kShflDown: src = lane + o.src; if (src >= seg + w) src = lane; break;
+      case kShflUp: src = lane - o.src; if (src < seg) src = lane; break;
     }
     if (src < 0 || src > 31 || !(mask >> src & 1u)) {
       b.fault = "warp shuffle: lane " + std::to_string(lane) + " reads lane " + std::to_string(src) +
@@ -393,7 +393,7 @@ std::string run_grid(KernelCall* call, dim3 grid, dim3 block, uint64_t seed) {
       f.result_ready = false;
       f.asan_fake = nullptr;
       f.stack = t_stacks.stack(size_t(t));
-      f.stack_size = StackPool::k_stack - StackPool::color(size_t(t));
+      f.stack_size = StackPool::kStack - StackPool::color(size_t(t));
 #ifdef MEGA_STANDIN_ASAN
       __asan_unpoison_memory_region(f.stack, f.stack_size);  // left poisoned by an earlier fiber
 #endif

@@ -48,7 +48,7 @@ ThreadContext& this_thread();
 // Barrier and warp exchange (fibers.cpp).
 void syncthreads();
 uint64_t shuffle(unsigned mask, uint64_t bits, int32_t src_lane, int32_t width, int kind);
-enum ShuffleKind { k_shfl_idx = 0, k_shfl_xor = 1, k_shfl_down = 2, k_shfl_up = 3 };
+enum ShuffleKind { kShflIdx = 0, kShflXor = 1, kShflDown = 2, kShflUp = 3 };
 
 // A kernel with its arguments bound by value (as CUDA copies them at launch).
 struct KernelCall {
@@ -140,19 +140,19 @@ T shfl(unsigned mask, T v, int32_t lane, int32_t width, int kind) {
 
 template <typename T>
 T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
-  return cuda_standin::shfl(mask, v, src_lane, width, cuda_standin::k_shfl_idx);
+  return cuda_standin::shfl(mask, v, src_lane, width, cuda_standin::kShflIdx);
 }
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
-  return cuda_standin::shfl(mask, v, lane_mask, width, cuda_standin::k_shfl_xor);
+  return cuda_standin::shfl(mask, v, lane_mask, width, cuda_standin::kShflXor);
 }
 template <typename T>
 T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  return cuda_standin::shfl(mask, v, int(delta), width, cuda_standin::k_shfl_down);
+  return cuda_standin::shfl(mask, v, int(delta), width, cuda_standin::kShflDown);
 }
 template <typename T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  return cuda_standin::shfl(mask, v, int(delta), width, cuda_standin::k_shfl_up);
+  return cuda_standin::shfl(mask, v, int(delta), width, cuda_standin::kShflUp);
 }
 
 // ---- the runtime API
