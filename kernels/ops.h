@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "mega/mega.hpp"
 #include "weights.h"
@@ -67,5 +68,28 @@ class Ops {
 // Embedding, every layer, the final norm and the pooling of one span: the
 // model's layer sequence, the one place it is written.
 Status forward(Ops& ops, const HParams& hp, const ModelWeights& w, const Span& span);
+
+// A host backend's ops for one stream, as mega::Session runs them: the steps
+// plus the stream's state, its pooled sums and the classifier head.
+class SessionOps : public Ops {
+ public:
+  // Fresh recurrent state (the stream starts from silence).
+  virtual void clear_state() = 0;
+  // After forward(): the span's tokens summed (D doubles).
+  virtual const double* span_sum() const = 0;
+  // Logits (n_classes) of a pooled sum over n_tok tokens.
+  virtual void head(const double* sum, int64_t n_tok, float* out) = 0;
+  // Tests: x after the embedding and each layer into trace + (slot *
+  // trace_tokens + offset) * D (null: off).
+  virtual void set_trace(float* trace, int64_t trace_tokens, int64_t offset) = 0;
+  virtual int64_t memory_bytes() const = 0;
+};
+
+// The CPU backend's SessionOps (kernels/cpu): impl picks the scalar references
+// or the optimized kernels; n_threads (1..kMaxThreads) share each chunk;
+// max_span_tokens is the longest span (C, or a bidirectional clip). Null if
+// memory or threads cannot be had. Everything is allocated here.
+std::unique_ptr<SessionOps> create_cpu_session_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
+                                                   int32_t n_threads, int64_t max_span_tokens);
 
 }  // namespace mega

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu/denormals.h"
+#include "common/denormals.h"
 #include "cpu/worker_pool.h"
 
 namespace {

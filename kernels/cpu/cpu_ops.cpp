@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "common/arena.h"
 
@@ -21,6 +22,21 @@ constexpr int32_t kMinParallelChunk = 128;
 }  // namespace
 
 CpuOps::~CpuOps() { std::free(block_); }
+
+}  // namespace mega::cpu
+
+namespace mega {
+
+std::unique_ptr<SessionOps> create_cpu_session_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
+                                                   int32_t n_threads, int64_t max_span_tokens) {
+  std::unique_ptr<cpu::CpuOps> ops(new (std::nothrow) cpu::CpuOps());
+  if (!ops || !ops->init(hp, w, impl == KernelImpl::optimized, n_threads, max_span_tokens)) return nullptr;
+  return ops;
+}
+
+}  // namespace mega
+
+namespace mega::cpu {
 
 template <typename A>
 void CpuOps::layout(A& a) {

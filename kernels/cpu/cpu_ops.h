@@ -21,9 +21,7 @@
 
 namespace mega::cpu {
 
-constexpr int32_t kMaxThreads = 16;
-
-class CpuOps final : public Ops {
+class CpuOps final : public SessionOps {
  public:
   CpuOps() = default;
   ~CpuOps() override;
@@ -35,24 +33,19 @@ class CpuOps final : public Ops {
   // clip). False if memory or threads cannot be had.
   bool init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads, int64_t max_span_tokens);
 
-  // Fresh EMA state (the stream starts from silence).
-  void clear_state();
-  int64_t memory_bytes() const { return int64_t(block_bytes_); }
+  void clear_state() override;
+  int64_t memory_bytes() const override { return int64_t(block_bytes_); }
   KernelImpl math() const { return math_; }
 
-  // Tests: copy x after the embedding (slot 0) and after layer l (slot
-  // l + 1) into trace + (slot * trace_tokens + offset) * D.
-  void set_trace(float* trace, int64_t trace_tokens, int64_t offset) {
+  void set_trace(float* trace, int64_t trace_tokens, int64_t offset) override {
     trace_ = trace;
     trace_tokens_ = trace_tokens;
     trace_offset_ = offset;
   }
   // The span's activations (rows x D), for the backend-comparison harness.
   float* activation(Act a) const { return act(a); }
-  // After forward(): the pooled sum over the span's tokens (D doubles).
-  const double* span_sum() const { return sum_; }
-  // Logits (n_classes) of a pooled sum over n_tok tokens, through the classifier head.
-  void head(const double* sum, int64_t n_tok, float* out);
+  const double* span_sum() const override { return sum_; }
+  void head(const double* sum, int64_t n_tok, float* out) override;
 
   int64_t pass_rows(const Span& span) const override { return hp_.chunk_size; }
   Status embed(const Span& span) override;

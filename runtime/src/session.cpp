@@ -17,16 +17,16 @@
 #include <cblas.h>
 
 #include "common/arena.h"
-#include "cpu/cpu_ops.h"
-#include "cpu/denormals.h"
+#include "common/denormals.h"
 #include "model_data.h"
+#include "ops.h"
 
 namespace mega {
 
 struct SessionState {
   const ModelData* md = nullptr;
   HParams hp;
-  cpu::CpuOps ops;
+  std::unique_ptr<SessionOps> ops;  // the CPU backend's (kernels/cpu)
   bool bidir = false;
   int64_t max_clip_samples = 0;
 
@@ -60,7 +60,7 @@ struct SessionState {
 
   void reset_stream() {
     std::fill(pending, pending + context + hp.chunk_samples(), 0.0f);
-    ops.clear_state();
+    ops->clear_state();
     clear_window();
     n_pending = samples_seen = n_chunks = 0;
     result = ChunkResult();
@@ -76,7 +76,7 @@ struct SessionState {
     if (std::all_of(out, out + nc, [](float y) { return std::isfinite(y); })) return false;
     std::fill(out, out + nc, 0.0f);
     std::fill(pending, pending + context, 0.0f);
-    ops.clear_state();
+    ops->clear_state();
     clear_window();
     ++stats.n_state_resets;
     return true;
@@ -95,8 +95,8 @@ struct SessionState {
     span.samples = pending;
     span.sample_stride = context + hp.chunk_samples();
     span.chunk_index = &n_chunks;
-    forward(ops, hp, *md, span);  // the CPU ops do not fail
-    const double* sum = ops.span_sum();
+    forward(*ops, hp, *md, span);  // the CPU ops do not fail
+    const double* sum = ops->span_sum();
     std::copy(sum, sum + D, pool + (n_chunks % hp.window_chunks) * D);
     ++n_chunks;
     // keep the last k - s samples as the next chunk's left context
@@ -114,7 +114,7 @@ struct SessionState {
       const double* s = pool + (i % hp.window_chunks) * D;
       for (int32_t d = 0; d < D; ++d) rep[d] += s[d];
     }
-    ops.head(rep, pooled * hp.chunk_size, logits);
+    ops->head(rep, pooled * hp.chunk_size, logits);
     result.chunk_index = n_chunks - 1;
     result.end_sample = samples_seen;
     result.n_chunks_pooled = int32_t(pooled);
@@ -139,8 +139,8 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
     return fail(Status::invalid_argument, "unknown kernel implementation");
   }
   if (opts.max_clip_samples < 0) return fail(Status::invalid_argument, "max_clip_samples must be >= 0");
-  if (opts.n_threads < 1 || opts.n_threads > cpu::kMaxThreads) {
-    return fail(Status::invalid_argument, "n_threads must be in [1, " + std::to_string(cpu::kMaxThreads) + "]");
+  if (opts.n_threads < 1 || opts.n_threads > kMaxThreads) {
+    return fail(Status::invalid_argument, "n_threads must be in [1, " + std::to_string(kMaxThreads) + "]");
   }
   std::unique_ptr<Session> s(new (std::nothrow) Session());
   if (!s) return fail(Status::out_of_memory, "out of memory");
@@ -158,7 +158,8 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<const Model> model, con
   if (max_clip > (int64_t(1) << 28)) return fail(Status::invalid_argument, "max_clip_samples is too large");
   st.max_clip_samples = max_clip;
   const int64_t span_tokens = st.bidir ? max_clip / st.hp.patch_stride : st.hp.chunk_size;
-  if (!st.ops.init(st.hp, *st.md, opts.kernels == KernelImpl::optimized, opts.n_threads, span_tokens)) {
+  st.ops = create_cpu_session_ops(st.hp, *st.md, opts.kernels, opts.n_threads, span_tokens);
+  if (!st.ops) {
     return fail(Status::out_of_memory, "cannot allocate the session's buffers or start its threads");
   }
 
@@ -225,7 +226,7 @@ Status Session::classify_clip(const float* samples, int64_t n, float* logits, fl
     // chunk by chunk through the streaming path, pooled over the whole clip
     for (int64_t c0 = 0; c0 < total; c0 += cs) {
       for (int64_t i = 0; i < cs; ++i) st.pending[st.context + i] = sample(c0 + i);
-      st.ops.set_trace(trace, n_tok, st.n_chunks * st.hp.chunk_size);
+      st.ops->set_trace(trace, n_tok, st.n_chunks * st.hp.chunk_size);
       st.process_pending_chunk();
       const double* slot = st.pool + ((st.n_chunks - 1) % st.hp.window_chunks) * D;
       for (int32_t d = 0; d < D; ++d) sum[d] += slot[d];
@@ -239,13 +240,13 @@ Status Session::classify_clip(const float* samples, int64_t n, float* logits, fl
     span.streaming = false;
     span.samples = st.clip;
     span.sample_stride = st.context + total;
-    st.ops.set_trace(trace, n_tok, 0);
-    forward(st.ops, st.hp, *st.md, span);
-    const double* clip_sum = st.ops.span_sum();
+    st.ops->set_trace(trace, n_tok, 0);
+    forward(*st.ops, st.hp, *st.md, span);
+    const double* clip_sum = st.ops->span_sum();
     std::copy(clip_sum, clip_sum + D, sum);
   }
-  st.ops.set_trace(nullptr, 0, 0);
-  st.ops.head(sum, n_tok, logits);
+  st.ops->set_trace(nullptr, 0, 0);
+  st.ops->head(sum, n_tok, logits);
   st.contain_non_finite(logits);
   st.reset_stream();
   return Status::ok;
@@ -260,7 +261,7 @@ Status Session::self_test(float* max_abs_diff) {
   return s == Status::ok ? m.check_self_test(out, max_abs_diff) : s;
 }
 
-int64_t Session::memory_bytes() const { return int64_t(st_->block_bytes) + st_->ops.memory_bytes(); }
+int64_t Session::memory_bytes() const { return int64_t(st_->block_bytes) + st_->ops->memory_bytes(); }
 
 const SessionStats& Session::stats() const { return st_->stats; }
 

@@ -136,6 +136,9 @@ class Model {
 // or the optimized ones (OpenBLAS sgemm, vectorized math).
 enum class KernelImpl : int32_t { reference = 0, optimized = 1 };
 
+// The most threads a session's chunks may be split across (SessionOptions::n_threads).
+constexpr int32_t kMaxThreads = 16;
+
 struct SessionOptions {
   KernelImpl kernels = KernelImpl::optimized;
   // Longest clip classify_clip() accepts for bidirectional models, in samples
