@@ -1,25 +1,15 @@
 // The backend-neutral engines (mega/engine.hpp): the CPU ones over
 // mega::Session, and the factory, which reaches other backends through the
-// backend interface (kernels/backend.h): registered by the program, or (in
-// libmega_kws.so, MEGA_BACKEND_MODULES) loaded as modules on first use. The
-// core includes no backend's header.
+// registry (backend_registry.h). The core includes no backend's header.
 #include "mega/engine.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <vector>
 
-#if defined(MEGA_BACKEND_MODULES)
-#include <dlfcn.h>
-#include <sys/stat.h>
-
-#include <cstdlib>
-#endif
-
-#include "backend.h"
+#include "backend_registry.h"
 
 namespace mega {
 
@@ -265,121 +255,6 @@ Status Engine::self_test(float* max_abs_diff) {
 
 namespace {
 
-// Backends other than "cpu", by name: registered by the program, or loaded.
-constexpr int kMaxBackends = 4;
-std::mutex g_backends_mutex;
-const BackendInterface* g_backends[kMaxBackends] = {};
-
-const BackendInterface* registered(const std::string& name) {
-  for (const BackendInterface* b : g_backends) {
-    if (b && name == b->name) return b;
-  }
-  return nullptr;
-}
-
-bool add_backend(const BackendInterface* backend) {
-  if (!backend || !backend->name || !backend->available || !backend->create_engine ||
-      !backend->create_batch_engine || registered(backend->name)) {
-    return false;
-  }
-  for (const BackendInterface*& slot : g_backends) {
-    if (!slot) {
-      slot = backend;
-      return true;
-    }
-  }
-  return false;
-}
-
-#if defined(MEGA_BACKEND_MODULES)
-// Where backend modules are: MEGA_KWS_BACKEND_DIR if set, else the directory
-// of this library (they are installed beside it).
-std::string module_dir() {
-  if (const char* env = std::getenv("MEGA_KWS_BACKEND_DIR")) return env;
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&register_backend), &info) == 0 || !info.dli_fname) return ".";
-  const std::string self = info.dli_fname;
-  const size_t slash = self.rfind('/');
-  return slash == std::string::npos ? "." : self.substr(0, slash);
-}
-
-// An NVIDIA driver with at least one device, asked without loading the CUDA
-// backend (whose cuBLAS alone is some 200 MB resident).
-bool gpu_present(std::string* why) {
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!driver) {
-    *why = "no NVIDIA driver (libcuda.so.1 cannot be loaded)";
-    return false;
-  }
-  using Init = int (*)(unsigned);
-  using Count = int (*)(int*);
-  const auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
-  const auto count = reinterpret_cast<Count>(dlsym(driver, "cuDeviceGetCount"));
-  int n = 0;
-  if (!init || !count || init(0) != 0 || count(&n) != 0 || n < 1) {
-    *why = "no CUDA device (the NVIDIA driver found none)";
-    dlclose(driver);
-    return false;
-  }
-  return true;  // the driver stays loaded: the backend will use it
-}
-
-// Loads the module of a backend this build has as a module, and registers it.
-const BackendInterface* load_backend(const std::string& name, std::string* why) {
-#if defined(MEGA_CUDA_MODULE)
-  if (name == "cuda") {
-    const std::string path = module_dir() + "/libmega_kws_cuda.so";
-    struct stat sb;
-    if (::stat(path.c_str(), &sb) != 0) {
-      *why = "the CUDA backend module " + path + " is missing (install it beside libmega_kws.so, or set "
-             "MEGA_KWS_BACKEND_DIR to its directory)";
-      return nullptr;
-    }
-    if (!gpu_present(why)) return nullptr;
-    void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!module) {
-      const char* e = dlerror();
-      *why = "the CUDA backend module cannot be loaded: " + std::string(e ? e : path);
-      return nullptr;
-    }
-    const auto entry = reinterpret_cast<BackendEntry>(dlsym(module, kBackendEntry));
-    const BackendInterface* b = entry ? entry() : nullptr;
-    if (!b || !b->abi || std::strcmp(b->abi, MEGA_KWS_VERSION_STRING) != 0 || !b->name || name != b->name ||
-        !add_backend(b)) {
-      *why = path + " is not a CUDA backend module of this version (" MEGA_KWS_VERSION_STRING ")";
-      dlclose(module);
-      return nullptr;
-    }
-    return b;  // the module stays loaded for the life of the process
-  }
-#endif
-  *why = "unknown backend '" + name + "' (cpu, cuda)";
-  return nullptr;
-}
-#endif
-
-// Why a backend name is not served when nothing registered it and it cannot be loaded.
-std::string not_built(const std::string& name) {
-  if (name != "cuda") return "unknown backend '" + name + "' (cpu, cuda)";
-#if defined(MEGA_BACKEND_MODULES) || !defined(MEGA_CUDA_MODULE)
-  return "this build has no CUDA backend (configure with -DMEGA_CUDA=ON)";
-#else
-  return "this program links the static runtime, which loads no backend module: link libmega_kws "
-         "(the CUDA backend is the module libmega_kws_cuda.so beside it)";
-#endif
-}
-
-// The backend of that name, registered or (libmega_kws.so) loaded now.
-const BackendInterface* find_backend(const std::string& name, std::string* why) {
-  std::lock_guard<std::mutex> lock(g_backends_mutex);
-  if (const BackendInterface* b = registered(name)) return b;
-#if defined(MEGA_BACKEND_MODULES) && defined(MEGA_CUDA_MODULE)
-  if (name == "cuda") return load_backend(name, why);
-#endif
-  *why = not_built(name);
-  return nullptr;
-}
-
 // The backend of that name if it can make engines here.
 const BackendInterface* usable_backend(const std::string& name, std::string* why) {
   const BackendInterface* b = find_backend(name, why);
@@ -421,11 +296,6 @@ std::unique_ptr<BatchEngine> make_batch_engine(const std::string& backend, std::
 }
 
 }  // namespace
-
-bool register_backend(const BackendInterface* backend) {
-  std::lock_guard<std::mutex> lock(g_backends_mutex);
-  return add_backend(backend);
-}
 
 // The factories' containers may throw bad_alloc; nothing escapes the API.
 std::unique_ptr<Engine> create_engine(const std::string& backend, std::shared_ptr<const Model> model,

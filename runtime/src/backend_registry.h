@@ -1,0 +1,15 @@
+// How the engine factory finds a backend other than "cpu" by name
+// (backend_registry.cpp; the interface a backend provides: kernels/backend.h).
+#pragma once
+
+#include <string>
+
+#include "backend.h"
+
+namespace mega {
+
+// The backend of that name, registered or loaded now; null with the reason
+// in *why (not built, module missing, no GPU, unknown name).
+const BackendInterface* find_backend(const std::string& name, std::string* why);
+
+}  // namespace mega
