@@ -8,7 +8,12 @@
 #include <cstring>
 #include <mutex>
 
-#if defined(MEGA_BACKEND_MODULES)
+// The one module this project builds: the CUDA backend (-DMEGA_CUDA=ON).
+#if defined(MEGA_BACKEND_MODULES) && defined(MEGA_CUDA_MODULE)
+#define MEGA_LOADS_CUDA_MODULE 1
+#endif
+
+#if defined(MEGA_LOADS_CUDA_MODULE)
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -45,7 +50,7 @@ bool add_backend(const BackendInterface* backend) {
   return false;
 }
 
-#if defined(MEGA_BACKEND_MODULES)
+#if defined(MEGA_LOADS_CUDA_MODULE)
 // Where backend modules are: MEGA_KWS_BACKEND_DIR if set, else the directory
 // of this library (they are installed beside it).
 std::string module_dir() {
@@ -78,37 +83,32 @@ bool gpu_present(std::string* why) {
   return true;  // the driver stays loaded: the backend will use it
 }
 
-// Loads the module of a backend this build has as a module, and registers it.
-const BackendInterface* load_backend(const std::string& name, std::string* why) {
-#if defined(MEGA_CUDA_MODULE)
-  if (name == "cuda") {
-    const std::string path = module_dir() + "/libmega_kws_cuda.so";
-    struct stat sb;
-    if (::stat(path.c_str(), &sb) != 0) {
-      *why = "the CUDA backend module " + path + " is missing (install it beside libmega_kws.so, or set "
-             "MEGA_KWS_BACKEND_DIR to its directory)";
-      return nullptr;
-    }
-    if (!gpu_present(why)) return nullptr;
-    void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!module) {
-      const char* e = dlerror();
-      *why = "the CUDA backend module cannot be loaded: " + std::string(e ? e : path);
-      return nullptr;
-    }
-    const auto entry = reinterpret_cast<BackendEntry>(dlsym(module, kBackendEntry));
-    const BackendInterface* b = entry ? entry() : nullptr;
-    if (!b || !b->abi || std::strcmp(b->abi, MEGA_KWS_VERSION_STRING) != 0 || !b->name || name != b->name ||
-        !add_backend(b)) {
-      *why = path + " is not a CUDA backend module of this version (" MEGA_KWS_VERSION_STRING ")";
-      dlclose(module);
-      return nullptr;
-    }
-    return b;  // the module stays loaded for the life of the process
+// Loads the CUDA backend's module, and registers it.
+const BackendInterface* load_cuda_module(std::string* why) {
+  const std::string path = module_dir() + "/libmega_kws_cuda.so";
+  struct stat sb;
+  if (::stat(path.c_str(), &sb) != 0) {
+    *why = "the CUDA backend module " + path + " is missing (install it beside libmega_kws.so, or set "
+           "MEGA_KWS_BACKEND_DIR to its directory)";
+    return nullptr;
   }
-#endif
-  *why = "unknown backend '" + name + "' (cpu, cuda)";
-  return nullptr;
+  if (!gpu_present(why)) return nullptr;
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!module) {
+    const char* e = dlerror();
+    *why = "the CUDA backend module cannot be loaded: " + std::string(e ? e : path);
+    return nullptr;
+  }
+  const auto entry = reinterpret_cast<BackendEntry>(dlsym(module, kBackendEntry));
+  const BackendInterface* b = entry ? entry() : nullptr;
+  const bool ours = b && b->abi && std::strcmp(b->abi, MEGA_KWS_VERSION_STRING) == 0 && b->name &&
+                    std::strcmp(b->name, "cuda") == 0;
+  if (!ours || !add_backend(b)) {
+    *why = path + " is not a CUDA backend module of this version (" MEGA_KWS_VERSION_STRING ")";
+    dlclose(module);
+    return nullptr;
+  }
+  return b;  // the module stays loaded for the life of the process
 }
 #endif
 
@@ -129,8 +129,8 @@ std::string not_built(const std::string& name) {
 const BackendInterface* find_backend(const std::string& name, std::string* why) {
   std::lock_guard<std::mutex> lock(g_backends_mutex);
   if (const BackendInterface* b = registered(name)) return b;
-#if defined(MEGA_BACKEND_MODULES) && defined(MEGA_CUDA_MODULE)
-  if (name == "cuda") return load_backend(name, why);
+#if defined(MEGA_LOADS_CUDA_MODULE)
+  if (name == "cuda") return load_cuda_module(why);
 #endif
   *why = not_built(name);
   return nullptr;
