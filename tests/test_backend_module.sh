@@ -19,7 +19,8 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok:   $*"; }
 
 for f in "$KS" "$LIB"; do
-  if ldd "$f" | grep -Eq "libcuda|libcublas"; then fail "$(basename "$f") links a CUDA library"; ldd "$f"
+  if ! ldd "$f" >"$T/ldd" 2>&1 || ! grep -q "libc.so" "$T/ldd"; then fail "ldd cannot read $f"; cat "$T/ldd"
+  elif grep -Eq "libcuda|libcublas" "$T/ldd"; then fail "$(basename "$f") links a CUDA library"; cat "$T/ldd"
   else pass "$(basename "$f") links no CUDA library"; fi
 done
 
@@ -27,7 +28,8 @@ done
 mapped() { LD_DEBUG=files "$@" 2>&1 >/dev/null | grep -E "file=.*\[0\];  (needed|dynamically loaded)" ; }
 
 mapped "$KS" classify -m "$MODEL" --backend cpu "$CLIP" >"$T/cpu_libs"
-if grep -Eq "libcublas|libmega_kws_cuda" "$T/cpu_libs"; then fail "--backend cpu loaded CUDA"; cat "$T/cpu_libs"
+if ! grep -q "libmega_kws.so" "$T/cpu_libs"; then fail "the loader's record of a run is empty"; cat "$T/cpu_libs"
+elif grep -Eq "libcublas|libmega_kws_cuda" "$T/cpu_libs"; then fail "--backend cpu loaded CUDA"; cat "$T/cpu_libs"
 else pass "--backend cpu loads no CUDA library"; fi
 
 "$KS" classify -m "$MODEL" --backend cuda "$CLIP" >"$T/out" 2>"$T/err"
