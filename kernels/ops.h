@@ -17,6 +17,13 @@
 #include "mega/mega.hpp"
 #include "weights.h"
 
+// Returns from the enclosing function with expr's status unless it is ok.
+#define MEGA_TRY(expr)                         \
+  do {                                         \
+    const ::mega::Status s_ = (expr);          \
+    if (s_ != ::mega::Status::ok) return s_;   \
+  } while (0)
+
 namespace mega {
 
 // What one forward covers: n_streams spans of n_tok tokens (a multiple of C).

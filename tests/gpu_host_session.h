@@ -56,7 +56,7 @@ class HostGpuSession {
     mega::Span sp = step_span();
     stats_.resize(size_t(cap_.n_streams));
     stager_.stage(samples, bf_.input, bf_.input_index, stats_.data());
-    MEGA_GPU_TRY(mega::gpu::encode(ops_, *model_, dm_, cap_, bf_, w_, sp));
+    MEGA_TRY(mega::gpu::encode(ops_, *model_, dm_, cap_, bf_, w_, sp));
     return mega::gpu::head_forward(ops_, dm_, bf_, w_, cap_.n_streams, bf_.input_index, true, dm_.c, logits);
   }
 
@@ -75,7 +75,7 @@ class HostGpuSession {
       std::vector<float> chunk(static_cast<size_t>(cs)), window(static_cast<size_t>(dm_.n_classes));
       for (int64_t c0 = 0; c0 < total; c0 += cs) {
         for (int64_t i = 0; i < cs; ++i) chunk[size_t(i)] = c0 + i < n ? samples[c0 + i] : 0.0f;
-        MEGA_GPU_TRY(step(chunk.data(), window.data()));
+        MEGA_TRY(step(chunk.data(), window.data()));
         if (chunk_logits) chunk_logits->insert(chunk_logits->end(), window.begin(), window.end());
       }
       const mega::Status s =
@@ -93,7 +93,7 @@ class HostGpuSession {
     sp.samples = bf_.clip;
     sp.sample_stride = 0;
     sp.chunk_index = bf_.zero_index;
-    MEGA_GPU_TRY(mega::gpu::encode(ops_, *model_, dm_, cap_, bf_, w_, sp));
+    MEGA_TRY(mega::gpu::encode(ops_, *model_, dm_, cap_, bf_, w_, sp));
     return mega::gpu::head_forward(ops_, dm_, bf_, w_, 1, bf_.zero_index, false, sp.n_tok, logits);
   }
 

@@ -360,7 +360,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     // one eager step first (loads the modules, lets cuBLAS settle; the state it
     // leaves is never read, as every stream's next step is its chunk 0), then
     // one graph per slot
-    MEGA_GPU_TRY(enqueue_step(slots_[0]));
+    MEGA_TRY(enqueue_step(slots_[0]));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (o.graphs) {
       for (Slot& s : slots_) {
@@ -418,8 +418,8 @@ Status Session<T>::enqueue_step(const Slot& s) {
   sp.samples = s.d_samples;
   sp.sample_stride = step_stride(dm_);
   sp.chunk_index = s.d_index;
-  MEGA_GPU_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
-  MEGA_GPU_TRY(head_forward(ops, dm_, bf_, w_, B, s.d_index, true, dm_.c, s.d_logits));
+  MEGA_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
+  MEGA_TRY(head_forward(ops, dm_, bf_, w_, B, s.d_index, true, dm_.c, s.d_logits));
   if (!integrated_) {
     CUDA_CHECK(cudaMemcpyAsync(s.logits, bf_.logits, sizeof(float) * size_t(int64_t(B) * dm_.n_classes),
                                cudaMemcpyDeviceToHost, stream_));
@@ -450,7 +450,7 @@ Status Session<T>::launch(Slot* s) {
   if (o_.graphs) {
     CUDA_CHECK(cudaGraphLaunch(s->exec, stream_));
   } else {
-    MEGA_GPU_TRY(enqueue_step(*s));
+    MEGA_TRY(enqueue_step(*s));
   }
   CUDA_CHECK(cudaEventRecord(s->done, stream_));
   return Status::ok;
@@ -488,7 +488,7 @@ Status Session<T>::poll(StepResult* out, bool* ready) {
     return Status::ok;
   }
   if (e != cudaSuccess) return note(report_cuda(e, "cudaEventQuery(step)", __FILE__, __LINE__));
-  MEGA_GPU_TRY(collect(slots_[size_t((head_ - queued_ + R) % R)], out));
+  MEGA_TRY(collect(slots_[size_t((head_ - queued_ + R) % R)], out));
   *ready = true;
   return Status::ok;
 }
@@ -519,7 +519,7 @@ Status Session<T>::collect(Slot& s, StepResult* out) {
     if (std::all_of(row, row + nc, [](float v) { return std::isfinite(v); })) continue;
     std::fill(row, row + nc, 0.0f);
     ++stats_[size_t(b)].n_state_resets;
-    MEGA_GPU_TRY(note(clear_state(b)));
+    MEGA_TRY(note(clear_state(b)));
   }
   return Status::ok;
 }
@@ -548,7 +548,7 @@ Status Session<T>::clear_state(int32_t b) {
 template <typename T>
 Status Session<T>::drain() {
   StepResult r;
-  while (queued_ > 0) MEGA_GPU_TRY(wait(&r));
+  while (queued_ > 0) MEGA_TRY(wait(&r));
   return broken_ ? Status::device_error : Status::ok;
 }
 
@@ -565,7 +565,7 @@ Status Session<T>::reset(int32_t b) {
 template <typename T>
 Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits) {
   CudaOps<T> ops(stream_, blas_);
-  MEGA_GPU_TRY(head_forward(ops, dm_, bf_, w_, 1, chunk_index, false, n_tok, d_clip_logits_));
+  MEGA_TRY(head_forward(ops, dm_, bf_, w_, 1, chunk_index, false, n_tok, d_clip_logits_));
   if (!integrated_) {
     CUDA_CHECK(cudaMemcpyAsync(clip_logits_, bf_.logits, sizeof(float) * size_t(dm_.n_classes),
                                cudaMemcpyDeviceToHost, stream_));
@@ -586,7 +586,7 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
   if (broken_) return Status::device_error;
   DeviceGuard guard(device_);
   if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
-  MEGA_GPU_TRY(drain());
+  MEGA_TRY(drain());
   const HParams& hp = model_->hparams();
   const int64_t total = hp.padded_clip_samples(n);
   if (!dm_.bidir) {
@@ -599,9 +599,9 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
         for (int64_t i = 0; i < cs; ++i) chunk_[size_t(i)] = c0 + i < n ? samples[c0 + i] : 0.0f;
         if (queued_ == int32_t(slots_.size())) {
           StepResult r;
-          MEGA_GPU_TRY(wait(&r));
+          MEGA_TRY(wait(&r));
         }
-        MEGA_GPU_TRY(submit(chunk_.data()));
+        MEGA_TRY(submit(chunk_.data()));
       }
       return drain();
     };
@@ -631,7 +631,7 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
     sp.streaming = false;
     sp.samples = d_clip_;
     sp.chunk_index = bf_.zero_index;
-    MEGA_GPU_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
+    MEGA_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
     return finish_clip(bf_.zero_index, sp.n_tok, logits);
   };
   return note(run());

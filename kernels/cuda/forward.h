@@ -70,12 +70,6 @@ inline GemmDesc values_gemm(const void* a, const void* v, void* o, int32_t c, in
   return gemm_desc(false, h, c, c, v, h, ch, a, c, int64_t(c) * c, o, h, ch, chunks);
 }
 
-#define MEGA_GPU_TRY(expr)                 \
-  do {                                     \
-    const ::mega::Status s_ = (expr);      \
-    if (s_ != ::mega::Status::ok) return s_; \
-  } while (0)
-
 template <typename T, typename Launch>
 Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d) {
   NormParams<T> p;
@@ -89,7 +83,7 @@ Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, 
 
 template <typename T, typename Launch>
 Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act) {
-  MEGA_GPU_TRY(ops.gemm(linear_gemm(w, x, rows, y)));
+  MEGA_TRY(ops.gemm(linear_gemm(w, x, rows, y)));
   BiasActParams<T> p;
   p.y = y;
   p.bias = w.b;
@@ -125,7 +119,7 @@ Status ema_forward(Launch& ops, const Dims& dm, const Capacity& cap, const Buffe
   }
   p.mode = EmaMode::forward;
   p.epilogue = !dm.bidir;
-  MEGA_GPU_TRY(ops.ema(p));
+  MEGA_TRY(ops.ema(p));
   if (!dm.bidir) return Status::ok;
   p.mode = EmaMode::backward;
   p.row_offset = dm.d;
@@ -149,7 +143,7 @@ Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const
     // scaled score (a raw q.k of a long chunk overflows float16: 65504)
     GemmDesc sg = scores_gemm(bf.q + r0 * dm.z, bf.k + r0 * dm.z, bf.scores, dm.c, dm.z, n);
     if (fold_scale) sg.alpha = scale;
-    MEGA_GPU_TRY(ops.gemm(sg));
+    MEGA_TRY(ops.gemm(sg));
     ScoreParams<T> sp;
     sp.scores = bf.scores;
     sp.rel_bias = L.rel_bias;
@@ -157,9 +151,9 @@ Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const
     sp.c = dm.c;
     sp.fn = dm.fn;
     sp.scale = fold_scale ? 1.0f : scale;
-    MEGA_GPU_TRY(ops.scores(sp));
-    if (dm.fn == AttentionFn::softmax) MEGA_GPU_TRY(ops.softmax(sp));
-    MEGA_GPU_TRY(ops.gemm(values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n)));
+    MEGA_TRY(ops.scores(sp));
+    if (dm.fn == AttentionFn::softmax) MEGA_TRY(ops.softmax(sp));
+    MEGA_TRY(ops.gemm(values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n)));
   }
   return Status::ok;
 }
@@ -205,9 +199,9 @@ class GpuOps final : public mega::Ops {
 
   Status gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) override {
     const LayerDev& L = w_.layers[size_t(layer)];
-    MEGA_GPU_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act));
+    MEGA_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act));
     T* base = bf_.base + r0 * dm_.base_cols();
-    MEGA_GPU_TRY(launch_.gemm(linear_gemm(L.mx_proj, bf_.mx + r0 * dm_.d, rows, base)));
+    MEGA_TRY(launch_.gemm(linear_gemm(L.mx_proj, bf_.mx + r0 * dm_.d, rows, base)));
     SplitParams<T> split;
     split.base = base;
     split.bias = L.mx_proj.b;
@@ -232,8 +226,8 @@ class GpuOps final : public mega::Ops {
     og.base = base;
     og.rows = rows;
     og.g = dm_.gate();
-    MEGA_GPU_TRY(launch_.out_gate(og));
-    MEGA_GPU_TRY(launch_.gemm(linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d)));
+    MEGA_TRY(launch_.out_gate(og));
+    MEGA_TRY(launch_.gemm(linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d)));
     ResidualParams<T> rp;
     rp.x = bf_.x + r0 * dm_.d;
     rp.hb = bf_.hb + r0 * dm_.d;
@@ -249,8 +243,8 @@ class GpuOps final : public mega::Ops {
     const LayerDev& L = w_.layers[size_t(layer)];
     T* hidden = bf_.ffn + r0 * dm_.f;
     T* out = bf_.hb + r0 * dm_.d;
-    MEGA_GPU_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act));
-    MEGA_GPU_TRY(launch_.gemm(linear_gemm(L.fc2, hidden, rows, out)));
+    MEGA_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act));
+    MEGA_TRY(launch_.gemm(linear_gemm(L.fc2, hidden, rows, out)));
     AddResidualParams<T> ar;
     ar.x = bf_.x + r0 * dm_.d;
     ar.y = out;
