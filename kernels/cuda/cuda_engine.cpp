@@ -79,11 +79,7 @@ class CudaEngine final : public Engine {
     if (!out || !ready) return Status::invalid_argument;
     *ready = false;
     if (const Status e = take_error(); e != Status::ok) return e;
-    bool sent = false;
-    if (full_) {
-      const Status f = flush(&sent);
-      if (f != Status::ok && f != Status::busy) return f;
-    }
+    if (const Status f = flush_if_full(); f != Status::ok) return f;
     StepResult r;
     const Status s = ds_->poll(&r, ready);
     if (s != Status::ok) {
@@ -96,11 +92,7 @@ class CudaEngine final : public Engine {
   Status wait(ChunkResult* out) override {
     if (!out) return Status::invalid_argument;
     if (const Status e = take_error(); e != Status::ok) return e;
-    bool sent = false;
-    if (full_) {
-      const Status f = flush(&sent);
-      if (f != Status::ok && f != Status::busy) return f;
-    }
+    if (const Status f = flush_if_full(); f != Status::ok) return f;
     StepResult r;
     const Status s = ds_->wait(&r);
     if (s == Status::ok) to_chunk_result(r, out);
@@ -152,6 +144,13 @@ class CudaEngine final : public Engine {
       *sent = true;
     }
     return s;
+  }
+  // A chunk that submit() could not start (busy) goes now if there is room;
+  // still busy is no error for a caller collecting results.
+  Status flush_if_full() {
+    bool sent = false;
+    const Status f = full_ ? flush(&sent) : Status::ok;
+    return f == Status::busy ? Status::ok : f;
   }
   void to_chunk_result(const StepResult& r, ChunkResult* out) {
     const HParams& hp = model().hparams();
