@@ -23,6 +23,7 @@
 #include "alloc_counter.h"
 #include "cpu/kernels.h"
 #include "cpu/simd_kernels.h"
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 #include "weights.h"
 #include "model_flops.h"
@@ -249,11 +250,11 @@ void BM_StreamChunk(benchmark::State& state) {
   const auto& m = model();
   const mega::HParams& hp = m->hparams();
   mega::set_blas_threads(1);
-  mega::SessionOptions o;
+  mega::EngineOptions o;
   o.n_threads = int32_t(state.range(0));
   o.kernels = mega::KernelImpl::optimized;
   std::string err;
-  auto s = mega::Session::create(m, o, &err);
+  auto s = mega::create_engine("cpu", m, o, &err);
   if (!s) return state.SkipWithError(err.c_str());
   const auto audio = random_floats(size_t(hp.chunk_samples()), -0.5f, 0.5f, 11);
   auto push_chunk = [&] {

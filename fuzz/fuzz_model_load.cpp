@@ -1,5 +1,5 @@
 // libFuzzer target: Model::load_from_memory on arbitrary bytes, then, for
-// whatever loads, a session and a forward pass (a model the loader accepts
+// whatever loads, a CPU engine and a forward pass (a model the loader accepts
 // must run without touching memory it does not own).
 //
 // Every .mega file ends with a 12-byte trailer ("MGCK", size, CRC-32) that a
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 #include "mega_reseal.h"
 
@@ -42,22 +43,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (tokens * per_token > (int64_t(1) << 24)) return 0;
   for (mega::KernelImpl impl : {mega::KernelImpl::optimized, mega::KernelImpl::reference}) {
     if (impl == mega::KernelImpl::reference && tokens * per_token > (int64_t(1) << 20)) break;
-    mega::SessionOptions opts;
+    mega::EngineOptions opts;
     opts.kernels = impl;
-    auto session = mega::Session::create(model, opts, &err);
-    if (!session) continue;
+    auto engine = mega::create_engine("cpu", model, opts, &err);
+    if (!engine) continue;
     float diff = 0.0f;
     if (!model->self_test_input().empty() && int64_t(model->self_test_input().size()) <= hp.window_samples()) {
-      session->self_test(&diff);
+      engine->self_test(&diff);
     } else {
       std::vector<float> clip(size_t(hp.chunk_samples()), 0.25f), logits(size_t(hp.n_classes));
-      session->classify_clip(clip.data(), int64_t(clip.size()), logits.data());
+      engine->classify_clip(clip.data(), int64_t(clip.size()), logits.data());
     }
     if (model->streamable()) {
       std::vector<float> block(size_t(hp.chunk_samples()) + 1, -0.5f);
       int64_t used = 0;
       bool done = false;
-      session->push(block.data(), int64_t(block.size()), &used, &done);
+      engine->push(block.data(), int64_t(block.size()), &used, &done);
     }
   }
   return 0;

@@ -1,10 +1,10 @@
 // The interface between the runtime's engine factory (mega::create_engine,
-// runtime/src/engine.cpp) and a compute backend that is not built into the
-// core: today the CUDA backend (kernels/cuda), which is a separately loaded
-// module, libmega_kws_cuda.so, so that the core library and the programs
-// linking it need no CUDA library.
+// runtime/src/engine.cpp) and a compute backend. The CPU backend is built
+// into the core and fills one too (runtime/src/cpu_engine.cpp); the CUDA
+// backend (kernels/cuda) is a separately loaded module, libmega_kws_cuda.so,
+// so that the core library and the programs linking it need no CUDA library.
 //
-// A backend fills one BackendInterface and either
+// Any other backend fills one BackendInterface and either
 //  - is linked into a program that registers it (register_backend(); the
 //    tests do this with the CUDA backend built as a static library), or
 //  - is built as a module exporting the C symbol kBackendEntry, which the
@@ -38,6 +38,15 @@ struct BackendInterface {
                                                       const EngineOptions& opts, std::string* error,
                                                       Status* status) = nullptr;
 };
+
+// How a create function fails: the message in *error and the code in
+// *status (either may be null), and no object.
+template <typename T>
+std::unique_ptr<T> creation_failed(std::string* error, Status* status, Status s, const std::string& msg) {
+  if (error) *error = msg;
+  if (status) *status = s;
+  return nullptr;
+}
 
 // Makes a backend reachable by its name (the pointer must stay valid). False
 // if a backend of that name is already registered, or the table is full.

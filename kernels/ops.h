@@ -1,6 +1,6 @@
 // The ops interface: the Mega layer's steps as a backend provides them, and
 // the one forward pass written against it (forward(), defined in
-// runtime/src/forward/forward.cpp). The CPU session (kernels/cpu/cpu_ops.h),
+// runtime/src/forward/forward.cpp). The CPU backend (kernels/cpu/cpu_ops.h),
 // the CUDA backend and its host emulation (kernels/cuda/forward.h) each
 // implement Ops; they all run this one sequence.
 //
@@ -76,9 +76,9 @@ class Ops {
 // model's layer sequence, the one place it is written.
 Status forward(Ops& ops, const HParams& hp, const ModelWeights& w, const Span& span);
 
-// A host backend's ops for one stream, as mega::Session runs them: the steps
+// A host backend's ops for one stream, as a CPU engine runs them: the steps
 // plus the stream's state, its pooled sums and the classifier head.
-class SessionOps : public Ops {
+class StreamOps : public Ops {
  public:
   // Fresh recurrent state (the stream starts from silence).
   virtual void clear_state() = 0;
@@ -92,11 +92,11 @@ class SessionOps : public Ops {
   virtual int64_t memory_bytes() const = 0;
 };
 
-// The CPU backend's SessionOps (kernels/cpu): impl picks the scalar references
+// The CPU backend's StreamOps (kernels/cpu): impl picks the scalar references
 // or the optimized kernels; n_threads (1..kMaxThreads) share each chunk;
 // max_span_tokens is the longest span (C, or a bidirectional clip). Null if
 // memory or threads cannot be had. Everything is allocated here.
-std::unique_ptr<SessionOps> create_cpu_session_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
+std::unique_ptr<StreamOps> create_cpu_stream_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
                                                    int32_t n_threads, int64_t max_span_tokens);
 
 }  // namespace mega

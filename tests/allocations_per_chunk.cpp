@@ -17,6 +17,7 @@
 #include "alloc_counter.h"
 #include "golden.h"
 #include "mega/detector.hpp"
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 #include "mega/mega_kws.h"
 
@@ -82,10 +83,10 @@ std::shared_ptr<const mega::Model> load(const std::string& path) {
 // one more chunk; returns the allocations counted after the warm-up.
 int64_t allocations_after_warmup(const std::shared_ptr<const mega::Model>& m, int32_t n_threads, int64_t n_chunks,
                                  bool with_clip) {
-  mega::SessionOptions o;
+  mega::EngineOptions o;
   o.n_threads = n_threads;
   std::string err;
-  auto s = mega::Session::create(m, o, &err);
+  auto s = mega::create_engine("cpu", m, o, &err);
   EXPECT_TRUE(s) << err;
   if (!s) return -1;
   const mega::HParams& hp = m->hparams();
@@ -151,7 +152,7 @@ TEST(Allocations, NoneInTheDetector) {
   o.smoothing_hops = 3;
   std::string err;
   auto det = mega::Detector::for_model(*m, o, &err);
-  auto s = mega::Session::create(m, {}, &err);
+  auto s = mega::create_engine("cpu", m, mega::EngineOptions(), &err);
   ASSERT_TRUE(det && s) << err;
   std::vector<float> audio(size_t(m->hparams().chunk_samples() * 200));
   for (size_t i = 0; i < audio.size(); ++i) audio[i] = float((i * 7919) % 2000) / 1000.0f - 1.0f;

@@ -119,7 +119,7 @@ class HostGpuSession {
   std::vector<double> block_, weights_;
   std::vector<float> tails_;
   std::vector<int64_t> next_;
-  std::vector<mega::SessionStats> stats_;  // input hygiene counts per stream
+  std::vector<mega::StreamStats> stats_;  // input hygiene counts per stream
 };
 
 }  // namespace mega_test

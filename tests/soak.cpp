@@ -1,16 +1,16 @@
-// mega_soak: streams hours of generated audio through one session per model
+// mega_soak: streams hours of generated audio through one CPU engine per model
 // and checks what an always-on runtime must keep true:
 //   - every chunk's logits are finite, and the guard against non-finite
-//     logits never fires (SessionStats::n_state_resets == 0);
+//     logits never fires (StreamStats::n_state_resets == 0);
 //   - memory stays flat: the heap in use (mallinfo2) is the same after every
 //     check as after the first, and the resident set does not grow;
 //   - the state does not drift: at each check, the window logits equal those
-//     of a fresh session fed only the last samples that can still reach
+//     of a fresh engine fed only the last samples that can still reach
 //     them (the receptive field of the truncated EMA through every layer,
 //     plus the window, on chunk boundaries), within --tolerance.
 // The audio cycles through speech (the sample clips), loud speech clipped at
 // full scale, noise, silence, DC offsets, full-scale square waves, tones,
-// and rare NaN/Inf samples (replaced and counted by the session).
+// and rare NaN/Inf samples (replaced and counted by the engine).
 //
 //   mega_soak --speech DIR [--seconds S] [--check-every S] [--seed N]
 //             [--tolerance T] [--kernels optimized|reference] MODEL...
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "audio_file.h"
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 
 namespace {
@@ -181,10 +182,10 @@ bool soak_one(const Options& o, const std::string& path, const std::vector<std::
     return false;
   }
   const mega::HParams& hp = model->hparams();
-  mega::SessionOptions so;
-  so.kernels = o.kernels;
-  auto s = mega::Session::create(model, so, &err);
-  auto fresh = mega::Session::create(model, so, &err);
+  mega::EngineOptions eo;
+  eo.kernels = o.kernels;
+  auto s = mega::create_engine("cpu", model, eo, &err);
+  auto fresh = mega::create_engine("cpu", model, eo, &err);
   if (!s || !fresh) {
     std::fprintf(stderr, "mega_soak: %s\n", err.c_str());
     return false;
@@ -206,7 +207,7 @@ bool soak_one(const Options& o, const std::string& path, const std::vector<std::
   int64_t fed = 0, n_chunks = 0, n_bad_logits = 0, n_checks = 0, heap0 = -1, rss0 = 0, rss_max = 0;
   double worst = 0.0, worst_last_hour = 0.0, compute_s = 0.0;
   bool heap_flat = true;
-  std::printf("%s: %.0f s of audio, checks every %lld chunks against a fresh session fed the last %lld chunks%s\n",
+  std::printf("%s: %.0f s of audio, checks every %lld chunks against a fresh engine fed the last %lld chunks%s\n",
               path.c_str(), double(total) / hp.sample_rate, (long long)check_every, (long long)tail_chunks,
               tail_chunks ? "" : " (untruncated EMA: no drift check)");
   std::fflush(stdout);
@@ -264,7 +265,7 @@ bool soak_one(const Options& o, const std::string& path, const std::vector<std::
     }
     fed += n;
   }
-  const mega::SessionStats& st = s->stats();
+  const mega::StreamStats& st = s->stats();
   const bool ok = n_bad_logits == 0 && st.n_state_resets == 0 && worst <= o.tolerance && heap_flat &&
                   rss_max - rss0 <= 1024 && st.n_nonfinite_samples == gen.n_nonfinite();
   std::printf("%s: %s: %.1f h of audio, %lld chunks, real-time factor %.4f; max drift %.3g (last hour %.3g, "

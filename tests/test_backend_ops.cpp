@@ -18,7 +18,7 @@
 #include "cpu/cpu_ops.h"
 #include "golden.h"
 #include "gpu_host_session.h"
-#include "test_session.h"
+#include "test_stream.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// The backend-neutral engines (mega/engine.hpp) on the CPU: the Engine gives
-// exactly the Session's results, synchronously and through submit()/poll();
-// the BatchEngine's streams equal single sessions; the factory's answers for
-// unknown or unavailable backends and bad options.
+// The engines (mega/engine.hpp) on the CPU: an Engine gives the same results
+// for any push blocking and through submit()/poll(); the BatchEngine's
+// streams equal single engines; the factory's answers for unknown or
+// unavailable backends and bad options.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,10 +22,10 @@ std::unique_ptr<mega::Engine> cpu_engine(const std::shared_ptr<const mega::Model
   return e;
 }
 
-std::vector<float> session_chunks(const std::shared_ptr<const mega::Model>& m, const std::vector<float>& in) {
-  std::string err;
-  auto s = mega::Session::create(m, mega::SessionOptions(), &err);
-  EXPECT_TRUE(s) << err;
+// Every chunk's logits of `in` pushed in one call through a fresh engine.
+std::vector<float> pushed_at_once(const std::shared_ptr<const mega::Model>& m, const std::vector<float>& in) {
+  auto s = cpu_engine(m);
+  EXPECT_TRUE(s);
   std::vector<float> out;
   const int32_t nc = m->hparams().n_classes;
   EXPECT_EQ(s->push_all(in.data(), int64_t(in.size()),
@@ -36,7 +36,7 @@ std::vector<float> session_chunks(const std::shared_ptr<const mega::Model>& m, c
 
 }  // namespace
 
-TEST(CpuEngine, PushAndClipGiveTheSessionResults) {
+TEST(CpuEngine, PushInBlocksAndClipGiveTheReferenceResults) {
   Golden g;
   auto m = mega_test::load_fixture(MEGA_FIXTURES, "tiny_patch", &g);
   ASSERT_TRUE(m);
@@ -52,7 +52,7 @@ TEST(CpuEngine, PushAndClipGiveTheSessionResults) {
                           [&](const mega::ChunkResult& r) { got.insert(got.end(), r.logits, r.logits + nc); }),
               mega::Status::ok);
   }
-  EXPECT_EQ(got, session_chunks(m, in));
+  EXPECT_EQ(got, pushed_at_once(m, in));
   std::vector<float> logits(static_cast<size_t>(nc));
   ASSERT_EQ(e->classify_clip(in.data(), int64_t(in.size()), logits.data()), mega::Status::ok);
   EXPECT_LE(mega_test::max_abs_diff(logits.data(), g.at("logits").data(), logits.size()), 2e-5);
@@ -100,10 +100,10 @@ TEST(CpuEngine, SubmitQueuesUntilBusyAndPollCollectsInOrder) {
     got.insert(got.end(), r.logits, r.logits + nc);
   }
   EXPECT_GT(busy, 0);
-  EXPECT_EQ(got, session_chunks(m, in));
+  EXPECT_EQ(got, pushed_at_once(m, in));
 }
 
-TEST(CpuBatchEngine, StreamsEqualSingleSessions) {
+TEST(CpuBatchEngine, StreamsEqualSingleEngines) {
   Golden g;
   auto m = mega_test::load_fixture(MEGA_FIXTURES, "tiny_patch", &g);
   ASSERT_TRUE(m);
@@ -117,8 +117,8 @@ TEST(CpuBatchEngine, StreamsEqualSingleSessions) {
   auto batch = mega::create_batch_engine("cpu", m, B, o, &err);
   ASSERT_TRUE(batch) << err;
   EXPECT_EQ(batch->n_streams(), B);
-  std::vector<std::unique_ptr<mega::Session>> single;
-  for (int32_t b = 0; b < B; ++b) single.push_back(mega::Session::create(m, mega::SessionOptions(), &err));
+  std::vector<std::unique_ptr<mega::Engine>> single;
+  for (int32_t b = 0; b < B; ++b) single.push_back(cpu_engine(m));
   std::vector<float> step(size_t(B * cs));
   for (int64_t c = 0; c < n_chunks; ++c) {
     if (c == 2) {

@@ -1,5 +1,5 @@
 // Hostile audio: NaN/Inf, huge, denormal samples, full-scale square waves,
-// DC and silence never make a session produce a non-finite logit, and the
+// DC and silence never make an engine produce a non-finite logit, and the
 // input hygiene (mega.hpp, kMaxSampleMagnitude) does exactly what it says:
 // the logits equal those of the same audio with the bad samples replaced,
 // and every replacement is counted.
@@ -15,13 +15,13 @@
 #include "golden.h"
 #include "mega_reseal.h"
 #include "overflow_model.h"
-#include "test_session.h"
+#include "test_stream.h"
 #include "mega/mega.hpp"
 #include "mega/mega_kws.h"
 #include "mega_model_generated.h"
 
 using mega_test::load;
-using mega_test::session;
+using mega_test::cpu_engine;
 
 namespace {
 
@@ -36,7 +36,7 @@ std::vector<std::string> streaming_models() {
 }
 
 // Every chunk's window logits, streamed in blocks of `block` samples.
-std::vector<float> stream_logits(mega::Session& s, const std::vector<float>& in, int64_t block = 777) {
+std::vector<float> stream_logits(mega::Engine& s, const std::vector<float>& in, int64_t block = 777) {
   return mega_test::window_logits(s, in, block);
 }
 
@@ -85,7 +85,7 @@ TEST(HostileAudio, NonFiniteSamplesAreReplacedByZeroAndCounted) {
       clean[bad[j]] = 0.0f;
     }
     for (mega::KernelImpl impl : {mega::KernelImpl::optimized, mega::KernelImpl::reference}) {
-      auto a = session(m, impl), b = session(m, impl);
+      auto a = cpu_engine(m, impl), b = cpu_engine(m, impl);
       const std::vector<float> got = stream_logits(*a, dirty), want = stream_logits(*b, clean);
       ASSERT_EQ(got.size(), size_t(test_chunks(hp) * hp.n_classes)) << path;
       EXPECT_EQ(count_non_finite(got), 0) << path;
@@ -113,7 +113,7 @@ TEST(HostileAudio, BidirectionalClipsReplaceNonFiniteSamplesToo) {
     dirty[1] = NAN;
     dirty[7] = -INFINITY;
     clean[1] = clean[7] = 0.0f;
-    auto s = session(m);
+    auto s = cpu_engine(m);
     std::vector<float> a(size_t(hp.n_classes)), b(a.size());
     ASSERT_EQ(s->classify_clip(dirty.data(), int64_t(dirty.size()), a.data()), mega::Status::ok);
     ASSERT_EQ(s->classify_clip(clean.data(), int64_t(clean.size()), b.data()), mega::Status::ok);
@@ -136,7 +136,7 @@ TEST(HostileAudio, HugeSamplesAreClampedAndCounted) {
       clean[i] = std::copysign(mega::kMaxSampleMagnitude, dirty[i]);
     }
     dirty[5] = clean[5] = mega::kMaxSampleMagnitude;  // the bound itself is not clamped
-    auto a = session(m), b = session(m);
+    auto a = cpu_engine(m), b = cpu_engine(m);
     const std::vector<float> got = stream_logits(*a, dirty, 4096), want = stream_logits(*b, clean, 4096);
     EXPECT_EQ(count_non_finite(got), 0) << path;
     EXPECT_EQ(got, want) << path;
@@ -156,7 +156,7 @@ TEST(HostileAudio, DenormalSamplesActAsSilence) {
     const float tiny[4] = {FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-40f, -FLT_MIN / 2};
     for (size_t i = 0; i < n; ++i) denormal[i] = tiny[i % 4];
     ASSERT_EQ(std::fpclassify(denormal[2]), FP_SUBNORMAL);
-    auto a = session(m), b = session(m);
+    auto a = cpu_engine(m), b = cpu_engine(m);
     const std::vector<float> got = stream_logits(*a, denormal), want = stream_logits(*b, silence);
     EXPECT_EQ(count_non_finite(got), 0) << path;
     EXPECT_LE(mega_test::max_abs_diff(got.data(), want.data(), got.size()), 1e-6) << path;
@@ -191,7 +191,7 @@ TEST(HostileAudio, SquareWavesDcAndSilenceStayFinite) {
     };
     for (const Signal& sig : signals) {
       for (float amp : {mega::kMaxSampleMagnitude, 1e6f}) {
-        auto s = session(m);
+        auto s = cpu_engine(m);
         std::vector<float> x(4096);
         int64_t bad = 0, chunks = 0;
         for (int64_t off = 0; off < n; off += int64_t(x.size())) {
@@ -212,25 +212,25 @@ TEST(HostileAudio, SquareWavesDcAndSilenceStayFinite) {
 // The last line of defence: a model whose arithmetic overflows on loud input
 // gives zero logits for those chunks (counted) instead of NaN, and the stream
 // recovers: once a window of normal audio has passed, the logits equal a
-// fresh session's on the same audio.
+// fresh engine's on the same audio.
 TEST(HostileAudio, OverflowInsideTheModelResetsTheStateInsteadOfPoisoningIt) {
   const std::vector<uint8_t> bytes = mega_test::overflowing_model();
   std::string err;
   auto m = mega::Model::load_from_memory(bytes.data(), bytes.size(), &err);
   ASSERT_TRUE(m) << err;
   const mega::HParams& hp = m->hparams();
-  auto s = session(m);
+  auto s = cpu_engine(m);
   const std::vector<float> loud(size_t(3 * hp.chunk_samples()), 1.0f);
   const std::vector<float> got_loud = stream_logits(*s, loud, 5);
   EXPECT_EQ(count_non_finite(got_loud), 0);
   // every loud chunk overflows: each is zeroed and counted
   EXPECT_EQ(s->stats().n_state_resets, 3);
   EXPECT_EQ(got_loud, std::vector<float>(got_loud.size(), 0.0f));
-  // afterwards: quiet audio, compared with a fresh session
+  // afterwards: quiet audio, compared with a fresh engine
   const std::vector<float> quiet(size_t((hp.window_chunks + 3) * hp.chunk_samples()), 0.0f);
   const int64_t resets = s->stats().n_state_resets;
   const std::vector<float> after = stream_logits(*s, quiet, 3);
-  auto fresh = session(m);
+  auto fresh = cpu_engine(m);
   const std::vector<float> want = stream_logits(*fresh, quiet, 3);
   EXPECT_EQ(s->stats().n_state_resets, resets) << "quiet audio must not overflow";
   ASSERT_EQ(after.size(), want.size());

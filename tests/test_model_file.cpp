@@ -8,6 +8,7 @@
 
 #include "golden.h"
 #include "mega_reseal.h"
+#include "mega/engine.hpp"
 #include "mega/mega.hpp"
 
 namespace {
@@ -149,7 +150,7 @@ TEST(ModelFile, DamagedStructureWithValidChecksumNeverCrashes) {
       // whatever loaded must still run
       std::string err;
       auto m = mega::Model::load_from_memory(b.data(), b.size(), &err);
-      auto s = mega::Session::create(m, mega::SessionOptions(), &err);
+      auto s = mega::create_engine("cpu", m, mega::EngineOptions(), &err);
       ASSERT_TRUE(s) << err;
       float diff = 0.0f;
       s->self_test(&diff);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "golden.h"
+#include "cpu_engine.h"
 #include "mega/mega.hpp"
+#include "test_stream.h"
 
 using mega_test::Golden;
 using mega_test::max_abs_diff;
@@ -31,18 +33,15 @@ void check_clip(const std::string& dir, const std::string& name, mega::KernelImp
   Loaded l = load_pair(dir, name);
   ASSERT_TRUE(l.model);
   const auto& in = l.golden.at("input");
-  mega::SessionOptions opts;
-  opts.kernels = impl;
-  opts.max_clip_samples = int64_t(in.size());
-  std::string err;
-  auto s = mega::Session::create(l.model, opts, &err);
-  ASSERT_TRUE(s) << err;
+  auto s = mega_test::cpu_engine(l.model, impl, 1, int64_t(in.size()));
+  ASSERT_TRUE(s);
   const mega::HParams& hp = l.model->hparams();
   ASSERT_EQ(s->padded_clip_samples(int64_t(in.size())), int64_t(in.size()));
   std::vector<float> logits(size_t(hp.n_classes));
   std::vector<float> trace;
   if (l.golden.has("trace")) trace.resize(l.golden.at("trace").size());
-  ASSERT_EQ(s->classify_clip(in.data(), int64_t(in.size()), logits.data(), trace.empty() ? nullptr : trace.data()),
+  ASSERT_EQ(mega::classify_clip_traced(*s, in.data(), int64_t(in.size()), logits.data(),
+                                       trace.empty() ? nullptr : trace.data()),
             mega::Status::ok);
   const double d = max_abs_diff(logits.data(), l.golden.at("logits").data(), logits.size());
   EXPECT_LE(d, logit_tol) << name << " logits";
@@ -81,8 +80,8 @@ TEST(BaseParity, SelfTestPassesOnGeneratedModels) {
     std::string err;
     auto m = mega::Model::load(std::string(MEGA_GENERATED) + "/" + name + ".mega", &err);
     ASSERT_TRUE(m) << err;
-    auto s = mega::Session::create(m, mega::SessionOptions(), &err);
-    ASSERT_TRUE(s) << err;
+    auto s = mega_test::cpu_engine(m);
+    ASSERT_TRUE(s);
     float diff = -1.0f;
     EXPECT_EQ(s->self_test(&diff), mega::Status::ok) << name << " diff " << diff;
   }
@@ -94,10 +93,8 @@ TEST(TinyParity, SelfTestPassesWithBothKernelSets) {
       std::string err;
       auto m = mega::Model::load(mega_test::fixture_path(std::string(name) + ".mega"), &err);
       ASSERT_TRUE(m) << err;
-      mega::SessionOptions o;
-      o.kernels = impl;
-      auto s = mega::Session::create(m, o, &err);
-      ASSERT_TRUE(s) << err;
+      auto s = mega_test::cpu_engine(m, impl);
+      ASSERT_TRUE(s);
       float diff = -1.0f;
       EXPECT_EQ(s->self_test(&diff), mega::Status::ok) << name;
       EXPECT_GE(diff, 0.0f);

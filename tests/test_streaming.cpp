@@ -1,23 +1,23 @@
 // Streaming equals offline: any block sizes give the golden per-chunk window
-// logits, bit-identical across block sizes; sessions are independent; reset
-// gives a fresh session.
+// logits, bit-identical across block sizes; engines are independent; reset
+// gives a fresh stream.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "golden.h"
-#include "test_session.h"
+#include "test_stream.h"
 #include "mega/mega.hpp"
 
 using mega_test::Golden;
 using mega_test::load;
 using mega_test::max_abs_diff;
-using mega_test::session;
+using mega_test::cpu_engine;
 
 namespace {
 
 // Feeds `in` in blocks of `block` samples; returns all per-chunk logits.
-std::vector<float> stream(mega::Session& s, const std::vector<float>& in, int64_t block) {
+std::vector<float> stream(mega::Engine& s, const std::vector<float>& in, int64_t block) {
   std::vector<float> out;
   const int32_t nc = s.model().hparams().n_classes;
   int64_t prev_chunk = -1;
@@ -45,7 +45,7 @@ void check_blocks(const std::string& dir, const std::string& name, const std::ve
   ASSERT_TRUE(g.load(dir + "/" + name + ".golden"));
   const auto& in = g.at("input");
   const auto& want = g.at("chunk_logits");
-  auto s = session(m);
+  auto s = cpu_engine(m);
   std::vector<float> first;
   for (int64_t b : blocks) {
     s->reset();
@@ -78,8 +78,8 @@ TEST(TinyStreaming, ReferenceAndOptimizedStreamsAgree) {
   auto m = load(mega_test::fixture_path("tiny_patch.mega"));
   Golden g;
   ASSERT_TRUE(g.load(mega_test::fixture_path("tiny_patch.golden")));
-  auto a = session(m, mega::KernelImpl::reference);
-  auto b = session(m, mega::KernelImpl::optimized);
+  auto a = cpu_engine(m, mega::KernelImpl::reference);
+  auto b = cpu_engine(m, mega::KernelImpl::optimized);
   auto ra = stream(*a, g.at("input"), 7);
   auto rb = stream(*b, g.at("input"), 13);
   ASSERT_EQ(ra.size(), rb.size());
@@ -103,7 +103,7 @@ TEST(Streaming, ThreadCountDoesNotChangeResults) {
     in.resize(std::min<size_t>(in.size(), size_t(3 * m->hparams().chunk_samples())));  // base: 3 chunks suffice
     std::vector<float> first;
     for (int32_t threads : {1, 2, 3}) {
-      auto s = session(m, mega::KernelImpl::optimized, threads);
+      auto s = cpu_engine(m, mega::KernelImpl::optimized, threads);
       ASSERT_TRUE(s);
       const std::vector<float> got = stream(*s, in, 777);
       ASSERT_FALSE(got.empty()) << c.name;
@@ -119,24 +119,24 @@ TEST(Streaming, ThreadCountDoesNotChangeResults) {
 TEST(Streaming, ThreadCountIsValidated) {
   auto m = load(mega_test::fixture_path("tiny_uni.mega"));
   for (int32_t bad : {0, -1, 17}) {
-    mega::SessionOptions o;
+    mega::EngineOptions o;
     o.n_threads = bad;
     std::string err;
     mega::Status st = mega::Status::ok;
-    EXPECT_FALSE(mega::Session::create(m, o, &err, &st)) << bad;
+    EXPECT_FALSE(mega::create_engine("cpu", m, o, &err, &st)) << bad;
     EXPECT_EQ(st, mega::Status::invalid_argument) << bad;
   }
 }
 
-TEST(TinyStreaming, TwoSessionsOnOneModelAreIndependent) {
+TEST(TinyStreaming, TwoEnginesOnOneModelAreIndependent) {
   auto m = load(mega_test::fixture_path("tiny_uni.mega"));
   Golden g;
   ASSERT_TRUE(g.load(mega_test::fixture_path("tiny_uni.golden")));
   const auto& in = g.at("input");
-  auto alone = session(m);
+  auto alone = cpu_engine(m);
   const std::vector<float> ref = stream(*alone, in, 5);
-  // interleave two sessions, one fed silence-then-input, the other the input
-  auto s1 = session(m), s2 = session(m);
+  // interleave two engines, one fed silence-then-input, the other the input
+  auto s1 = cpu_engine(m), s2 = cpu_engine(m);
   std::vector<float> silence(in.size(), 0.0f);
   std::vector<float> r1, r2;
   for (size_t off = 0; off < in.size(); off += 3) {
@@ -152,14 +152,14 @@ TEST(TinyStreaming, TwoSessionsOnOneModelAreIndependent) {
   EXPECT_NE(r2, ref);
 }
 
-TEST(TinyStreaming, ResetGivesAFreshSession) {
+TEST(TinyStreaming, ResetGivesAFreshStream) {
   auto m = load(mega_test::fixture_path("tiny_patch.mega"));
   Golden g;
   ASSERT_TRUE(g.load(mega_test::fixture_path("tiny_patch.golden")));
   const auto& in = g.at("input");
-  auto fresh = session(m);
+  auto fresh = cpu_engine(m);
   const auto ref = stream(*fresh, in, 4);
-  auto s = session(m);
+  auto s = cpu_engine(m);
   std::vector<float> noise(137);
   for (size_t i = 0; i < noise.size(); ++i) noise[i] = float((i * 7919) % 200) / 100.0f - 1.0f;
   stream(*s, noise, 11);
@@ -172,7 +172,7 @@ TEST(TinyStreaming, ClipAfterStreamingIsUnaffected) {
   Golden g;
   ASSERT_TRUE(g.load(mega_test::fixture_path("tiny_uni.golden")));
   const auto& in = g.at("input");
-  auto s = session(m);
+  auto s = cpu_engine(m);
   stream(*s, in, 17);
   std::vector<float> logits(size_t(m->hparams().n_classes));
   ASSERT_EQ(s->classify_clip(in.data(), int64_t(in.size()), logits.data()), mega::Status::ok);
@@ -181,7 +181,7 @@ TEST(TinyStreaming, ClipAfterStreamingIsUnaffected) {
 
 TEST(TinyStreaming, BidirectionalModelsRefuseToStream) {
   auto m = load(mega_test::fixture_path("tiny_bi.mega"));
-  auto s = session(m);
+  auto s = cpu_engine(m);
   float x[4] = {0, 0, 0, 0};
   int64_t used = -1;
   bool done = true;
@@ -193,7 +193,7 @@ TEST(TinyStreaming, BidirectionalModelsRefuseToStream) {
 
 TEST(TinyStreaming, BadArgumentsAreRefused) {
   auto m = load(mega_test::fixture_path("tiny_uni.mega"));
-  auto s = session(m);
+  auto s = cpu_engine(m);
   int64_t used = 0;
   bool done = false;
   EXPECT_EQ(s->push(nullptr, 3, &used, &done), mega::Status::invalid_argument);
@@ -205,9 +205,9 @@ TEST(TinyStreaming, BadArgumentsAreRefused) {
   EXPECT_EQ(s->classify_clip(&x, 1, nullptr), mega::Status::invalid_argument);
 }
 
-TEST(TinyStreaming, BidirectionalClipLongerThanSessionIsRefused) {
+TEST(TinyStreaming, BidirectionalClipLongerThanEngineIsRefused) {
   auto m = load(mega_test::fixture_path("tiny_bi.mega"));
-  auto s = session(m);  // sized for one window
+  auto s = cpu_engine(m);  // sized for one window
   std::vector<float> clip(size_t(m->hparams().window_samples()) * 3, 0.1f), logits(4);
   EXPECT_EQ(s->classify_clip(clip.data(), int64_t(clip.size()), logits.data()), mega::Status::too_long);
 }

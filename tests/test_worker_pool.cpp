@@ -77,7 +77,7 @@ TEST(WorkerPool, WorkersFlushSubnormalsLikeTheCaller) {
     ran_on[size_t(t)] = thread;
   };
   {
-    const mega::cpu::ScopedFlushDenormals ftz;  // what a Session does around a forward pass
+    const mega::ScopedFlushDenormals ftz;  // what a CPU engine does around a forward pass
     pool.run(n_tasks, task);
   }
   ASSERT_GT(worker_tasks.load(), 0) << "the worker never ran a task";

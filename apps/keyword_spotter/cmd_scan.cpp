@@ -68,7 +68,7 @@ int cmd_scan(const Params& p) {
   std::fprintf(stderr, "scanned %.3f s: %lld detection(s)", double(pipeline->stats().samples) / hp.sample_rate,
                static_cast<long long>(pipeline->stats().n_detections));
   // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
-  const mega::SessionStats& hygiene = s->stats();
+  const mega::StreamStats& hygiene = s->stats();
   if (hygiene.n_clamped_samples > 0) {
     std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
   }

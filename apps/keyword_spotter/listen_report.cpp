@@ -104,7 +104,7 @@ void ListenReport::end_status_line() {
   std::fflush(stdout);
 }
 
-void ListenReport::print_summary(const mega::SessionStats& hygiene) const {
+void ListenReport::print_summary(const mega::StreamStats& hygiene) const {
   const StreamStats& s = pipeline_.stats();
   const double chunk_ms = 1000.0 * double(m_.hparams().chunk_samples()) / model_rate_;
   std::fprintf(stderr, "listened %.2f s, %lld chunks, %lld detections, %llu overflow frames; "

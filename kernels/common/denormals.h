@@ -9,7 +9,7 @@
 #include <xmmintrin.h>
 #endif
 
-namespace mega::cpu {
+namespace mega {
 
 class ScopedFlushDenormals {
  public:
@@ -41,4 +41,4 @@ class ScopedFlushDenormals {
 #endif
 };
 
-}  // namespace mega::cpu
+}  // namespace mega

@@ -27,7 +27,7 @@ CpuOps::~CpuOps() { std::free(block_); }
 
 namespace mega {
 
-std::unique_ptr<SessionOps> create_cpu_session_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
+std::unique_ptr<StreamOps> create_cpu_stream_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
                                                    int32_t n_threads, int64_t max_span_tokens) {
   std::unique_ptr<cpu::CpuOps> ops(new (std::nothrow) cpu::CpuOps());
   if (!ops || !ops->init(hp, w, impl == KernelImpl::optimized, n_threads, max_span_tokens)) return nullptr;

@@ -21,7 +21,7 @@
 
 namespace mega::cpu {
 
-class CpuOps final : public SessionOps {
+class CpuOps final : public StreamOps {
  public:
   CpuOps() = default;
   ~CpuOps() override;
@@ -29,7 +29,7 @@ class CpuOps final : public SessionOps {
   CpuOps& operator=(const CpuOps&) = delete;
 
   // optimized: SIMD/BLAS kernels (else the scalar references); n_threads as
-  // SessionOptions; max_span_tokens: the longest span (C, or a bidirectional
+  // EngineOptions; max_span_tokens: the longest span (C, or a bidirectional
   // clip). False if memory or threads cannot be had.
   bool init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads, int64_t max_span_tokens);
 

@@ -1,4 +1,4 @@
-// A fixed team of threads that one Session uses to split the work of a
+// A fixed team of threads that one CPU engine uses to split the work of a
 // chunk. run() executes a task function for every task index on the calling
 // thread and the workers, handing the indices out through an atomic counter
 // (so a preempted thread simply takes fewer), and returns when all are done.

@@ -114,16 +114,13 @@ class CudaEngine final : public Engine {
     full_ = false;
     return ds_->classify_clip(samples, n, logits);
   }
-  int64_t padded_clip_samples(int64_t n) const override {
-    return model().hparams().padded_clip_samples(n);
-  }
   int64_t memory_bytes() const override {
     return ds_->device_bytes() + ds_->host_bytes() + int64_t(sizeof(float) * (chunk_.size() + logits_.size()));
   }
   const char* last_error() const override { return ds_->last_error(); }
   // Samples are cleaned and non-finite logits contained by the device
   // session, streamed or as a clip (mega.hpp).
-  SessionStats stats() const override { return ds_->stats(0); }
+  StreamStats stats() const override { return ds_->stats(0); }
 
  private:
   void take(const float* samples, int64_t n, int64_t* n_consumed) {
@@ -198,7 +195,7 @@ class CudaBatchEngine final : public BatchEngine {
     return s;
   }
   Status reset(int32_t b) override { return ds_->reset(b); }
-  SessionStats stats(int32_t b) const override { return ds_->stats(b); }
+  StreamStats stats(int32_t b) const override { return ds_->stats(b); }
   int64_t memory_bytes() const override { return ds_->device_bytes() + ds_->host_bytes(); }
   const char* last_error() const override { return ds_->last_error(); }
 

@@ -167,8 +167,8 @@ class Session final : public DeviceSession {
   Status drain() override;
   Status reset(int32_t b) override;
   Status classify_clip(const float* samples, int64_t n, float* logits) override;
-  SessionStats stats(int32_t b) const override {
-    return b >= 0 && b < cap_.n_streams ? stats_[size_t(b)] : SessionStats();
+  StreamStats stats(int32_t b) const override {
+    return b >= 0 && b < cap_.n_streams ? stats_[size_t(b)] : StreamStats();
   }
 
   const Model& model() const override { return *model_; }
@@ -226,7 +226,7 @@ class Session final : public DeviceSession {
 
   std::vector<float> tails_, chunk_;
   std::vector<int64_t> next_;
-  std::vector<SessionStats> stats_;
+  std::vector<StreamStats> stats_;
   bool in_clip_ = false;  // classify_clip() streams a clip through the slots
   Stager stager_;
   int32_t head_ = 0, queued_ = 0;
@@ -345,7 +345,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
   // host bookkeeping
   tails_.assign(size_t(int64_t(B) * dm_.ctx), 0.0f);
   next_.assign(size_t(B), 0);
-  stats_.assign(size_t(B), SessionStats());
+  stats_.assign(size_t(B), StreamStats());
   chunk_.assign(size_t(dm_.chunk_samples), 0.0f);
   stager_.init(model_->info(), dm_, B, tails_.data(), next_.data());
 

@@ -58,12 +58,12 @@ class DeviceSession {
   virtual Status reset(int32_t b) = 0;
   // One-stream sessions: offline logits of a clip (stream 0 is reset).
   virtual Status classify_clip(const float* samples, int64_t n, float* logits) = 0;
-  // Stream b's input hygiene counts (mega.hpp, SessionStats): samples are
+  // Stream b's input hygiene counts (mega.hpp, StreamStats): samples are
   // cleaned as they are staged (NaN/Inf -> 0, clipped to full scale); a
   // result whose logits are not finite is zeroed, and that stream's state
   // (EMA rings, pooling window, patch context) is cleared while its position
   // goes on, as the CPU session does.
-  virtual SessionStats stats(int32_t b) const = 0;
+  virtual StreamStats stats(int32_t b) const = 0;
 
   virtual const Model& model() const = 0;
   virtual int32_t n_streams() const = 0;

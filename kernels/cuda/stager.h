@@ -40,7 +40,7 @@ class Stager {
   // index, and advances the streams.
   // Samples are cleaned first (mega::clean_sample: NaN/Inf -> 0, clipped to
   // full scale), counted in stats[b].
-  void stage(const float* samples, float* dst, int64_t* index, SessionStats* stats) {
+  void stage(const float* samples, float* dst, int64_t* index, StreamStats* stats) {
     const int64_t cs = dm_.chunk_samples, ctx = dm_.ctx, stride = step_stride(dm_);
     for (int32_t b = 0; b < n_streams_; ++b) {
       float* out = dst + int64_t(b) * stride;
@@ -55,7 +55,7 @@ class Stager {
 
   // A whole clip for the span path: [ctx zeros | scaled samples, zero-padded
   // to total]; scaling applies to the padding as on the CPU.
-  void stage_clip(const float* samples, int64_t n, int64_t total, float* dst, SessionStats* stats) const {
+  void stage_clip(const float* samples, int64_t n, int64_t total, float* dst, StreamStats* stats) const {
     std::fill(dst, dst + dm_.ctx, 0.0f);
     for (int64_t j = 0; j < total; ++j) dst[dm_.ctx + j] = scale(j < n ? clean_sample(samples[j], stats) : 0.0f);
   }

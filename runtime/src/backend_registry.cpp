@@ -1,9 +1,11 @@
-// The registry of backends other than "cpu" (kernels/backend.h): those the
-// program registered, and, in libmega_kws.so (MEGA_BACKEND_MODULES), the
-// modules it loads on first use. Compiled twice: into the static runtime
+// The registry of backends (kernels/backend.h): the CPU backend, built into
+// the core (cpu_engine.cpp); those the program registered; and, in
+// libmega_kws.so (MEGA_BACKEND_MODULES), the modules it loads on first use. Compiled twice: into the static runtime
 // (no module loading: a module must share the runtime of libmega_kws.so) and
 // into libmega_kws.so.
 #include "backend_registry.h"
+
+#include "cpu_engine.h"
 
 #include <cstring>
 #include <mutex>
@@ -24,7 +26,8 @@ namespace mega {
 
 namespace {
 
-// Backends other than "cpu", by name: registered by the program, or loaded.
+// Backends other than the built-in "cpu", by name: registered by the
+// program, or loaded.
 constexpr int kMaxBackends = 4;
 std::mutex g_backends_mutex;
 const BackendInterface* g_backends[kMaxBackends] = {};
@@ -38,7 +41,7 @@ const BackendInterface* registered(const std::string& name) {
 
 bool add_backend(const BackendInterface* backend) {
   if (!backend || !backend->name || !backend->available || !backend->create_engine ||
-      !backend->create_batch_engine || registered(backend->name)) {
+      !backend->create_batch_engine || registered(backend->name) || backend->name == std::string("cpu")) {
     return false;
   }
   for (const BackendInterface*& slot : g_backends) {
@@ -127,6 +130,7 @@ std::string not_built(const std::string& name) {
 
 // The backend of that name, registered or (libmega_kws.so) loaded now.
 const BackendInterface* find_backend(const std::string& name, std::string* why) {
+  if (name == cpu_backend()->name) return cpu_backend();
   std::lock_guard<std::mutex> lock(g_backends_mutex);
   if (const BackendInterface* b = registered(name)) return b;
 #if defined(MEGA_LOADS_CUDA_MODULE)

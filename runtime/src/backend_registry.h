@@ -1,4 +1,4 @@
-// How the engine factory finds a backend other than "cpu" by name
+// How the engine factory finds a backend by name
 // (backend_registry.cpp; the interface a backend provides: kernels/backend.h).
 #pragma once
 

@@ -15,7 +15,7 @@ struct mega_model {
   std::shared_ptr<const mega::Model> model;
 };
 
-// Every session is an engine (mega/engine.hpp): the CPU one wraps mega::Session.
+// Every C session is an engine (mega/engine.hpp) on the backend its options name.
 struct mega_session {
   std::unique_ptr<mega::Engine> session;
   int64_t n_pending = 0;  // samples consumed since the last completed chunk (mega_session_detect_flush)
@@ -152,7 +152,7 @@ mega_status mega_session_classify(mega_session* s, const float* samples, int64_t
 mega_status mega_session_stats(const mega_session* s, int64_t* n_nonfinite_samples, int64_t* n_clamped_samples,
                                int64_t* n_state_resets) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
-  const mega::SessionStats st = s->session->stats();
+  const mega::StreamStats st = s->session->stats();
   if (n_nonfinite_samples) *n_nonfinite_samples = st.n_nonfinite_samples;
   if (n_clamped_samples) *n_clamped_samples = st.n_clamped_samples;
   if (n_state_resets) *n_state_resets = st.n_state_resets;

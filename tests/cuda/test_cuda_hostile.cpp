@@ -10,7 +10,7 @@
 #include "cuda_test_util.h"
 #include "golden.h"
 #include "overflow_model.h"
-#include "test_session.h"
+#include "test_stream.h"
 
 using mega_test::Golden;
 using mega_test::load_fixture;
@@ -46,7 +46,7 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   EXPECT_LE(worst, kTol) << what;
 }
 
-void expect_same_stats(const mega::SessionStats& got, const mega::SessionStats& want, const std::string& what) {
+void expect_same_stats(const mega::StreamStats& got, const mega::StreamStats& want, const std::string& what) {
   EXPECT_EQ(got.n_nonfinite_samples, want.n_nonfinite_samples) << what;
   EXPECT_EQ(got.n_clamped_samples, want.n_clamped_samples) << what;
   EXPECT_EQ(got.n_state_resets, want.n_state_resets) << what;

@@ -9,7 +9,7 @@
 #include "cuda_test_util.h"
 #include "device_session.h"
 #include "golden.h"
-#include "test_session.h"
+#include "test_stream.h"
 
 using mega_test::Golden;
 using mega_test::load_fixture;

@@ -1,7 +1,7 @@
-// Compute backends behind one interface: a streaming Engine (one stream, the
-// Session contract plus an asynchronous submit/poll pair) and a BatchEngine
-// (many independent streams advanced one chunk per step). "cpu" wraps
-// mega::Session and is always there; "cuda" runs on an NVIDIA GPU when the
+// The streams: an Engine (one stream, pushed synchronously or through an
+// asynchronous submit/poll pair, and offline clips) and a BatchEngine (many
+// independent streams advanced one chunk per step), on a compute backend
+// chosen by name. "cpu" is always there; "cuda" runs on an NVIDIA GPU when the
 // library was built with -DMEGA_CUDA=ON and a device is present.
 //
 // As everywhere in this API: status codes, never exceptions; all memory
@@ -19,13 +19,17 @@
 namespace mega {
 
 struct EngineOptions {
-  // cpu: which kernels the sessions run
+  // cpu: the scalar reference kernels (tests) or the optimized ones
   KernelImpl kernels = KernelImpl::optimized;
   // Longest clip classify_clip() takes for bidirectional models, in samples
   // (0: one model window); unidirectional models take clips of any length.
   int64_t max_clip_samples = 0;
-  // cpu: threads sharing each chunk's work (SessionOptions::n_threads); batch
-  // engines run each stream's session on one thread
+  // cpu: threads that share each chunk's work (1..kMaxThreads), the caller's
+  // included: the engine starts n_threads - 1 workers at creation (none for
+  // models whose chunks are under 128 tokens, too short to split). Results
+  // are the same for any count. With more than one, keep OpenBLAS at one
+  // thread (set_blas_threads(1)); the engine already splits its matrix
+  // products. Batch engines run each stream on one thread.
   int32_t n_threads = 1;
   // cuda: float16 storage of activations and GEMM operands (float32
   // accumulation and elementwise math) instead of float32
@@ -37,9 +41,9 @@ struct EngineOptions {
   int32_t max_in_flight = 3;
 };
 
-// An Engine's single stream. Use either push() (synchronous, as
-// Session::push) or submit()/poll() (asynchronous), not both: push() collects
-// results itself and drops any that submit() left uncollected.
+// One stream. Use either push() (synchronous) or submit()/poll()
+// (asynchronous), not both: push() collects results itself and drops any that
+// submit() left uncollected.
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -49,10 +53,13 @@ class Engine {
   virtual const char* backend() const = 0;  // "cpu" or "cuda"
   virtual const Model& model() const = 0;
 
-  // Session::push: consumes samples up to and including the one that
-  // completes the next chunk (or all n), and when a chunk completed, waits for
-  // its result and sets *chunk_done (last_result() then describes it).
+  // Streaming (unidirectional models; Status::not_streamable otherwise).
+  // Consumes samples up to and including the one that completes the next
+  // chunk, or all n; returns how many in *n_consumed, and when a chunk
+  // completed, waits for its result and sets *chunk_done (last_result() then
+  // describes it). Never allocates.
   virtual Status push(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done) = 0;
+  // Convenience: feeds all n samples, calling on_chunk for each completed chunk.
   template <typename F>
   Status push_all(const float* samples, int64_t n, F&& on_chunk) {
     while (n > 0) {
@@ -82,14 +89,19 @@ class Engine {
   // Back to a fresh stream (drops queued results).
   virtual void reset() = 0;
 
-  // Offline logits of one clip (Session::classify_clip); resets the stream.
+  // Offline forward of the official model on one clip: the clip is
+  // zero-padded to a multiple of the chunk and to at least one window
+  // (padded_clip_samples()), and pooled over all of it. Works for both EMA
+  // directions (bidirectional clips up to EngineOptions::max_clip_samples,
+  // Status::too_long beyond). A stream in progress is reset. logits:
+  // n_classes floats.
   virtual Status classify_clip(const float* samples, int64_t n, float* logits) = 0;
-  virtual int64_t padded_clip_samples(int64_t n) const = 0;
+  int64_t padded_clip_samples(int64_t n) const { return model().hparams().padded_clip_samples(n); }
   // The model file's self-test through classify_clip().
   Status self_test(float* max_abs_diff);
 
   // Input hygiene counts (mega.hpp: non-finite and clipped samples, state resets).
-  virtual SessionStats stats() const = 0;
+  virtual StreamStats stats() const = 0;
   // Memory this engine allocated (host and device).
   virtual int64_t memory_bytes() const = 0;
   // The last failure's description (device errors name the call, file and line).
@@ -121,7 +133,7 @@ class BatchEngine {
   virtual int32_t n_streams() const = 0;
 
   // One chunk for every stream: samples[b * chunk_samples + i], raw audio as
-  // given to Session::push. Starts the step and returns (cuda) or computes it
+  // given to Engine::push. Starts the step and returns (cuda) or computes it
   // (cpu); Status::busy when max_in_flight steps are uncollected.
   virtual Status submit(const float* samples) = 0;
   virtual Status poll(BatchResult* out, bool* ready) = 0;
@@ -130,7 +142,7 @@ class BatchEngine {
   virtual Status reset(int32_t b) = 0;
   // Stream b's input hygiene counts (mega.hpp: non-finite and clipped
   // samples, state resets); zeros for a b out of range.
-  virtual SessionStats stats(int32_t b) const = 0;
+  virtual StreamStats stats(int32_t b) const = 0;
 
   virtual int64_t memory_bytes() const = 0;
   virtual const char* last_error() const = 0;

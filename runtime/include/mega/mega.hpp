@@ -1,9 +1,9 @@
 // Mega-chunk keyword spotting runtime: the C++ API.
 //
 // A Model holds immutable weights loaded (and fully validated) from a .mega
-// file; it is shared by any number of Sessions. A Session holds one stream's
-// state in memory allocated once at creation. Nothing here throws: failures
-// come back as a Status plus a message.
+// file; it is shared by any number of engines. An Engine (mega/engine.hpp)
+// is one stream on one backend, with its state in memory allocated once at
+// creation. Nothing here throws: failures come back as a Status plus a message.
 #pragma once
 
 #include <cmath>
@@ -22,7 +22,7 @@ enum class Status : int32_t {
   bad_model = 3,          // the file is not a valid .mega model (message names the problem)
   unsupported_model = 4,  // a valid file this runtime cannot run (newer schema, unknown option)
   not_streamable = 5,     // streaming asked of a bidirectional model
-  too_long = 6,           // a clip longer than the session was sized for
+  too_long = 6,           // a clip longer than the engine was sized for (max_clip_samples)
   out_of_memory = 7,
   self_test_failed = 8,
   no_device = 9,          // the backend is not built in, or no device is present (engine.hpp)
@@ -132,27 +132,14 @@ class Model {
   friend struct ModelAccess;
 };
 
-// Which CPU kernels a session runs: the plain scalar references (for tests)
+// Which CPU kernels an engine runs: the plain scalar references (for tests)
 // or the optimized ones (OpenBLAS sgemm, vectorized math).
 enum class KernelImpl : int32_t { reference = 0, optimized = 1 };
 
-// The most threads a session's chunks may be split across (SessionOptions::n_threads).
+// The most threads a CPU engine's chunks may be split across (EngineOptions::n_threads).
 constexpr int32_t kMaxThreads = 16;
 
-struct SessionOptions {
-  KernelImpl kernels = KernelImpl::optimized;
-  // Longest clip classify_clip() accepts for bidirectional models, in samples
-  // (0: one model window). Unidirectional models take clips of any length.
-  int64_t max_clip_samples = 0;
-  // Threads that share each chunk's work (1..16), the caller's included: the
-  // session starts n_threads - 1 workers at creation (none for models whose
-  // chunks are under 128 tokens, too short to split). Results are the same
-  // for any count. With more than one, keep OpenBLAS at one thread
-  // (set_blas_threads(1)); the session already splits its matrix products.
-  int32_t n_threads = 1;
-};
-
-// What a session produces each time a chunk completes.
+// What an engine produces each time a chunk completes.
 struct ChunkResult {
   int64_t chunk_index = 0;       // 0-based, since creation or reset
   int64_t end_sample = 0;        // samples consumed when the chunk completed
@@ -168,15 +155,15 @@ struct ChunkResult {
 // cleared, so one bad chunk cannot poison the stream for good.
 constexpr float kMaxSampleMagnitude = 1.0f;
 
-// Counts since the session was created (reset() keeps them).
-struct SessionStats {
+// Counts since the engine was created (reset() keeps them).
+struct StreamStats {
   int64_t n_nonfinite_samples = 0;  // NaN/Inf samples replaced by 0
   int64_t n_clamped_samples = 0;    // samples beyond full scale, clipped to +-kMaxSampleMagnitude
   int64_t n_state_resets = 0;       // chunks (or clips) whose logits were non-finite: zeroed, state cleared
 };
 
 // One sample after the input hygiene above (before the model's scaling), counted in *stats.
-inline float clean_sample(float s, SessionStats* stats) {
+inline float clean_sample(float s, StreamStats* stats) {
   if (!std::isfinite(s)) {
     ++stats->n_nonfinite_samples;
     return 0.0f;
@@ -187,67 +174,6 @@ inline float clean_sample(float s, SessionStats* stats) {
   }
   return s;
 }
-
-struct SessionState;
-
-class Session {
- public:
-  // All memory this session will ever use is allocated here.
-  static std::unique_ptr<Session> create(std::shared_ptr<const Model> model, const SessionOptions& opts,
-                                         std::string* error, Status* status = nullptr);
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  const Model& model() const { return *model_; }
-
-  // Streaming (unidirectional models). Consumes samples up to and including
-  // the one that completes the next chunk, or all of them; returns how many
-  // it consumed in *n_consumed and sets *chunk_done when a chunk completed
-  // (then last_result() describes it). Never allocates.
-  Status push(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done);
-
-  // Convenience: feeds all n samples, calling on_chunk for each completed chunk.
-  template <typename F>
-  Status push_all(const float* samples, int64_t n, F&& on_chunk) {
-    while (n > 0) {
-      int64_t used = 0;
-      bool done = false;
-      Status s = push(samples, n, &used, &done);
-      if (s != Status::ok) return s;
-      if (done) on_chunk(last_result());
-      samples += used;
-      n -= used;
-    }
-    return Status::ok;
-  }
-  const ChunkResult& last_result() const;
-
-  // Back to the state of a fresh session (cheap: clears buffers).
-  void reset();
-
-  // Offline forward of the official model on one clip: the clip is zero-padded
-  // to a multiple of the chunk and to at least one window, and pooled over all
-  // of it. Works for both EMA directions. It uses the session's buffers, so a
-  // stream in progress is reset (the session starts afresh afterwards).
-  // logits: n_classes floats. trace (tests only, may be null): receives the
-  // embedding and each layer's output, (n_layers + 1) x tokens x D floats, where
-  // tokens = padded length / patch_stride (see padded_clip_samples()).
-  Status classify_clip(const float* samples, int64_t n, float* logits, float* trace = nullptr);
-  int64_t padded_clip_samples(int64_t n) const;
-
-  // Runs the model file's self-test; *max_abs_diff gets the largest logit error.
-  Status self_test(float* max_abs_diff);
-
-  int64_t memory_bytes() const;
-
-  const SessionStats& stats() const;
-
- private:
-  Session();
-  std::shared_ptr<const Model> model_;
-  std::unique_ptr<SessionState> st_;
-};
 
 // Threads OpenBLAS may use for the optimized kernels (process-wide).
 void set_blas_threads(int n);

@@ -97,7 +97,7 @@ mega_status mega_session_push(mega_session* session, const float* samples, int64
  * one window). logits: n_classes floats. */
 mega_status mega_session_classify(mega_session* session, const float* samples, int64_t n, float* logits);
 
-/* Input hygiene counts since the session was created (mega.hpp, SessionStats):
+/* Input hygiene counts since the session was created (mega.hpp, StreamStats):
  * NaN/Inf samples replaced by 0, samples beyond full scale clipped to +-1,
  * chunks or clips whose logits came out non-finite (zeroed; the state was
  * cleared).

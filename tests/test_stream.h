@@ -1,4 +1,4 @@
-// Loading a model, creating a session and streaming through it inside a
+// Loading a model, creating an engine and streaming through it inside a
 // GoogleTest test.
 #pragma once
 
@@ -22,16 +22,18 @@ inline std::shared_ptr<const mega::Model> load(const std::string& path) {
   return m;
 }
 
-inline std::unique_ptr<mega::Session> session(const std::shared_ptr<const mega::Model>& m,
-                                              mega::KernelImpl impl = mega::KernelImpl::optimized,
-                                              int32_t n_threads = 1) {
+// A CPU engine with those kernels and threads.
+inline std::unique_ptr<mega::Engine> cpu_engine(const std::shared_ptr<const mega::Model>& m,
+                                                mega::KernelImpl impl = mega::KernelImpl::optimized,
+                                                int32_t n_threads = 1, int64_t max_clip = 0) {
   std::string err;
-  mega::SessionOptions o;
+  mega::EngineOptions o;
   o.kernels = impl;
   o.n_threads = n_threads;
-  auto s = mega::Session::create(m, o, &err);
-  EXPECT_TRUE(s) << err;
-  return s;
+  o.max_clip_samples = max_clip;
+  auto e = mega::create_engine("cpu", m, o, &err);
+  EXPECT_TRUE(e) << err;
+  return e;
 }
 
 inline std::unique_ptr<mega::Engine> engine(const std::shared_ptr<const mega::Model>& m, const std::string& backend,
@@ -45,14 +47,9 @@ inline std::unique_ptr<mega::Engine> engine(const std::shared_ptr<const mega::Mo
   return e;
 }
 
-// What went wrong, for a failure message (sessions report only a status).
-inline const char* last_error_of(const mega::Engine& e) { return e.last_error(); }
-inline const char* last_error_of(const mega::Session&) { return ""; }
-
 // Every completed chunk's window logits of `in`, pushed in blocks of `block`
-// samples through a mega::Session or a mega::Engine (both have push_all).
-template <typename Stream>
-std::vector<float> window_logits(Stream& s, const std::vector<float>& in, int64_t block) {
+// samples through an engine.
+inline std::vector<float> window_logits(mega::Engine& s, const std::vector<float>& in, int64_t block) {
   std::vector<float> out;
   const int32_t nc = s.model().hparams().n_classes;
   const int64_t cs = s.model().hparams().chunk_samples();
@@ -64,7 +61,7 @@ std::vector<float> window_logits(Stream& s, const std::vector<float>& in, int64_
                            out.insert(out.end(), r.logits, r.logits + nc);
                          }),
               mega::Status::ok)
-        << last_error_of(s);
+        << s.last_error();
   }
   return out;
 }
