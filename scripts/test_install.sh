@@ -55,6 +55,7 @@ cat > "$T/cpp.cpp" <<'CPP'
 #include <mega/engine.hpp>
 #include <mega/mega.hpp>
 #include <cstdio>
+#include <vector>
 int main(int argc, char** argv) {
   std::string err;
   auto model = mega::Model::load(argv[1], &err);
@@ -62,8 +63,12 @@ int main(int argc, char** argv) {
   auto engine = mega::create_engine("cpu", model, mega::EngineOptions{}, &err);
   float diff = 0.0f;
   if (!engine || engine->self_test(&diff) != mega::Status::ok) { std::fprintf(stderr, "%s\n", err.c_str()); return 1; }
-  std::printf("C++ API: %zu labels, self-test through the engine: max abs difference %.2g\n",
-              model->labels().size(), double(diff));
+  std::vector<float> second(16000, 0.0f);  // as in the README's C++ example
+  int chunks = 0;
+  if (engine->push_all(second.data(), int64_t(second.size()), [&](const mega::ChunkResult&) { ++chunks; }) !=
+      mega::Status::ok) return 1;
+  std::printf("C++ API: %zu labels, self-test through the engine: max abs difference %.2g; %d chunks in 1 s\n",
+              model->labels().size(), double(diff), chunks);
   return 0;
 }
 CPP
