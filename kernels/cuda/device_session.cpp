@@ -1,5 +1,6 @@
 // The CUDA backend's session (device_session.h): memory, weights, graphs,
-// staging slots; the forward pass itself is forward.h over CudaOps.
+// staging slots; the forward pass itself is forward.h over CudaOps. Also the
+// steps one at a time on the same device setup, for tests (device_ops.h).
 #include "device_session.h"
 
 #include <cuda_fp16.h>
@@ -10,9 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_check.h"
+#include "device_ops.h"
 #include "forward.h"
 #include "stager.h"
 
@@ -21,6 +24,7 @@ namespace mega::gpu {
 template <>
 struct StorageOf<__half> {
   static __half from(float v) { return __float2half_rn(v); }
+  static float to(__half v) { return __half2float(v); }
 };
 
 namespace {
@@ -140,6 +144,123 @@ class CudaOps {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
+// One model on one device, sized for cap.n_streams streams: the memory plan's
+// buffers (plan.h) and the packed weights in device memory, the non-blocking
+// stream every upload and step goes on, and cuBLAS on that stream. The
+// session and the step-by-step ops (device_ops.h) are both built on it, so
+// the tests' ops run on exactly the device setup the engines do.
+template <typename T>
+struct DevicePlan {
+  Dims dm;
+  Capacity cap;
+  int device = 0;
+  bool integrated = false;  // host memory is device memory (Jetson): mapped pinned memory
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  void* dev = nullptr;  // the buffers
+  size_t dev_bytes = 0;
+  void* weights = nullptr;
+  size_t weight_bytes = 0;
+  Buffers<T> bf;
+  WeightsDev w;
+
+  DevicePlan() = default;
+  DevicePlan(const DevicePlan&) = delete;
+  DevicePlan& operator=(const DevicePlan&) = delete;
+  ~DevicePlan() { release(); }
+
+  // Failures other than a CUDA call's (model, device, sizes) are described in error.
+  Status init(const Model& model, const DeviceOptions& o, char* error, size_t error_size);
+  CudaOps<T> launcher() const { return CudaOps<T>(stream, blas); }
+
+ private:
+  void release();
+};
+
+template <typename T>
+Status DevicePlan<T>::init(const Model& model, const DeviceOptions& o, char* error, size_t error_size) {
+  const ModelWeights& md = model_weights(model);
+  const HParams& hp = model.hparams();
+  dm = make_dims(hp, md);
+  if (dm.n > kEmaMaxN) {
+    std::snprintf(error, error_size, "the CUDA backend supports n_dim <= %d (the model has %d)", kEmaMaxN, dm.n);
+    return Status::unsupported_model;
+  }
+  int count = 0;
+  const cudaError_t counted = cudaGetDeviceCount(&count);
+  if (counted != cudaSuccess) {  // no driver, or a driver too old for this runtime
+    cudaGetLastError();
+    std::snprintf(error, error_size, "no usable CUDA device (%s)", cudaGetErrorString(counted));
+    return Status::no_device;
+  }
+  if (o.device < 0 || o.device >= count) {
+    std::snprintf(error, error_size, "no CUDA device %d (%d present)", o.device, count);
+    return Status::no_device;
+  }
+  device = o.device;
+  DeviceGuard guard(device);
+  if (!guard.ok()) CUDA_CHECK(cudaSetDevice(device));
+  int is_integrated = 0, can_map = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&is_integrated, cudaDevAttrIntegrated, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device));
+  integrated = is_integrated != 0 && can_map != 0;
+
+  // sizes
+  cap.n_streams = o.n_streams;
+  if (dm.bidir) {
+    const int64_t clip = std::max(o.max_clip_samples, hp.window_samples());
+    cap.clip_tokens = hp.padded_clip_samples(clip) / dm.patch_s;
+  }
+  cap.rows = std::max(int64_t(o.n_streams) * dm.c, cap.clip_tokens);
+  if (cap.rows * std::max({dm.base_cols(), dm.f, dm.h}) > INT32_MAX) {  // cuBLAS dimensions are int
+    std::snprintf(error, error_size, "too many streams or too long a clip for one batch (%lld tokens)",
+                  static_cast<long long>(cap.rows));
+    return Status::invalid_argument;
+  }
+  cap.group = attention_group(cap.rows, dm.c, o.attention_bytes, int64_t(sizeof(T)));
+
+  // device memory: buffers and state, then weights
+  Carver sizing(0);
+  carve_buffers(sizing, dm, cap, kWorkspaceBytes, &bf);
+  dev_bytes = sizing.size();
+  CUDA_CHECK(cudaMalloc(&dev, dev_bytes));
+  Carver carve(reinterpret_cast<uintptr_t>(dev));
+  carve_buffers(carve, dm, cap, kWorkspaceBytes, &bf);
+  WeightPacker size_pk(nullptr, 0);
+  pack_weights<T>(size_pk, md, dm, &w);
+  weight_bytes = size_pk.size();
+  CUDA_CHECK(cudaMalloc(&weights, weight_bytes));
+  // Every upload and kernel goes on our non-blocking stream: a plain
+  // cudaMemcpy would be ordered on the legacy default stream instead, which
+  // that stream does not wait for.
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    std::vector<uint8_t> staging(weight_bytes, 0);
+    WeightPacker pk(staging.data(), reinterpret_cast<uintptr_t>(weights));
+    pack_weights<T>(pk, md, dm, &w);
+    CUDA_CHECK(cudaMemcpyAsync(weights, staging.data(), weight_bytes, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // staging is pageable and freed next
+  }
+  // cuBLAS (its workspace is ours, so graph capture allocates nothing)
+  CUBLAS_CHECK(cublasCreate(&blas));
+  CUBLAS_CHECK(cublasSetStream(blas, stream));
+  CUBLAS_CHECK(cublasSetWorkspace(blas, bf.workspace, bf.workspace_bytes));
+  CUDA_CHECK(cudaMemsetAsync(dev, 0, dev_bytes, stream));
+  return Status::ok;
+}
+
+template <typename T>
+void DevicePlan<T>::release() {
+  if (!stream && !dev && !weights) return;
+  DeviceGuard guard(device);
+  if (stream) cudaStreamSynchronize(stream);
+  if (blas) cublasDestroy(blas);
+  if (stream) cudaStreamDestroy(stream);
+  if (weights) cudaFree(weights);
+  if (dev) cudaFree(dev);
+  cudaGetLastError();  // nothing of this may leak into the caller's next check
+}
+
 // One staging slot: pinned input and output of a step, their device views
 // (mapped memory on integrated GPUs), its graph and completion event.
 struct Slot {
@@ -168,15 +289,15 @@ class Session final : public DeviceSession {
   Status reset(int32_t b) override;
   Status classify_clip(const float* samples, int64_t n, float* logits) override;
   StreamStats stats(int32_t b) const override {
-    return b >= 0 && b < cap_.n_streams ? stats_[size_t(b)] : StreamStats();
+    return b >= 0 && b < plan_.cap.n_streams ? stats_[size_t(b)] : StreamStats();
   }
 
   const Model& model() const override { return *model_; }
-  int32_t n_streams() const override { return cap_.n_streams; }
+  int32_t n_streams() const override { return plan_.cap.n_streams; }
   int32_t queued() const override { return queued_; }
-  bool integrated() const override { return integrated_; }
-  bool uses_graphs() const override { return o_.graphs && !dm_.bidir; }
-  int64_t device_bytes() const override { return int64_t(dev_bytes_ + weight_bytes_); }
+  bool integrated() const override { return plan_.integrated; }
+  bool uses_graphs() const override { return o_.graphs && !plan_.dm.bidir; }
+  int64_t device_bytes() const override { return int64_t(plan_.dev_bytes + plan_.weight_bytes); }
   int64_t host_bytes() const override {
     return int64_t(pinned_bytes_ + sizeof(float) * (tails_.size() + chunk_.size()) +
                    sizeof(int64_t) * next_.size() + sizeof(Slot) * slots_.size());
@@ -201,26 +322,14 @@ class Session final : public DeviceSession {
 
   std::shared_ptr<const Model> model_;
   DeviceOptions o_;
-  Dims dm_;
-  Capacity cap_;
-  int device_ = 0;
-  bool integrated_ = false;
+  DevicePlan<T> plan_;
   bool broken_ = false;
-
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t blas_ = nullptr;
-  void* dev_ = nullptr;
-  size_t dev_bytes_ = 0;
-  void* weights_ = nullptr;
-  size_t weight_bytes_ = 0;
-  Buffers<T> bf_;
-  WeightsDev w_;
 
   uint8_t* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
   std::vector<Slot> slots_;
   float* clip_ = nullptr;          // pinned: a clip's staged samples
-  const float* d_clip_ = nullptr;  // its device view (mapped), or bf_.clip
+  const float* d_clip_ = nullptr;  // its device view (mapped), or plan_.bf.clip
   float* clip_logits_ = nullptr;   // pinned
   float* d_clip_logits_ = nullptr;
 
@@ -238,95 +347,36 @@ template <typename T>
 Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions& o) {
   model_ = std::move(model);
   o_ = o;
-  const ModelWeights& md = model_weights(*model_);
-  const HParams& hp = model_->hparams();
-  dm_ = make_dims(model_->hparams(), md);
-  if (dm_.n > kEmaMaxN) {
-    std::snprintf(error_, sizeof error_, "the CUDA backend supports n_dim <= %d (the model has %d)", kEmaMaxN,
-                  dm_.n);
-    return Status::unsupported_model;
-  }
-  int count = 0;
-  const cudaError_t counted = cudaGetDeviceCount(&count);
-  if (counted != cudaSuccess) {  // no driver, or a driver too old for this runtime
-    cudaGetLastError();
-    std::snprintf(error_, sizeof error_, "no usable CUDA device (%s)", cudaGetErrorString(counted));
-    return Status::no_device;
-  }
-  if (o.device < 0 || o.device >= count) {
-    std::snprintf(error_, sizeof error_, "no CUDA device %d (%d present)", o.device, count);
-    return Status::no_device;
-  }
-  device_ = o.device;
-  DeviceGuard guard(device_);
-  if (!guard.ok()) CUDA_CHECK(cudaSetDevice(device_));
-  int integrated = 0, can_map = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, device_));
-  CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device_));
-  integrated_ = integrated != 0 && can_map != 0;
-
-  // sizes
-  cap_.n_streams = o.n_streams;
-  if (dm_.bidir) {
-    const int64_t clip = std::max(o.max_clip_samples, hp.window_samples());
-    cap_.clip_tokens = hp.padded_clip_samples(clip) / dm_.patch_s;
-  }
-  cap_.rows = std::max(int64_t(o.n_streams) * dm_.c, cap_.clip_tokens);
-  if (cap_.rows * std::max({dm_.base_cols(), dm_.f, dm_.h}) > INT32_MAX) {  // cuBLAS dimensions are int
-    std::snprintf(error_, sizeof error_, "too many streams or too long a clip for one batch (%lld tokens)",
-                  static_cast<long long>(cap_.rows));
-    return Status::invalid_argument;
-  }
-  cap_.group = attention_group(cap_.rows, dm_.c, o.attention_bytes, int64_t(sizeof(T)));
-
-  // device memory: buffers and state, then weights
-  Carver sizing(0);
-  carve_buffers(sizing, dm_, cap_, kWorkspaceBytes, &bf_);
-  dev_bytes_ = sizing.size();
-  CUDA_CHECK(cudaMalloc(&dev_, dev_bytes_));
-  Carver carve(reinterpret_cast<uintptr_t>(dev_));
-  carve_buffers(carve, dm_, cap_, kWorkspaceBytes, &bf_);
-  WeightPacker size_pk(nullptr, 0);
-  pack_weights<T>(size_pk, md, dm_, &w_);
-  weight_bytes_ = size_pk.size();
-  CUDA_CHECK(cudaMalloc(&weights_, weight_bytes_));
-  // Every upload and kernel goes on our non-blocking stream: a plain
-  // cudaMemcpy would be ordered on the legacy default stream instead, which
-  // that stream does not wait for.
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  {
-    std::vector<uint8_t> staging(weight_bytes_, 0);
-    WeightPacker pk(staging.data(), reinterpret_cast<uintptr_t>(weights_));
-    pack_weights<T>(pk, md, dm_, &w_);
-    CUDA_CHECK(cudaMemcpyAsync(weights_, staging.data(), weight_bytes_, cudaMemcpyHostToDevice, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // staging is pageable and freed next
-  }
+  MEGA_TRY(plan_.init(*model_, o, error_, sizeof error_));
+  DeviceGuard guard(plan_.device);
+  if (!guard.ok()) CUDA_CHECK(cudaSetDevice(plan_.device));
+  const Dims& dm = plan_.dm;
 
   // pinned host memory: the slots, then a clip's samples and logits
   const int32_t R = o.max_in_flight, B = o.n_streams;
-  const int64_t stride = step_stride(dm_);
-  const int64_t clip_floats = cap_.clip_tokens > 0 ? dm_.ctx + cap_.clip_tokens * dm_.patch_s : 0;
+  const int64_t stride = step_stride(dm);
+  const int64_t clip_floats = plan_.cap.clip_tokens > 0 ? dm.ctx + plan_.cap.clip_tokens * dm.patch_s : 0;
   auto layout = [&](Carver& c) {
     for (Slot& s : slots_) {
       s.index = c.take<int64_t>(B);
       s.samples = c.take<float>(int64_t(B) * stride);
-      s.logits = c.take<float>(int64_t(B) * dm_.n_classes);
+      s.logits = c.take<float>(int64_t(B) * dm.n_classes);
     }
     clip_ = c.take<float>(clip_floats);
-    clip_logits_ = c.take<float>(dm_.n_classes);
+    clip_logits_ = c.take<float>(dm.n_classes);
   };
   slots_.assign(size_t(R), Slot());
   Carver pin_size(0);
   layout(pin_size);
   pinned_bytes_ = pin_size.size();
   void* pinned = nullptr;
-  CUDA_CHECK(cudaHostAlloc(&pinned, pinned_bytes_, integrated_ ? cudaHostAllocMapped : cudaHostAllocDefault));
+  CUDA_CHECK(cudaHostAlloc(&pinned, pinned_bytes_, plan_.integrated ? cudaHostAllocMapped : cudaHostAllocDefault));
   pinned_ = static_cast<uint8_t*>(pinned);
   std::memset(pinned_, 0, pinned_bytes_);
   Carver pin(reinterpret_cast<uintptr_t>(pinned_));
   layout(pin);
   uint8_t* dview = pinned_;
-  if (integrated_) {
+  if (plan_.integrated) {
     void* d = nullptr;
     CUDA_CHECK(cudaHostGetDevicePointer(&d, pinned_, 0));
     dview = static_cast<uint8_t*>(d);
@@ -335,33 +385,28 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     return reinterpret_cast<decltype(host)>(dview + (reinterpret_cast<uint8_t*>(host) - pinned_));
   };
   for (Slot& s : slots_) {
-    s.d_index = integrated_ ? view(s.index) : bf_.input_index;
-    s.d_samples = integrated_ ? view(s.samples) : bf_.input;
-    s.d_logits = integrated_ ? view(s.logits) : bf_.logits;
+    s.d_index = plan_.integrated ? view(s.index) : plan_.bf.input_index;
+    s.d_samples = plan_.integrated ? view(s.samples) : plan_.bf.input;
+    s.d_logits = plan_.integrated ? view(s.logits) : plan_.bf.logits;
   }
-  d_clip_ = integrated_ ? view(clip_) : bf_.clip;
-  d_clip_logits_ = integrated_ ? view(clip_logits_) : bf_.logits;
+  d_clip_ = plan_.integrated ? view(clip_) : plan_.bf.clip;
+  d_clip_logits_ = plan_.integrated ? view(clip_logits_) : plan_.bf.logits;
 
   // host bookkeeping
-  tails_.assign(size_t(int64_t(B) * dm_.ctx), 0.0f);
+  tails_.assign(size_t(int64_t(B) * dm.ctx), 0.0f);
   next_.assign(size_t(B), 0);
   stats_.assign(size_t(B), StreamStats());
-  chunk_.assign(size_t(dm_.chunk_samples), 0.0f);
-  stager_.init(model_->info(), dm_, B, tails_.data(), next_.data());
+  chunk_.assign(size_t(dm.chunk_samples), 0.0f);
+  stager_.init(model_->info(), dm, B, tails_.data(), next_.data());
 
-  // cuBLAS (its workspace is ours, so graph capture allocates nothing)
-  CUBLAS_CHECK(cublasCreate(&blas_));
-  CUBLAS_CHECK(cublasSetStream(blas_, stream_));
-  CUBLAS_CHECK(cublasSetWorkspace(blas_, bf_.workspace, bf_.workspace_bytes));
-  CUDA_CHECK(cudaMemsetAsync(dev_, 0, dev_bytes_, stream_));
   for (Slot& s : slots_) CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
 
-  if (!dm_.bidir) {
+  if (!dm.bidir) {
     // one eager step first (loads the modules, lets cuBLAS settle; the state it
     // leaves is never read, as every stream's next step is its chunk 0), then
     // one graph per slot
     MEGA_TRY(enqueue_step(slots_[0]));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
     if (o.graphs) {
       for (Slot& s : slots_) {
         if (capture(&s) == Status::ok) continue;
@@ -378,23 +423,21 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
       }
     }
   }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
   return Status::ok;
 }
 
+// The session's own resources; the plan frees the device memory, the stream
+// and cuBLAS afterwards (it is destroyed after this runs).
 template <typename T>
 void Session<T>::release() {
-  if (!stream_ && !dev_ && !pinned_) return;
-  DeviceGuard guard(device_);
-  if (stream_) cudaStreamSynchronize(stream_);
+  if (!plan_.stream && !pinned_) return;
+  DeviceGuard guard(plan_.device);
+  if (plan_.stream) cudaStreamSynchronize(plan_.stream);
   for (Slot& s : slots_) {
     if (s.exec) cudaGraphExecDestroy(s.exec);
     if (s.done) cudaEventDestroy(s.done);
   }
-  if (blas_) cublasDestroy(blas_);
-  if (stream_) cudaStreamDestroy(stream_);
-  if (weights_) cudaFree(weights_);
-  if (dev_) cudaFree(dev_);
   if (pinned_) cudaFreeHost(pinned_);
   cudaGetLastError();  // nothing of this may leak into the caller's next check
 }
@@ -403,26 +446,27 @@ void Session<T>::release() {
 // the forward pass, the window logits and their copy back.
 template <typename T>
 Status Session<T>::enqueue_step(const Slot& s) {
-  CudaOps<T> ops(stream_, blas_);
-  const int32_t B = cap_.n_streams;
-  if (!integrated_) {
-    CUDA_CHECK(cudaMemcpyAsync(bf_.input_index, s.index, sizeof(int64_t) * size_t(B), cudaMemcpyHostToDevice,
-                               stream_));
-    CUDA_CHECK(cudaMemcpyAsync(bf_.input, s.samples, sizeof(float) * size_t(int64_t(B) * step_stride(dm_)),
-                               cudaMemcpyHostToDevice, stream_));
+  CudaOps<T> ops = plan_.launcher();
+  const Dims& dm = plan_.dm;
+  const int32_t B = plan_.cap.n_streams;
+  if (!plan_.integrated) {
+    CUDA_CHECK(cudaMemcpyAsync(plan_.bf.input_index, s.index, sizeof(int64_t) * size_t(B), cudaMemcpyHostToDevice,
+                               plan_.stream));
+    CUDA_CHECK(cudaMemcpyAsync(plan_.bf.input, s.samples, sizeof(float) * size_t(int64_t(B) * step_stride(dm)),
+                               cudaMemcpyHostToDevice, plan_.stream));
   }
   Span sp;
   sp.n_streams = B;
-  sp.n_tok = dm_.c;
+  sp.n_tok = dm.c;
   sp.streaming = true;
   sp.samples = s.d_samples;
-  sp.sample_stride = step_stride(dm_);
+  sp.sample_stride = step_stride(dm);
   sp.chunk_index = s.d_index;
-  MEGA_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
-  MEGA_TRY(head_forward(ops, dm_, bf_, w_, B, s.d_index, true, dm_.c, s.d_logits));
-  if (!integrated_) {
-    CUDA_CHECK(cudaMemcpyAsync(s.logits, bf_.logits, sizeof(float) * size_t(int64_t(B) * dm_.n_classes),
-                               cudaMemcpyDeviceToHost, stream_));
+  MEGA_TRY(encode(ops, *model_, dm, plan_.cap, plan_.bf, plan_.w, sp));
+  MEGA_TRY(head_forward(ops, dm, plan_.bf, plan_.w, B, s.d_index, true, dm.c, s.d_logits));
+  if (!plan_.integrated) {
+    CUDA_CHECK(cudaMemcpyAsync(s.logits, plan_.bf.logits, sizeof(float) * size_t(int64_t(B) * dm.n_classes),
+                               cudaMemcpyDeviceToHost, plan_.stream));
   }
   return Status::ok;
 }
@@ -430,9 +474,9 @@ Status Session<T>::enqueue_step(const Slot& s) {
 template <typename T>
 Status Session<T>::capture(Slot* s) {
   cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  CUDA_CHECK(cudaStreamBeginCapture(plan_.stream, cudaStreamCaptureModeThreadLocal));
   const Status st = enqueue_step(*s);
-  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  const cudaError_t end = cudaStreamEndCapture(plan_.stream, &graph);
   if (st != Status::ok) {
     if (graph) cudaGraphDestroy(graph);
     return st;
@@ -441,28 +485,28 @@ Status Session<T>::capture(Slot* s) {
   const cudaError_t made = cudaGraphInstantiate(&s->exec, graph, 0);
   cudaGraphDestroy(graph);
   CUDA_CHECK(made);
-  CUDA_CHECK(cudaGraphUpload(s->exec, stream_));
+  CUDA_CHECK(cudaGraphUpload(s->exec, plan_.stream));
   return Status::ok;
 }
 
 template <typename T>
 Status Session<T>::launch(Slot* s) {
   if (o_.graphs) {
-    CUDA_CHECK(cudaGraphLaunch(s->exec, stream_));
+    CUDA_CHECK(cudaGraphLaunch(s->exec, plan_.stream));
   } else {
     MEGA_TRY(enqueue_step(*s));
   }
-  CUDA_CHECK(cudaEventRecord(s->done, stream_));
+  CUDA_CHECK(cudaEventRecord(s->done, plan_.stream));
   return Status::ok;
 }
 
 template <typename T>
 Status Session<T>::submit(const float* samples) {
   if (!samples) return Status::invalid_argument;
-  if (dm_.bidir) return Status::not_streamable;
+  if (plan_.dm.bidir) return Status::not_streamable;
   if (broken_) return Status::device_error;
   if (queued_ == int32_t(slots_.size())) return Status::busy;
-  DeviceGuard guard(device_);
+  DeviceGuard guard(plan_.device);
   if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
   Slot& s = slots_[size_t(head_)];
   stager_.stage(samples, s.samples, s.index, stats_.data());
@@ -512,9 +556,9 @@ Status Session<T>::collect(Slot& s, StepResult* out) {
   out->step = s.step;
   out->chunk_index = s.index;
   out->logits = s.logits;
-  const int32_t nc = dm_.n_classes;
+  const int32_t nc = plan_.dm.n_classes;
   if (in_clip_) return Status::ok;  // a clip's chunks: only its final logits are checked
-  for (int32_t b = 0; b < cap_.n_streams; ++b) {
+  for (int32_t b = 0; b < plan_.cap.n_streams; ++b) {
     float* row = s.logits + int64_t(b) * nc;
     if (std::all_of(row, row + nc, [](float v) { return std::isfinite(v); })) continue;
     std::fill(row, row + nc, 0.0f);
@@ -531,17 +575,19 @@ Status Session<T>::collect(Slot& s, StepResult* out) {
 template <typename T>
 Status Session<T>::clear_state(int32_t b) {
   stager_.clear_context(b);
-  DeviceGuard guard(device_);
-  auto zero = [&](void* p, size_t bytes) { return cudaMemsetAsync(p, 0, bytes, stream_); };
-  for (int32_t l = 0; l < dm_.n_layers; ++l) {
-    if (dm_.k > 0) {  // truncated: the ring of the last K inputs is the whole state
-      CUDA_CHECK(zero(bf_.ring_of(dm_, cap_, l) + int64_t(b) * dm_.k * dm_.d, sizeof(T) * size_t(dm_.k * dm_.d)));
+  DeviceGuard guard(plan_.device);
+  const Dims& dm = plan_.dm;
+  const Buffers<T>& bf = plan_.bf;
+  auto zero = [&](void* p, size_t bytes) { return cudaMemsetAsync(p, 0, bytes, plan_.stream); };
+  for (int32_t l = 0; l < dm.n_layers; ++l) {
+    if (dm.k > 0) {  // truncated: the ring of the last K inputs is the whole state
+      CUDA_CHECK(zero(bf.ring_of(dm, plan_.cap, l) + int64_t(b) * dm.k * dm.d, sizeof(T) * size_t(dm.k * dm.d)));
     } else {  // untruncated: the carried h
-      CUDA_CHECK(zero(bf_.h_of(dm_, cap_, l) + int64_t(b) * dm_.d * dm_.n, sizeof(float) * size_t(dm_.d * dm_.n)));
+      CUDA_CHECK(zero(bf.h_of(dm, plan_.cap, l) + int64_t(b) * dm.d * dm.n, sizeof(float) * size_t(dm.d * dm.n)));
     }
   }
-  CUDA_CHECK(zero(bf_.pool + int64_t(b) * dm_.w * dm_.d, sizeof(double) * size_t(dm_.w * dm_.d)));
-  CUDA_CHECK(zero(bf_.total + int64_t(b) * dm_.d, sizeof(double) * size_t(dm_.d)));
+  CUDA_CHECK(zero(bf.pool + int64_t(b) * dm.w * dm.d, sizeof(double) * size_t(dm.w * dm.d)));
+  CUDA_CHECK(zero(bf.total + int64_t(b) * dm.d, sizeof(double) * size_t(dm.d)));
   return Status::ok;
 }
 
@@ -554,8 +600,8 @@ Status Session<T>::drain() {
 
 template <typename T>
 Status Session<T>::reset(int32_t b) {
-  if (b < -1 || b >= cap_.n_streams) return Status::invalid_argument;
-  for (int32_t i = 0; i < cap_.n_streams; ++i) {
+  if (b < -1 || b >= plan_.cap.n_streams) return Status::invalid_argument;
+  for (int32_t i = 0; i < plan_.cap.n_streams; ++i) {
     if (b == -1 || b == i) stager_.reset(i);
   }
   return Status::ok;
@@ -564,16 +610,16 @@ Status Session<T>::reset(int32_t b) {
 // The head over a stream's total (since its chunk 0), synchronously.
 template <typename T>
 Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits) {
-  CudaOps<T> ops(stream_, blas_);
-  MEGA_TRY(head_forward(ops, dm_, bf_, w_, 1, chunk_index, false, n_tok, d_clip_logits_));
-  if (!integrated_) {
-    CUDA_CHECK(cudaMemcpyAsync(clip_logits_, bf_.logits, sizeof(float) * size_t(dm_.n_classes),
-                               cudaMemcpyDeviceToHost, stream_));
+  CudaOps<T> ops = plan_.launcher();
+  MEGA_TRY(head_forward(ops, plan_.dm, plan_.bf, plan_.w, 1, chunk_index, false, n_tok, d_clip_logits_));
+  if (!plan_.integrated) {
+    CUDA_CHECK(cudaMemcpyAsync(clip_logits_, plan_.bf.logits, sizeof(float) * size_t(plan_.dm.n_classes),
+                               cudaMemcpyDeviceToHost, plan_.stream));
   }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  std::copy(clip_logits_, clip_logits_ + dm_.n_classes, logits);
-  if (!std::all_of(logits, logits + dm_.n_classes, [](float v) { return std::isfinite(v); })) {
-    std::fill(logits, logits + dm_.n_classes, 0.0f);  // as the CPU session: zeroed and counted
+  CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
+  std::copy(clip_logits_, clip_logits_ + plan_.dm.n_classes, logits);
+  if (!std::all_of(logits, logits + plan_.dm.n_classes, [](float v) { return std::isfinite(v); })) {
+    std::fill(logits, logits + plan_.dm.n_classes, 0.0f);  // as the CPU session: zeroed and counted
     ++stats_[0].n_state_resets;
   }
   return Status::ok;
@@ -582,16 +628,16 @@ Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float*
 template <typename T>
 Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits) {
   if (n < 0 || (n > 0 && !samples) || !logits) return Status::invalid_argument;
-  if (cap_.n_streams != 1) return Status::invalid_argument;
+  if (plan_.cap.n_streams != 1) return Status::invalid_argument;
   if (broken_) return Status::device_error;
-  DeviceGuard guard(device_);
+  DeviceGuard guard(plan_.device);
   if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
   MEGA_TRY(drain());
   const HParams& hp = model_->hparams();
   const int64_t total = hp.padded_clip_samples(n);
-  if (!dm_.bidir) {
+  if (!plan_.dm.bidir) {
     // a unidirectional clip is a stream from a fresh start, pooled over all of it
-    const int64_t cs = dm_.chunk_samples;
+    const int64_t cs = plan_.dm.chunk_samples;
     stager_.reset(0);
     in_clip_ = true;
     auto stream_clip = [&]() -> Status {
@@ -613,35 +659,154 @@ Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits)
     }
     const int32_t R = int32_t(slots_.size());
     const Slot& last = slots_[size_t((head_ - 1 + R) % R)];
-    const Status st = note(finish_clip(last.d_index, dm_.c, logits));
+    const Status st = note(finish_clip(last.d_index, plan_.dm.c, logits));
     stager_.reset(0);
     return st;
   }
-  if (total / dm_.patch_s > cap_.clip_tokens) return Status::too_long;
+  if (total / plan_.dm.patch_s > plan_.cap.clip_tokens) return Status::too_long;
   stager_.stage_clip(samples, n, total, clip_, &stats_[0]);
   auto run = [&]() -> Status {
-    if (!integrated_) {
-      CUDA_CHECK(cudaMemcpyAsync(bf_.clip, clip_, sizeof(float) * size_t(dm_.ctx + total), cudaMemcpyHostToDevice,
-                                 stream_));
+    if (!plan_.integrated) {
+      CUDA_CHECK(cudaMemcpyAsync(plan_.bf.clip, clip_, sizeof(float) * size_t(plan_.dm.ctx + total),
+                                 cudaMemcpyHostToDevice, plan_.stream));
     }
-    CudaOps<T> ops(stream_, blas_);
+    CudaOps<T> ops = plan_.launcher();
     Span sp;
     sp.n_streams = 1;
-    sp.n_tok = total / dm_.patch_s;
+    sp.n_tok = total / plan_.dm.patch_s;
     sp.streaming = false;
     sp.samples = d_clip_;
-    sp.chunk_index = bf_.zero_index;
-    MEGA_TRY(encode(ops, *model_, dm_, cap_, bf_, w_, sp));
-    return finish_clip(bf_.zero_index, sp.n_tok, logits);
+    sp.chunk_index = plan_.bf.zero_index;
+    MEGA_TRY(encode(ops, *model_, plan_.dm, plan_.cap, plan_.bf, plan_.w, sp));
+    return finish_clip(plan_.bf.zero_index, sp.n_tok, logits);
   };
   return note(run());
 }
 
-}  // namespace
+// The steps of kernels/ops.h one at a time (device_ops.h): GpuOps over
+// CudaOps on a plan of their own, each step under a DeviceGuard.
+template <typename T>
+class StepOps final : public DeviceOps {
+ public:
+  Status init(std::shared_ptr<const Model> model, const DeviceOptions& o) {
+    MEGA_TRY(plan_.init(*model, o, error_, sizeof error_));  // the weights are copied: model may go
+    launch_ = plan_.launcher();
+    if (!std::is_same<T, float>::value) staging_.resize(size_t(plan_.cap.rows * plan_.dm.d));
+    return Status::ok;
+  }
 
-std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model> model, const DeviceOptions& o,
-                                                     std::string* error, Status* status) {
-  auto fail = [&](Status s, const std::string& msg) -> std::unique_ptr<DeviceSession> {
+  int64_t pass_rows(const Span& sp) const override { return ops_.pass_rows(sp); }
+  Status embed(const Span& sp) override {
+    return on_device([&] { return ops_.embed(sp); });
+  }
+  Status norm(NormSite site, int32_t layer, Act in, Act out, int64_t r0, int64_t rows) override {
+    return on_device([&] { return ops_.norm(site, layer, in, out, r0, rows); });
+  }
+  Status ema(int32_t layer, Act in, const Span& sp) override {
+    return on_device([&] { return ops_.ema(layer, in, sp); });
+  }
+  Status gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) override {
+    return on_device([&] { return ops_.gate_inputs(layer, in, r0, rows); });
+  }
+  Status attention(int32_t layer, int64_t r0, int64_t rows) override {
+    return on_device([&] { return ops_.attention(layer, r0, rows); });
+  }
+  Status gate_output(int32_t layer, int64_t r0, int64_t rows) override {
+    return on_device([&] { return ops_.gate_output(layer, r0, rows); });
+  }
+  Status ffn(int32_t layer, Act in, int64_t r0, int64_t rows) override {
+    return on_device([&] { return ops_.ffn(layer, in, r0, rows); });
+  }
+  Status pool(const Span& sp) override {
+    return on_device([&] { return ops_.pool(sp); });
+  }
+
+  Status upload_span(const Span& host, Span* device) override {
+    const Dims& dm = plan_.dm;
+    const Capacity& cap = plan_.cap;
+    const int64_t per_stream = dm.ctx + host.n_tok * dm.patch_s;
+    if (!device || !host.samples || !host.chunk_index || host.n_streams < 1 || host.n_streams > cap.n_streams ||
+        host.n_tok < dm.c || host.n_tok % dm.c != 0 || host.rows() > cap.rows ||
+        (host.n_streams > 1 && host.sample_stride < per_stream)) {
+      return bad_argument("a span this device's ops were not made for");
+    }
+    // where a session stages a step's samples, or a clip's
+    float* samples = host.streaming ? plan_.bf.input : plan_.bf.clip;
+    const int64_t room = host.streaming ? cap.n_streams * step_stride(dm)
+                                        : (cap.clip_tokens > 0 ? dm.ctx + cap.clip_tokens * dm.patch_s : 0);
+    const int64_t n = int64_t(host.n_streams - 1) * host.sample_stride + per_stream;
+    if (n > room) return bad_argument("the span's samples do not fit");
+    MEGA_TRY(on_device([&]() -> Status {
+      CUDA_CHECK(cudaMemcpyAsync(samples, host.samples, sizeof(float) * size_t(n), cudaMemcpyHostToDevice,
+                                 plan_.stream));
+      CUDA_CHECK(cudaMemcpyAsync(plan_.bf.input_index, host.chunk_index, sizeof(int64_t) * size_t(host.n_streams),
+                                 cudaMemcpyHostToDevice, plan_.stream));
+      CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
+      return Status::ok;
+    }));
+    *device = host;
+    device->samples = samples;
+    device->chunk_index = plan_.bf.input_index;
+    return Status::ok;
+  }
+
+  Status upload(Act a, const float* src, int64_t rows) override {
+    if (!src || rows < 0 || rows > plan_.cap.rows) return bad_argument("bad activation upload");
+    const size_t n = size_t(rows * plan_.dm.d);
+    const void* from = src;
+    if (!staging_.empty()) {
+      for (size_t i = 0; i < n; ++i) staging_[i] = StorageOf<T>::from(src[i]);
+      from = staging_.data();
+    }
+    return on_device([&]() -> Status {
+      CUDA_CHECK(cudaMemcpyAsync(activation(plan_.bf, a), from, sizeof(T) * n, cudaMemcpyHostToDevice, plan_.stream));
+      CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
+      return Status::ok;
+    });
+  }
+
+  Status download(Act a, float* dst, int64_t rows) override {
+    if (!dst || rows < 0 || rows > plan_.cap.rows) return bad_argument("bad activation download");
+    const size_t n = size_t(rows * plan_.dm.d);
+    void* to = staging_.empty() ? static_cast<void*>(dst) : staging_.data();
+    MEGA_TRY(on_device([&]() -> Status {
+      CUDA_CHECK(cudaMemcpyAsync(to, activation(plan_.bf, a), sizeof(T) * n, cudaMemcpyDeviceToHost, plan_.stream));
+      CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
+      return Status::ok;
+    }));
+    if (!staging_.empty()) {
+      for (size_t i = 0; i < n; ++i) dst[i] = StorageOf<T>::to(staging_[i]);
+    }
+    return Status::ok;
+  }
+
+  const char* last_error() const override { return error_; }
+
+ private:
+  template <typename F>
+  Status on_device(F f) {
+    DeviceGuard guard(plan_.device);
+    Status s = guard.ok() ? f() : report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__);
+    if (s != Status::ok) std::snprintf(error_, sizeof error_, "%s", last_device_error());
+    return s;
+  }
+  Status bad_argument(const char* what) {
+    std::snprintf(error_, sizeof error_, "%s", what);
+    return Status::invalid_argument;
+  }
+
+  DevicePlan<T> plan_;
+  CudaOps<T> launch_{nullptr, nullptr};  // plan_'s, once it is made
+  GpuOps<T, CudaOps<T>> ops_{launch_, plan_.dm, plan_.cap, plan_.bf, plan_.w};
+  std::vector<T> staging_;  // float16 storage: activations converted on the host
+  char error_[512] = "";
+};
+
+// Impl<__half> (o.fp16) or Impl<float>, initialized, or null and why not.
+template <typename Base, template <typename> class Impl>
+std::unique_ptr<Base> make_initialized(std::shared_ptr<const Model> model, const DeviceOptions& o,
+                                       std::string* error, Status* status) {
+  auto fail = [&](Status s, const std::string& msg) -> std::unique_ptr<Base> {
     if (error) *error = msg;
     if (status) *status = s;
     return nullptr;
@@ -650,8 +815,8 @@ std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model
   if (o.n_streams < 1 || o.max_in_flight < 1 || o.max_clip_samples < 0 || o.attention_bytes < 1) {
     return fail(Status::invalid_argument, "bad CUDA session options");
   }
-  auto init = [&](auto* s) -> std::unique_ptr<DeviceSession> {
-    std::unique_ptr<DeviceSession> owner(s);
+  auto init = [&](auto* s) -> std::unique_ptr<Base> {
+    std::unique_ptr<Base> owner(s);
     if (!s) return fail(Status::out_of_memory, "out of memory");
     Status st = Status::out_of_memory;
     try {  // host-side vectors sized here; nothing may escape the API
@@ -666,8 +831,20 @@ std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model
     if (status) *status = Status::ok;
     return owner;
   };
-  if (o.fp16) return init(new (std::nothrow) Session<__half>());
-  return init(new (std::nothrow) Session<float>());
+  if (o.fp16) return init(new (std::nothrow) Impl<__half>());
+  return init(new (std::nothrow) Impl<float>());
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model> model, const DeviceOptions& o,
+                                                     std::string* error, Status* status) {
+  return make_initialized<DeviceSession, Session>(std::move(model), o, error, status);
+}
+
+std::unique_ptr<DeviceOps> DeviceOps::create(std::shared_ptr<const Model> model, const DeviceOptions& o,
+                                             std::string* error, Status* status) {
+  return make_initialized<DeviceOps, StepOps>(std::move(model), o, error, status);
 }
 
 bool cuda_device_present(std::string* why) {

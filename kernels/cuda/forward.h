@@ -158,6 +158,12 @@ Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const
   return Status::ok;
 }
 
+// Where an activation of kernels/ops.h lives in the memory plan (rows x D).
+template <typename T>
+T* activation(const Buffers<T>& bf, Act a) {
+  return a == Act::x ? bf.x : a == Act::xn ? bf.xn : bf.mx;
+}
+
 // The steps of kernels/ops.h over a launcher (CudaOps or HostOps) and the
 // backend's memory plan (plan.h). The launcher is named Launch here; its
 // methods (gemm, norm, split, ...) are single kernels or GEMMs.
@@ -268,7 +274,7 @@ class GpuOps final : public mega::Ops {
   }
 
  private:
-  T* act(Act a) const { return a == Act::x ? bf_.x : a == Act::xn ? bf_.xn : bf_.mx; }
+  T* act(Act a) const { return activation(bf_, a); }
 
   Launch& launch_;
   const Dims& dm_;

@@ -168,11 +168,12 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->workspace_bytes = workspace_bytes;
 }
 
-// Converts a float weight into the storage type (specialized for __half where
-// the CUDA headers are in scope).
+// Converts a float weight into the storage type, and a stored activation back
+// (specialized for __half where the CUDA headers are in scope).
 template <typename T>
 struct StorageOf {
   static T from(float v) { return v; }
+  static float to(T v) { return v; }
 };
 
 struct LinearDev {
