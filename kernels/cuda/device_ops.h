@@ -1,7 +1,7 @@
 // The CUDA backend's steps (kernels/ops.h) one at a time on a device, for the
 // backend-comparison harness (tests/test_backend_ops.cpp): forward.h's GpuOps
 // over the kernels and cuBLAS, on the device setup a DeviceSession makes
-// (weights, memory plan, stream, cuBLAS: device_session.cpp builds both),
+// (weights, memory plan, stream, cuBLAS: DevicePlan, device_plan.h),
 // without the session's staging slots and graphs. The harness gives every
 // backend the same inputs and reads their outputs, so the span's samples and
 // chunk indices and the activations are copied between host and device

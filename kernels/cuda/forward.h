@@ -1,6 +1,6 @@
 // The CUDA backend's ops (kernels/ops.h): GpuOps runs each step of the one
 // forward pass (mega::forward) through a launcher that either launches
-// kernels and cuBLAS on a stream (CudaOps, device_session.cpp) or runs the
+// kernels and cuBLAS on a stream (CudaOps, device_plan.h) or runs the
 // same element functions and a BLAS on the host (HostOps, host_ops.h), so
 // the host build tests the steps, layouts and GEMM shapes the GPU runs. One
 // pass covers the whole span: each step runs on all chunks of all streams at
