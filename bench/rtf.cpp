@@ -302,7 +302,7 @@ int run(const Params& p) {
   std::string err;
   auto s = mega::create_engine(p.backend, m, engine_options(p, hp.window_samples()), &err);
   if (!s) {
-    std::fprintf(stderr, "mega_rtf: cannot create a session: %s\n", err.c_str());
+    std::fprintf(stderr, "mega_rtf: cannot create an engine: %s\n", err.c_str());
     return kExitModel;
   }
   std::vector<double> lat, lat_cpu;  // per chunk (or window): clock and CPU time
@@ -354,7 +354,7 @@ int run(const Params& p) {
     std::printf("{\"rtf\": %.4f, \"rtf_cpu\": %.4f, \"chunk_ms_p50\": %.3f, \"chunk_ms_p99\": %.3f, "
                 "\"chunk_cpu_ms_p50\": %.3f, \"chunk_cpu_ms_p99\": %.3f, "
                 "\"peak_rss_mb\": %.1f, \"load_ms\": %.3f, \"threads\": %d, \"backend\": \"%s\", "
-                "\"kernels\": \"%s\", \"audio_s\": %.3f, \"chunk_ms_audio\": %.3f, \"session_mb\": %.2f, "
+                "\"kernels\": \"%s\", \"audio_s\": %.3f, \"chunk_ms_audio\": %.3f, \"engine_mb\": %.2f, "
                 "\"streaming\": %s, \"gflop_per_audio_s\": %.3f, \"gflops\": %.2f, \"gflops_cpu\": %.2f, "
                 "\"sgemm_gflops\": %.2f, \"sgemm_gflops_cpu\": %.2f, \"sgemm_floor_rtf\": %.4f, "
                 "\"sgemm_floor_rtf_cpu\": %.4f, \"load_average\": %.2f}\n",
@@ -379,7 +379,7 @@ int run(const Params& p) {
                 "(%.3f)\n", sgemm.gflops, sgemm.gflops_cpu, hp.chunk_size, hp.hidden_dim, hp.chunk_size,
                 gflop_per_s / sgemm.gflops, gflop_per_s / sgemm.gflops_cpu);
     std::printf("model load       %.2f ms\n", load_ms);
-    std::printf("memory           peak RSS %.1f MB, session %.2f MB\n", rss_mb, double(s->memory_bytes()) / 1048576.0);
+    std::printf("memory           peak RSS %.1f MB, engine %.2f MB\n", rss_mb, double(s->memory_bytes()) / 1048576.0);
     std::printf("machine          load average %.2f\n", load_avg);
   }
   return kExitOk;
@@ -391,7 +391,7 @@ int main(int argc, char** argv) {
   Params p;
   const int rc = parse_args(argc, argv, &p);
   if (rc >= 0) return rc;
-  mega::set_blas_threads(1);  // sessions split the work themselves (--threads)
+  mega::set_blas_threads(1);  // engines split the work themselves (--threads)
   // the default: cuda when built in and a GPU is present (or --fp16 asks for it), else cpu
   if (p.backend.empty()) p.backend = p.fp16 ? "cuda" : p.kernels == "reference" ? "cpu" : mega::default_backend();
   std::string why;
