@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "audio_file.h"
+#include "engine_flags.h"
 #include "mega/engine.hpp"
 #include "mega/mega.hpp"
 #include "model_flops.h"
@@ -40,14 +41,11 @@ namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitModel = 3, kExitDevice = 4;
 
-struct Params {
+// The engine's options (engine_flags.h) and the benchmark's.
+struct Params : kws::EngineFlags {
   std::string model_path;
   bool json = false;
-  std::string kernels = "optimized";
-  std::string backend;  // cpu | cuda; empty = mega::default_backend()
-  bool fp16 = false;    // cuda: float16 storage
   int32_t streams = 0;  // > 0: that many streams in one batch
-  int threads = 1;
   double seconds = 0.0;  // audio to process (0: 10 s)
   std::vector<std::string> files;
 };
@@ -74,8 +72,12 @@ void print_usage(FILE* out) {
       "            3 model not loadable; 4 compute device error\n");
 }
 
+using kws::FlagResult;
+using kws::engine_flags_conflict;
+using kws::engine_options;
 using kws::parse_float;
 using kws::parse_int;
+using kws::take_engine_flag;
 
 int usage_error(const char* fmt, const char* arg = "") {
   std::fprintf(stderr, "mega_rtf: ");
@@ -87,6 +89,10 @@ int usage_error(const char* fmt, const char* arg = "") {
 // Returns -1 to continue, else an exit code.
 int parse_args(int argc, char** argv, Params* p) {
   for (int i = 1; i < argc; ++i) {
+    const char* why = nullptr;
+    const FlagResult engine_flag = take_engine_flag(argc, argv, &i, p, &why);
+    if (engine_flag == FlagResult::bad) return usage_error("%s", why);
+    if (engine_flag == FlagResult::taken) continue;
     const std::string a = argv[i];
     const char* v = nullptr;
     auto value = [&]() -> bool {
@@ -104,24 +110,9 @@ int parse_args(int argc, char** argv, Params* p) {
       p->model_path = v;
     } else if (a == "-j" || a == "--json") {
       p->json = true;
-    } else if (a == "-k" || a == "--kernels") {
-      if (!value() || (std::strcmp(v, "optimized") != 0 && std::strcmp(v, "reference") != 0)) {
-        return usage_error("--kernels must be 'optimized' or 'reference'");
-      }
-      p->kernels = v;
-    } else if (a == "--backend") {
-      if (!value() || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
-        return usage_error("--backend must be 'cpu' or 'cuda'");
-      }
-      p->backend = v;
-    } else if (a == "--fp16") {
-      p->fp16 = true;
     } else if (a == "--streams") {
       if (!value() || !parse_int(v, 1, 1 << 20, &iv)) return usage_error("--streams needs an integer in [1, 1048576]");
       p->streams = int32_t(iv);
-    } else if (a == "-t" || a == "--threads") {
-      if (!value() || !parse_int(v, 1, 16, &iv)) return usage_error("--threads needs an integer in [1, 16]");
-      p->threads = int(iv);
     } else if (a == "-s" || a == "--seconds") {
       if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a positive number");
       p->seconds = fv;
@@ -133,20 +124,8 @@ int parse_args(int argc, char** argv, Params* p) {
   }
   if (p->model_path.empty()) return usage_error("-m MODEL is required");
   if (p->files.size() > 1) return usage_error("mega_rtf takes at most one audio file");
-  if (p->backend == "cuda" && p->kernels == "reference") {
-    return usage_error("--kernels reference is for the cpu backend");
-  }
-  if (p->fp16 && p->backend == "cpu") return usage_error("--fp16 needs the cuda backend");
+  if (const char* why = engine_flags_conflict(*p)) return usage_error("%s", why);
   return -1;
-}
-
-mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples) {
-  mega::EngineOptions opts;
-  opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
-  opts.max_clip_samples = max_clip_samples;
-  opts.fp16 = p.fp16;
-  opts.n_threads = p.threads;
-  return opts;
 }
 
 double now_ms() {
@@ -392,8 +371,7 @@ int main(int argc, char** argv) {
   const int rc = parse_args(argc, argv, &p);
   if (rc >= 0) return rc;
   mega::set_blas_threads(1);  // engines split the work themselves (--threads)
-  // the default: cuda when built in and a GPU is present (or --fp16 asks for it), else cpu
-  if (p.backend.empty()) p.backend = p.fp16 ? "cuda" : p.kernels == "reference" ? "cpu" : mega::default_backend();
+  kws::resolve_backend(&p);
   std::string why;
   if (!mega::backend_available(p.backend, &why)) {
     std::fprintf(stderr, "mega_rtf: the %s backend is not available: %s\n", p.backend.c_str(), why.c_str());

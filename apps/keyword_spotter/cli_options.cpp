@@ -76,6 +76,10 @@ int parse_args(int argc, char** argv, Params* p) {
   for (const char* c : kCommands) known = known || p->command == c;
   if (!known) return usage_error("unknown command '%s'", argv[1]);
   for (int i = 2; i < argc; ++i) {
+    const char* why = nullptr;
+    const FlagResult engine_flag = take_engine_flag(argc, argv, &i, p, &why);
+    if (engine_flag == FlagResult::bad) return usage_error("%s", why);
+    if (engine_flag == FlagResult::taken) continue;
     const std::string a = argv[i];
     const char* v = nullptr;
     auto value = [&]() -> bool {
@@ -96,21 +100,6 @@ int parse_args(int argc, char** argv, Params* p) {
     } else if (a == "-b" || a == "--block-size") {
       if (!value() || !parse_int(v, 1, int64_t(1) << 30, &iv)) return usage_error("--block-size needs a positive integer");
       p->block_size = iv;
-    } else if (a == "-k" || a == "--kernels") {
-      if (!value() || (std::strcmp(v, "optimized") != 0 && std::strcmp(v, "reference") != 0)) {
-        return usage_error("--kernels must be 'optimized' or 'reference'");
-      }
-      p->kernels = v;
-    } else if (a == "--backend") {
-      if (!value() || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
-        return usage_error("--backend must be 'cpu' or 'cuda'");
-      }
-      p->backend = v;
-    } else if (a == "--fp16") {
-      p->fp16 = true;
-    } else if (a == "-t" || a == "--threads") {
-      if (!value() || !parse_int(v, 1, 16, &iv)) return usage_error("--threads needs an integer in [1, 16]");
-      p->threads = int(iv);
     } else if (a == "-d" || a == "--device") {
       if (!value()) return usage_error("--device needs a name or an index");
       p->device = v;
@@ -143,10 +132,7 @@ int parse_args(int argc, char** argv, Params* p) {
     return usage_error("%s takes no files", p->command.c_str());
   }
   if (p->block_size > 0 && p->command != "classify") return usage_error("--block-size is for classify");
-  if (p->backend == "cuda" && p->kernels == "reference") {
-    return usage_error("--kernels reference is for the cpu backend");
-  }
-  if (p->fp16 && p->backend == "cpu") return usage_error("--fp16 needs the cuda backend");
+  if (const char* why = engine_flags_conflict(*p)) return usage_error("%s", why);
   return -1;
 }
 

@@ -6,19 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "engine_flags.h"
+
 namespace kws {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitModel = 3, kExitDevice = 4;
 
-struct Params {
+// The engine's options (engine_flags.h) and those of the commands.
+struct Params : EngineFlags {
   std::string command;
   std::string model_path;
   bool json = false;
   int64_t block_size = 0;       // classify: 0 = whole clip (offline)
-  std::string kernels = "optimized";
-  std::string backend;          // cpu | cuda; empty = mega::default_backend()
-  bool fp16 = false;            // cuda: float16 storage
-  int threads = 1;
   std::vector<std::string> files;
   // detection (scan, listen); negative = from the model file
   float threshold = -1.0f;

@@ -17,10 +17,9 @@ int main(int argc, char** argv) {
   kws::Params p;
   const int rc = kws::parse_args(argc, argv, &p);
   if (rc >= 0) return rc;
-  mega::set_blas_threads(1);  // sessions split the work themselves (--threads)
+  mega::set_blas_threads(1);  // engines split the work themselves (--threads)
   if (p.command != "info" && p.command != "devices") {
-    // the default: cuda when built in and a GPU is present (or --fp16 asks for it), else cpu
-    if (p.backend.empty()) p.backend = p.fp16 ? "cuda" : p.kernels == "reference" ? "cpu" : mega::default_backend();
+    kws::resolve_backend(&p);
     std::string why;
     if (!mega::backend_available(p.backend, &why)) {
       std::fprintf(stderr, "keyword_spotter: the %s backend is not available: %s\n", p.backend.c_str(), why.c_str());

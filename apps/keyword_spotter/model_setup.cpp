@@ -13,15 +13,6 @@ std::shared_ptr<const mega::Model> load_model(const Params& p) {
   return model;
 }
 
-mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples) {
-  mega::EngineOptions opts;
-  opts.kernels = p.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
-  opts.max_clip_samples = max_clip_samples;
-  opts.fp16 = p.fp16;
-  opts.n_threads = p.threads;
-  return opts;
-}
-
 std::unique_ptr<mega::Engine> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
                                            int64_t max_clip_samples) {
   std::string err;

@@ -13,7 +13,6 @@
 namespace kws {
 
 std::shared_ptr<const mega::Model> load_model(const Params& p);
-mega::EngineOptions engine_options(const Params& p, int64_t max_clip_samples);
 std::unique_ptr<mega::Engine> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
                                            int64_t max_clip_samples);
 // Detector from the model's defaults and the command-line overrides.

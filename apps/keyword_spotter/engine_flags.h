@@ -1,0 +1,82 @@
+// The command-line options that choose and size an engine (--backend,
+// --kernels, --fp16, --threads), as keyword_spotter and bench/mega_rtf both
+// take them: parsing, the combinations refused, the default backend and the
+// EngineOptions they make.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "mega/engine.hpp"
+#include "parse_number.h"
+
+namespace kws {
+
+struct EngineFlags {
+  std::string kernels = "optimized";
+  std::string backend;  // cpu | cuda; empty = resolve_backend() picks
+  bool fp16 = false;    // cuda: float16 storage
+  int threads = 1;
+};
+
+enum class FlagResult { not_mine, taken, bad };
+
+// argv[*i], if it is one of these options (its value, argv[*i + 1], is
+// consumed too): taken, or bad with *why set to the usage error.
+inline FlagResult take_engine_flag(int argc, char** argv, int* i, EngineFlags* f, const char** why) {
+  const char* a = argv[*i];
+  auto is = [&](const char* name) { return std::strcmp(a, name) == 0; };
+  const char* v = *i + 1 < argc ? argv[*i + 1] : nullptr;
+  auto bad = [&](const char* msg) {
+    *why = msg;
+    return FlagResult::bad;
+  };
+  if (is("--fp16")) {
+    f->fp16 = true;
+    return FlagResult::taken;
+  }
+  if (is("-k") || is("--kernels")) {
+    if (!v || (std::strcmp(v, "optimized") != 0 && std::strcmp(v, "reference") != 0)) {
+      return bad("--kernels must be 'optimized' or 'reference'");
+    }
+    f->kernels = v;
+  } else if (is("--backend")) {
+    if (!v || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
+      return bad("--backend must be 'cpu' or 'cuda'");
+    }
+    f->backend = v;
+  } else if (is("-t") || is("--threads")) {
+    int64_t n = 0;
+    if (!v || !parse_int(v, 1, mega::kMaxThreads, &n)) return bad("--threads needs an integer in [1, 16]");
+    f->threads = int(n);
+  } else {
+    return FlagResult::not_mine;
+  }
+  ++*i;
+  return FlagResult::taken;
+}
+
+// The combination the backends refuse, as a usage error; null if none.
+inline const char* engine_flags_conflict(const EngineFlags& f) {
+  if (f.backend == "cuda" && f.kernels == "reference") return "--kernels reference is for the cpu backend";
+  if (f.fp16 && f.backend == "cpu") return "--fp16 needs the cuda backend";
+  return nullptr;
+}
+
+// With no --backend: cuda when --fp16 asks for it, cpu for the reference
+// kernels, else cuda when built in and a GPU is present, else cpu.
+inline void resolve_backend(EngineFlags* f) {
+  if (f->backend.empty()) f->backend = f->fp16 ? "cuda" : f->kernels == "reference" ? "cpu" : mega::default_backend();
+}
+
+inline mega::EngineOptions engine_options(const EngineFlags& f, int64_t max_clip_samples) {
+  mega::EngineOptions opts;
+  opts.kernels = f.kernels == "reference" ? mega::KernelImpl::reference : mega::KernelImpl::optimized;
+  opts.max_clip_samples = max_clip_samples;
+  opts.fp16 = f.fp16;
+  opts.n_threads = f.threads;
+  return opts;
+}
+
+}  // namespace kws
