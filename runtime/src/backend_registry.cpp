@@ -41,7 +41,8 @@ const BackendInterface* registered(const std::string& name) {
 
 bool add_backend(const BackendInterface* backend) {
   if (!backend || !backend->name || !backend->available || !backend->create_engine ||
-      !backend->create_batch_engine || registered(backend->name) || backend->name == std::string("cpu")) {
+      !backend->create_batch_engine || registered(backend->name) ||
+      std::strcmp(backend->name, cpu_backend()->name) == 0) {
     return false;
   }
   for (const BackendInterface*& slot : g_backends) {
