@@ -140,6 +140,68 @@ for share in (0.0, 0.3):
     assert np.allclose(p[ds.y == u], p[ds.y == u][0])
 print("sampling: class shares as asked")
 PY
+# hard examples (mine_hard.py): windows of a training-voice recording, mixed into batches
+$PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split training --minutes 0.5 --out "$T/tr.wav" \
+    --labels-out "$T/tr.csv" --seed 4 >/dev/null
+$PY "$ROOT/tools/train/mine_hard.py" --checkpoint "$T/run/last.pt" --stream "$T/tr.wav" --labels "$T/tr.csv" \
+    --data "$T/data" -o "$T/hard.npz" --negative-min 0 --positive-max 1.01 >"$T/mine.log"
+$PY - "$T/hard.npz" "$T/tr.csv" <<'PY'
+import csv, sys
+import numpy as np
+z = np.load(sys.argv[1])
+rows = list(csv.DictReader(open(sys.argv[2])))
+kws = [(float(r["onset_s"]), float(r["offset_s"]), r["label"]) for r in rows if r["kind"] == "keyword"]
+labels, times = z["labels"].tolist(), z["times_s"]
+assert z["audio"].shape == (len(labels), 32000) and z["audio"].dtype == np.int16
+neg = [t for l, t in zip(labels, times) if l == "_unknown_"]
+pos = [(l, t) for l, t in zip(labels, times) if l != "_unknown_"]
+assert neg and pos, f"{len(neg)} negatives, {len(pos)} positives"
+# a negative's window (the last second up to t) holds no part of any keyword
+assert all(not (on < t + 0.3 and off > t - 1.0) for t in neg for on, off, _ in kws)
+# a positive's window holds its whole keyword
+assert all(any(k == l and on >= t - 1.0 and off <= t for on, off, k in kws) for l, t in pos)
+print(f"mine_hard: {len(neg)} negatives, {len(pos)} positives")
+PY
+# a recording of validation or test voices is refused
+$PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split validation --minutes 0.3 --out "$T/va.wav" \
+    --labels-out "$T/va.csv" --seed 4 >/dev/null
+if $PY "$ROOT/tools/train/mine_hard.py" --checkpoint "$T/run/last.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
+    --data "$T/data" -o "$T/bad.npz" 2>"$T/mine_bad.log"; then
+  echo "mine_hard.py accepted a recording of validation voices"; exit 1
+fi
+grep -q "training voices only" "$T/mine_bad.log"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/fth" \
+    --preset smoke --steps 5 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 5 --threads 1 \
+    --hard-examples "$T/hard.npz" --hard-share 0.5 >"$T/fth.log"
+grep -q "hard examples: [0-9]* windows" "$T/fth.log"
+# --val-stream: checkpoints are judged on a recording of validation voices too
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/fts" \
+    --preset smoke --steps 4 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 2 --threads 1 \
+    --val-stream "$T/va.wav" "$T/va.csv" >"$T/fts.log"
+[ "$(grep -c "validation accuracy .*, stream recall [0-9.]* at threshold" "$T/fts.log")" = 2 ]
+$PY -c "import sys, torch; k = torch.load(sys.argv[1])['best_key']; assert len(k) == 3 and k[0] in (0, 1), k" \
+    "$T/fts/best.pt"
+# HardExamples.replace: at share 1 every row is a hard example, at share 0 none
+PYTHONPATH="$ROOT" $PY - "$T/hard.npz" <<'PY'
+import sys
+import numpy as np
+import torch
+from tools.train import train
+labels = train.KEYWORDS + ["_silence_", "_unknown_"]
+h = train.HardExamples([sys.argv[1]], labels)
+rng = np.random.default_rng(0)
+x, y = torch.zeros(8, 32000), torch.full((8,), 10)
+h.replace(x, y, rng, 0.0)
+assert (y == 10).all() and (x == 0).all()
+h.replace(x, y, rng, 1.0)
+rows = h.audio.astype(np.float32)
+for i in range(8):
+    # each row is one of the mined windows at some level (their correlation is 1)
+    c = rows @ x[i].numpy() / (np.linalg.norm(rows, axis=1) * np.linalg.norm(x[i].numpy()) + 1e-9)
+    j = int(np.argmax(c))
+    assert c[j] > 0.999 and y[i] == h.y[j], (i, c[j])
+print("hard examples: mixed in as asked")
+PY
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
     --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then

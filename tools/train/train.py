@@ -304,6 +304,42 @@ class SpeakerAugment:
         return x * keep + fill * (1 - keep)
 
 
+class HardExamples:
+    """Streaming windows mined by tools/train/mine_hard.py (2 s each: the
+    context second and the window second, as make_batch builds them), mixed
+    into training batches: replace() swaps each row for a random hard example
+    with probability `share`, at a random level (+-6 dB)."""
+
+    def __init__(self, paths, labels):
+        audio, y = [], []
+        for p in paths:
+            with np.load(p) as z:
+                if z["audio"].ndim != 2 or z["audio"].shape[1] != 2 * SR:
+                    raise ValueError(f"{p}: audio must be (N, {2 * SR})")
+                unknown = sorted(set(z["labels"].tolist()) - set(labels))
+                if unknown:
+                    raise ValueError(f"{p}: labels {unknown} are not this run's")
+                audio.append(z["audio"])
+                y.append(np.array([labels.index(l) for l in z["labels"].tolist()], np.int64))
+        self.labels = labels
+        self.audio = np.concatenate(audio) if audio else np.zeros((0, 2 * SR), np.int16)
+        self.y = np.concatenate(y) if y else np.zeros(0, np.int64)
+
+    def __len__(self):
+        return len(self.y)
+
+    def summary(self) -> str:
+        counts = np.bincount(self.y, minlength=len(self.labels))
+        return ", ".join(f"{l} {c}" for l, c in zip(self.labels, counts) if c)
+
+    def replace(self, x: torch.Tensor, y: torch.Tensor, rng: np.random.Generator, share: float):
+        for i in np.nonzero(rng.random(len(y)) < share)[0]:
+            j = int(rng.integers(len(self.y)))
+            a = self.audio[j].astype(np.float32) / 32768.0 * float(10 ** (rng.uniform(-6, 6) / 20))
+            x[i] = torch.from_numpy(np.clip(a, -1.0, 1.0))
+            y[i] = int(self.y[j])
+
+
 def evaluate(model, ds: Dataset, batch: int = 128):
     model.eval()
     rng = np.random.default_rng(123)
@@ -351,11 +387,11 @@ def load_init(path):
         return None
 
 
-def save(path, model, opt, step, best, labels, args, rng_state):
+def save(path, model, opt, step, best, labels, args, rng_state, best_key=None):
     tmp = path + ".tmp"
     torch.save({"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
                 "optimizer": opt.state_dict(), "step": step, "best_val": best, "args": vars(args),
-                "rng": rng_state}, tmp)
+                "rng": rng_state, "best_key": best_key}, tmp)
     os.replace(tmp, path)
 
 
@@ -398,12 +434,23 @@ def main() -> int:
     ap.add_argument("--unknown-share", type=float, default=0.0, metavar="S",
                     help="draw _unknown_ clips this share of the time (the other classes equally often in "
                          "the rest); default 0: every class equally often")
+    ap.add_argument("--hard-examples", action="append", default=[], metavar="NPZ",
+                    help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
+    ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
+                    help="with --hard-examples: the share of each batch drawn from them (default 0.2)")
+    ap.add_argument("--val-stream", nargs=2, metavar=("WAV", "CSV"),
+                    help="a continuous recording of validation voices and its labels (make_stream.py): "
+                         "keep the checkpoint with the best recall there at <= --val-max-fa false alarms "
+                         "per keyword-free hour (as tune_detection.py tunes it; ties: validation accuracy) "
+                         "instead of the best validation accuracy")
+    ap.add_argument("--val-max-fa", type=float, default=5.0, metavar="N",
+                    help="with --val-stream: false alarms per keyword-free hour allowed (default 5)")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
-    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob"):
+    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -426,6 +473,27 @@ def main() -> int:
         return 1
     print(f"data: {len(train)} training, {len(val)} validation clips, labels {train.labels} "
           f"({time.time() - t0:.0f} s to load)", flush=True)
+    try:
+        hard = HardExamples(args.hard_examples, train.labels)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"train.py: --hard-examples: {e}", file=sys.stderr)
+        return 1
+    stream = None
+    if args.val_stream:
+        from tools.train import streamscore  # noqa: E402  (imports this module)
+        from tools.train import tune_detection  # noqa: E402
+        try:
+            keywords, free = streamscore.read_stream_labels(args.val_stream[1])
+            stream = (read_wav(args.val_stream[0]).astype(np.float32) / 32768.0, keywords, free)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"train.py: --val-stream: {e}", file=sys.stderr)
+            return 1
+        if not free:
+            print(f"train.py: --val-stream: {args.val_stream[1]} marks no keyword-free stretch", file=sys.stderr)
+            return 1
+    if len(hard):
+        print(f"hard examples: {len(hard)} windows, {hard.summary()}, drawn {args.hard_share:.0%} of the time",
+              flush=True)
 
     cfg = mt.MegaConfig(**PRESETS[args.preset], n_classes=len(train.labels), bidirectional=False)
     model = mt.MegaKWS(cfg)
@@ -439,7 +507,7 @@ def main() -> int:
     else:
         groups = [{"params": list(model.parameters()), "lr_scale": 1.0}]  # one group, as older checkpoints have
     opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
-    step, best = 0, 0.0
+    step, best, best_key = 0, 0.0, None
     rng = np.random.default_rng(args.seed)
     last = os.path.join(args.out, "last.pt")
     if args.resume and os.path.exists(last):
@@ -447,6 +515,8 @@ def main() -> int:
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         step, best = ck["step"], ck["best_val"]
+        # older checkpoints kept the best validation accuracy, without a key
+        best_key = ck.get("best_key") or (None if args.val_stream else [best])
         rng.bit_generator.state = ck["rng"]
         print(f"resumed at step {step} (best validation accuracy {best:.4f})", flush=True)
     elif args.init:
@@ -483,6 +553,8 @@ def main() -> int:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
         x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob)
+        if len(hard):
+            hard.replace(x, y, rng, args.hard_share)
         loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=0.05)
         opt.zero_grad()
         loss.backward()
@@ -498,15 +570,28 @@ def main() -> int:
         if step % args.eval_every == 0 or step == args.steps:
             acc, _ = evaluate(model, val)
             msg = f"step {step} validation accuracy {acc:.4f}"
+            key = [acc]
+            if stream is not None:
+                model.eval()
+                probs = tune_detection.stream_posteriors(model, stream[0])
+                model.train()
+                hop_s = cfg.chunk_samples / cfg.sample_rate
+                met, smoothing, thr, r = tune_detection.tune(probs, train.labels, hop_s, stream[1], stream[2],
+                                                             args.val_max_fa)
+                key = [float(met[0]), float(met[1]), acc]
+                msg += (f", stream recall {r['recall']:.4f} at threshold {thr:.2f} smoothing {smoothing} "
+                        f"({r['fa_per_hour_keyword_free']:.1f} false alarms per keyword-free hour"
+                        f"{'' if met[0] else ', over the limit'})")
             print(msg, flush=True)
             log.write(msg + "\n")
             log.flush()
-            if acc >= best:
-                best = acc
+            if best_key is None or key >= best_key:
+                best, best_key = acc, key
                 save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
-                     rng.bit_generator.state)
-            save(last, model, opt, step, best, train.labels, args, rng.bit_generator.state)
-    print(f"done: {step} steps, best validation accuracy {best:.4f}, {time.time() - t0:.0f} s", flush=True)
+                     rng.bit_generator.state, best_key)
+            save(last, model, opt, step, best, train.labels, args, rng.bit_generator.state, best_key)
+    print(f"done: {step} steps, kept the checkpoint with validation accuracy {best:.4f}, "
+          f"{time.time() - t0:.0f} s", flush=True)
     return 0
 
 

@@ -38,6 +38,31 @@ def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
     return torch.softmax(logits.double(), dim=1).numpy()
 
 
+def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
+    """The detection setting with the best recall whose false alarms per
+    keyword-free hour stay under the limit; returns (key, smoothing, threshold,
+    score), key[0] = whether the limit was met (see the module's docstring)."""
+    can_fire = np.array([not l.startswith("_") for l in labels])
+    refr = int(np.ceil(refractory_ms / 1000 / hop_s - 1e-9))
+    best = None
+    for smoothing in (1, 2, 3):
+        for thr in np.arange(0.30, 0.991, 0.02):
+            th = np.full(len(labels), thr)
+            dets = streamscore.detect(probs, th, smoothing, refr, can_fire)
+            r = streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
+            ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
+            if ok:
+                key = (1, r["recall"], -r["false_alarms"], thr)
+            else:
+                key = (0, -r["fa_per_hour_keyword_free"], r["recall"], thr)
+            if verbose:
+                print(f"smoothing {smoothing} threshold {thr:.2f}: recall {r['recall']:.3f}, false alarms "
+                      f"{r['false_alarms']} ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)")
+            if best is None or key > best[0]:
+                best = (key, smoothing, float(thr), r)
+    return best
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -55,22 +80,7 @@ def main() -> int:
     probs = stream_posteriors(model, train.read_wav(args.stream).astype(np.float32) / 32768.0)
     keywords, free = streamscore.read_stream_labels(args.labels)
     can_fire = np.array([not l.startswith("_") for l in labels])
-    refr = int(np.ceil(args.refractory_ms / 1000 / hop_s - 1e-9))
-    best = None
-    for smoothing in (1, 2, 3):
-        for thr in np.arange(0.30, 0.991, 0.02):
-            th = np.full(len(labels), thr)
-            dets = streamscore.detect(probs, th, smoothing, refr, can_fire)
-            r = streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
-            ok = r["fa_per_hour_keyword_free"] <= args.max_fa_per_hour
-            if ok:
-                key = (1, r["recall"], -r["false_alarms"], thr)
-            else:
-                key = (0, -r["fa_per_hour_keyword_free"], r["recall"], thr)
-            print(f"smoothing {smoothing} threshold {thr:.2f}: recall {r['recall']:.3f}, false alarms "
-                  f"{r['false_alarms']} ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)")
-            if best is None or key > best[0]:
-                best = (key, smoothing, float(thr), r)
+    best = tune(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms, verbose=True)
     key, smoothing, thr, r = best
     if not key[0]:
         print(f"tune_detection.py: warning: no setting keeps false alarms under {args.max_fa_per_hour}/h of "
