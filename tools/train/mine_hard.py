@@ -28,6 +28,7 @@ Output: an .npz with audio (N, 32000) int16, labels (N,) str, times_s (N,)
 window hard), and the source recording's name.
 """
 import argparse
+import collections
 import csv
 import os
 import sys
@@ -47,15 +48,6 @@ EDGE_S = 0.05        # a positive's word keeps this far from the window's edges
 AFTER_S = 0.3        # a negative's window: no keyword starts this soon after its end
 
 
-def held_out_sources(data: str) -> set:
-    out = set()
-    for name in ("validation_list.txt", "testing_list.txt"):
-        p = os.path.join(data, name)
-        if os.path.exists(p):
-            out |= set(open(p).read().split())
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -69,7 +61,8 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    held = held_out_sources(args.data)
+    val, test = train.split_lists(args.data)
+    held = val | test
     with open(args.labels) as f:
         bad = [r["source"] for r in csv.DictReader(f) if r["source"] in held]
     if bad:
@@ -92,7 +85,6 @@ def main() -> int:
     kw_ids = [i for i, l in enumerate(labels) if not l.startswith("_")]
 
     keep_audio, keep_labels, keep_t, keep_s = [], [], [], []
-    n_neg = n_pos = 0
     span = 2 * sr
     for h in range(len(probs)):
         t = (h + 1) * hop_s
@@ -103,7 +95,6 @@ def main() -> int:
             if score < args.negative_min:
                 continue
             label = "_unknown_"
-            n_neg += 1
         else:
             inside = [(on, off, kw) for on, off, kw in touching if on >= a + EDGE_S and off <= b - EDGE_S]
             if len(inside) != 1 or len([k for k in touching if k[0] < b and k[1] > a]) != 1:
@@ -112,7 +103,6 @@ def main() -> int:
             score = float(probs[h, labels.index(label)])
             if score >= args.positive_max:
                 continue
-            n_pos += 1
         end = int(round(t * sr))
         clip = np.zeros(span, np.int16)
         src = audio[max(0, end - span):end]
@@ -124,9 +114,9 @@ def main() -> int:
     np.savez_compressed(args.output, audio=np.stack(keep_audio) if keep_audio else np.zeros((0, span), np.int16),
                         labels=np.array(keep_labels), times_s=np.array(keep_t), scores=np.array(keep_s),
                         source=os.path.basename(args.stream))
-    by = {}
-    for l in keep_labels:
-        by[l] = by.get(l, 0) + 1
+    by = collections.Counter(keep_labels)
+    n_neg = by["_unknown_"]
+    n_pos = len(keep_labels) - n_neg
     print(f"{len(probs)} windows: {n_neg} hard negatives (a keyword >= {args.negative_min}), {n_pos} hard "
           f"positives (< {args.positive_max}) -> {args.output}  {dict(sorted(by.items()))}")
     return 0

@@ -42,6 +42,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from tools.convert import mega_torch as mt  # noqa: E402
+from tools.train import streamscore  # noqa: E402
 
 KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
 SR = 16000
@@ -83,15 +84,21 @@ def fit_second(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def split_lists(root: str):
+    """The clips (word/name.wav) that a Speech Commands-layout folder puts in its
+    validation and its testing split; every other clip is training."""
+    def read_list(name):
+        p = os.path.join(root, name)
+        return set(open(p).read().split()) if os.path.exists(p) else set()
+    return read_list("validation_list.txt"), read_list("testing_list.txt")
+
+
 class Dataset:
     """All clips of one split in memory as int16, with integer labels."""
 
     def __init__(self, root: str, classes: str, split: str, max_per_class: int = 0, seed: int = 0):
         self.labels = list(KEYWORDS) + (["_silence_", "_unknown_"] if classes == "kws12" else [])
-        def read_list(name):
-            p = os.path.join(root, name)
-            return set(open(p).read().split()) if os.path.exists(p) else set()
-        val, test = read_list("validation_list.txt"), read_list("testing_list.txt")
+        val, test = split_lists(root)
         items = []
         for folder in sorted(os.listdir(root)):
             full = os.path.join(root, folder)
@@ -480,8 +487,7 @@ def main() -> int:
         return 1
     stream = None
     if args.val_stream:
-        from tools.train import streamscore  # noqa: E402  (imports this module)
-        from tools.train import tune_detection  # noqa: E402
+        from tools.train import tune_detection  # noqa: E402  (imported here: it imports this module)
         try:
             keywords, free = streamscore.read_stream_labels(args.val_stream[1])
             stream = (read_wav(args.val_stream[0]).astype(np.float32) / 32768.0, keywords, free)
@@ -576,12 +582,13 @@ def main() -> int:
                 probs = tune_detection.stream_posteriors(model, stream[0])
                 model.train()
                 hop_s = cfg.chunk_samples / cfg.sample_rate
-                met, smoothing, thr, r = tune_detection.tune(probs, train.labels, hop_s, stream[1], stream[2],
-                                                             args.val_max_fa)
-                key = [float(met[0]), float(met[1]), acc]
+                tuned, smoothing, thr, r = tune_detection.tune(probs, train.labels, hop_s, stream[1], stream[2],
+                                                               args.val_max_fa)
+                # (limit met, recall there or else minus the false-alarm rate, accuracy)
+                key = [float(tuned[0]), float(tuned[1]), acc]
                 msg += (f", stream recall {r['recall']:.4f} at threshold {thr:.2f} smoothing {smoothing} "
                         f"({r['fa_per_hour_keyword_free']:.1f} false alarms per keyword-free hour"
-                        f"{'' if met[0] else ', over the limit'})")
+                        f"{'' if tuned[0] else ', over the limit'})")
             print(msg, flush=True)
             log.write(msg + "\n")
             log.flush()

@@ -79,7 +79,6 @@ def main() -> int:
     hop_s = cfg.chunk_samples / cfg.sample_rate
     probs = stream_posteriors(model, train.read_wav(args.stream).astype(np.float32) / 32768.0)
     keywords, free = streamscore.read_stream_labels(args.labels)
-    can_fire = np.array([not l.startswith("_") for l in labels])
     best = tune(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms, verbose=True)
     key, smoothing, thr, r = best
     if not key[0]:
