@@ -111,7 +111,13 @@ class FakeRepo(unittest.TestCase):
             "speech_commands_v0.02/up/0d82fd99_nohash_0.wav":
                 b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 32044\n",
             "speech_commands_v0.02/cat/recording1.wav": wav_bytes(tone(1.0, 700)),
+            # kept: a flat <word>_<speaker>_nohash_<n>.wav in a folder that is not a word
             "speech_commands_v0.02/_unknown_/bed_0a7c2a8d_nohash_0.wav": wav_bytes(tone(1.0, 710)),
+            "toy/train/go_a69b9b3e_nohash_2.wav": wav_bytes(tone(1.0, 720)),
+            # refused: flat names of a testing-split speaker, in a word folder (ambiguous), of no word
+            "toy/train/stop_bb05582b_nohash_0.wav": wav_bytes(tone(1.0, 730)),
+            "toy/yes/no_62581901_nohash_0.wav": wav_bytes(tone(1.0, 740)),
+            "toy/train/foo_62581901_nohash_1.wav": wav_bytes(tone(1.0, 750)),
             "speech_commands_v0.02/_background_noise_/white_noise.wav": wav_bytes(tone(2.5, 1000, amp=500)),
             # refused whole: the canonical test set, by path and by its README
             "speech_commands_test_set_v0.02/yes/0a7c2a8d_nohash_1.wav": wav_bytes(tone(1.0, 800)),
@@ -152,9 +158,11 @@ class FakeRepo(unittest.TestCase):
                     found.add(os.path.relpath(os.path.join(root, f), out))
         return found
 
-    def check_output(self, out, stdout):
+    def check_output(self, out, stdout, with_toy=True):
         expected = {"yes/0a7c2a8d_nohash_0.wav", "no/a69b9b3e_nohash_1.wav", "left/004ae714_nohash_0.wav",
-                    "_background_noise_/white_noise.wav"}
+                    "bed/0a7c2a8d_nohash_0.wav", "_background_noise_/white_noise.wav"}
+        if with_toy:
+            expected.add("go/a69b9b3e_nohash_2.wav")
         if shutil.which("sox"):
             expected.add("bed/0a196374_nohash_0.wav")
         self.assertEqual(self.clips(out), expected, stdout)
@@ -162,7 +170,8 @@ class FakeRepo(unittest.TestCase):
             with wave.open(os.path.join(out, rel)) as w:
                 self.assertEqual((w.getframerate(), w.getnchannels(), w.getsampwidth()), (16000, 1, 2), rel)
                 self.assertEqual(w.getnframes(), 40000 if "noise" in rel else 16000, rel)
-        self.assertEqual(open(os.path.join(out, "validation_list.txt")).read().split(), ["no/a69b9b3e_nohash_1.wav"])
+        self.assertEqual(open(os.path.join(out, "validation_list.txt")).read().split(),
+                         ["go/a69b9b3e_nohash_2.wav"] * with_toy + ["no/a69b9b3e_nohash_1.wav"])
         self.assertEqual(open(os.path.join(out, "testing_list.txt")).read(), "")
         sources = open(os.path.join(out, "SOURCES.txt")).read()
         self.assertIn(self.commit, sources)
@@ -188,7 +197,7 @@ class FakeRepo(unittest.TestCase):
             f.write(f"# comment\nsomeone/clips {self.commit} speech_commands_v0.02\n")
         out = os.path.join(self.tmp, "out_b")
         stdout = self.run_tool("--out", out, "--sources", src, "--mirror-root", self.mirror_root)
-        self.check_output(out, stdout)
+        self.check_output(out, stdout, with_toy=False)
         self.assertNotIn("test-set", stdout)  # the prefix keeps the test sets out of the listing
         self.assertIn(f"someone/clips {self.commit} speech_commands_v0.02", open(os.path.join(out, "SOURCES.txt")).read())
 

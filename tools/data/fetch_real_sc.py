@@ -9,9 +9,10 @@ without `_nohash_*`), exactly as the dataset's input_data.py computes it.
 Testing-split speakers are refused, and so is anything under a path that looks
 like a test set (`speech_commands_test_set_v0.02/...`, `test/`, `testing/`...)
 or a folder whose README.md is the canonical test set's ("Test Files"), and any
-clip named in a testing_list.txt found in a source.  Names that are not
-`<8 hex>_nohash_<n>.wav` under a folder named after one of the 35 words cannot
-be given a split and are dropped.
+clip named in a testing_list.txt found in a source.  A clip is
+`<word>/<8 hex>_nohash_<n>.wav` (a folder named after one of the 35 words) or,
+in a folder that is not a word, a flat `<word>_<8 hex>_nohash_<n>.wav`; any
+other name cannot be given a label and a split and is dropped.
 
 Output (--out DIR):
   DIR/<word>/<speaker>_nohash_<n>.wav   16 kHz mono 16-bit, exactly 1.000 s
@@ -59,6 +60,7 @@ OTHER_WORDS = ["bed", "bird", "cat", "dog", "eight", "five", "four", "happy", "h
 WORDS = KEYWORDS + OTHER_WORDS
 NOISE = "_background_noise_"
 CLIP_RE = re.compile(r"^([0-9a-f]{8})_nohash_(\d+)\.wav$")
+FLAT_RE = re.compile(r"^([a-z]+)_([0-9a-f]{8}_nohash_\d+\.wav)$")  # <word>_<speaker>_nohash_<n>.wav
 MAX_NUM_WAVS_PER_CLASS = 2 ** 27 - 1  # as in the dataset's input_data.py
 # a path component with any of these (case-insensitive) is a test set or a test split: skipped whole
 TEST_PATH_RE = re.compile(r"test", re.IGNORECASE)
@@ -277,6 +279,9 @@ class Builder:
         if len(parts) < 2:
             return self.skip("no label folder")
         label, base = parts[-2], parts[-1]
+        flat = FLAT_RE.match(base)
+        if label not in WORDS and label != NOISE and flat and flat.group(1) in WORDS:
+            label, base = flat.group(1), flat.group(2)  # a flat name carries its word
         if is_test_path(path):
             return self.skip("test-set path")
         if any(r == "" or path.startswith(r + "/") for r in test_roots):
