@@ -31,6 +31,16 @@ def run_json(cmd):
     return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
 
 
+def truth_label(folder, idx):
+    """A clip's label from its folder: the folder's own name, or _unknown_ for any
+    other word (as train.py --classes kws12 maps them: the real dataset's layout)."""
+    if folder in idx:
+        return folder
+    if folder.startswith("_") or "_unknown_" not in idx:
+        return None
+    return "_unknown_"
+
+
 def clip_accuracy(ks, model, data, split):
     lst = os.path.join(data, f"{split}_list.txt")
     files = [l.strip() for l in open(lst) if l.strip()]
@@ -47,7 +57,9 @@ def clip_accuracy(ks, model, data, split):
         if "error" in r:
             errors += 1
             continue
-        truth = os.path.basename(os.path.dirname(r["file"]))
+        truth = truth_label(os.path.basename(os.path.dirname(r["file"])), idx)
+        if truth is None:
+            sys.exit(f"evaluate.py: {r['file']}: its folder is not one of the model's labels {labels}")
         conf[idx[truth]][idx[r["label"]]] += 1
     per = {l: conf[i][i] / max(1, sum(conf[i])) for i, l in enumerate(labels)}
     total = sum(map(sum, conf))
