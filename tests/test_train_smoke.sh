@@ -181,6 +181,21 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --clas
 [ "$(grep -c "validation accuracy .*, stream recall [0-9.]* at threshold" "$T/fts.log")" = 2 ]
 $PY -c "import sys, torch; k = torch.load(sys.argv[1])['best_key']; assert len(k) == 3 and k[0] in (0, 1), k" \
     "$T/fts/best.pt"
+# tune_detection.py pools several recordings: one recording twice tunes as it does once (offsets line up)
+$PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
+    --max-fa-per-hour 50 -o "$T/det1.json" >/dev/null 2>&1
+$PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
+    --stream "$T/va.wav" --labels "$T/va.csv" --max-fa-per-hour 50 -o "$T/det2.json" >/dev/null 2>&1
+$PY - "$T/det1.json" "$T/det2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b["tuned_on"]["stream"] == "va.wav + va.wav", b["tuned_on"]
+assert a["thresholds"] == b["thresholds"] and a["smoothing_hops"] == b["smoothing_hops"], (a, b)
+ta, tb = a["tuned_on"], b["tuned_on"]
+assert abs(ta["recall"] - tb["recall"]) < 1e-9 and tb["false_alarms"] == 2 * ta["false_alarms"], (ta, tb)
+assert abs(ta["fa_per_hour_keyword_free"] - tb["fa_per_hour_keyword_free"]) < 1e-6, (ta, tb)
+print("tune_detection: recordings pooled")
+PY
 # HardExamples.replace: at share 1 every row is a hard example, at share 0 none
 PYTHONPATH="$ROOT" $PY - "$T/hard.npz" <<'PY'
 import sys

@@ -3,9 +3,12 @@
 # validation stream, convert, then measure with the shipped runtime on the
 # test split and the test stream. Reproduces models/sc10-demo.mega and the
 # figures in docs/models.md.
-#   make_demo_model.sh RUN_DIR DATA_DIR KEYWORD_SPOTTER OUT.mega
+#   make_demo_model.sh RUN_DIR DATA_DIR KEYWORD_SPOTTER OUT.mega [REAL_DIR]
+# REAL_DIR (tools/data/fetch_real_sc.py's folder): a 20-minute recording of its
+# validation-split speakers joins the tuning, and its validation clips are
+# measured too.
 set -euo pipefail
-RUN=$1 DATA=$2 KS=$3 OUT=$4
+RUN=$1 DATA=$2 KS=$3 OUT=$4 REAL=${5:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$(dirname "$HERE")")
 PY=/usr/bin/python3
@@ -17,11 +20,21 @@ WORK=$(dirname "$DATA")
   --minutes 60 --out "$WORK/stream-val60.wav" --labels-out "$WORK/stream-val60.csv" --seed 7
 [ -f "$WORK/stream-test.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split testing \
   --minutes 10 --out "$WORK/stream-test.wav" --labels-out "$WORK/stream-test.csv" --seed 2
-$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" --stream "$WORK/stream-val60.wav" --max-fa-per-hour 5 \
-  --labels "$WORK/stream-val60.csv" -o "$RUN/detection.json" | tail -1
+TUNE=(--stream "$WORK/stream-val60.wav" --labels "$WORK/stream-val60.csv")
+if [ -n "$REAL" ]; then
+  [ -f "$WORK/stream-realval20.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$REAL" --split validation \
+    --minutes 20 --out "$WORK/stream-realval20.wav" --labels-out "$WORK/stream-realval20.csv" --seed 5
+  TUNE+=(--stream "$WORK/stream-realval20.wav" --labels "$WORK/stream-realval20.csv")
+fi
+$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 5 \
+  -o "$RUN/detection.json" | tail -1
 STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); v=c['best_val']; print(c['step'], '?' if v is None else round(v, 4))" "$RUN/best.pt")
 $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT" --detection "$RUN/detection.json" \
-  --notes "Demo model trained on synthetic speech (tools/data/make_sc10.py: espeak-ng, flite and festival voices, voice-disjoint splits) and a few real Speech Commands clips (CC BY 4.0); step/validation accuracy (held-out voices): $STEP. See docs/models.md."
+  --notes "Demo model trained on synthetic speech (tools/data/make_sc10.py: espeak-ng, flite and festival voices, voice-disjoint splits) and real Speech Commands clips of training-split and validation-split speakers (CC BY 4.0); step/validation accuracy (held-out voices): $STEP. See docs/models.md."
 "$KS" selftest -m "$OUT"
 $PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" --data "$DATA" --split testing \
   --stream "$WORK/stream-test.wav" --stream-labels "$WORK/stream-test.csv" --json-out "$RUN/eval.json"
+if [ -n "$REAL" ]; then
+  $PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" --data "$REAL" --split validation \
+    --stream "$WORK/stream-realval20.wav" --stream-labels "$WORK/stream-realval20.csv" --json-out "$RUN/eval-realval.json"
+fi

@@ -55,6 +55,9 @@ PRESETS = {
     # 100 tokens/s through a 25 ms / 10 ms patch embedding with log-power features
     # (a learnable short-time power spectrum).
     "demo": dict(_DEMO, patch_features="logpower"),
+    # Wider (D 96, H 192): about twice the parameters and compute of "demo".
+    "demo-wide": dict(_DEMO, embed_dim=96, hidden_dim=192, ffn_hidden_dim=192, z_dim=48,
+                      classifier_dim=192, patch_features="logpower"),
     # The same with linear patch features (the model shipped before; learns far slower).
     "demo-linear": dict(_DEMO),
     # For the smoke test: trains a few steps in seconds.

@@ -2,7 +2,11 @@
 """Tune detection defaults (threshold, smoothing, refractory) on a validation stream.
 
   tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv -o detection.json
-                    [--max-fa-per-hour 1.0]
+                    [--stream val2.wav --labels val2.csv ...] [--max-fa-per-hour 1.0]
+
+Several recordings (--stream/--labels pairs, in order) are tuned as one: their
+keywords and keyword-free stretches pooled, so the false-alarm limit holds
+over all their keyword-free time together.
 
 Streaming posteriors come from the PyTorch reference (features of a causal
 model over the whole stream equal the streamed ones); the detector is the
@@ -38,6 +42,21 @@ def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
     return torch.softmax(logits.double(), dim=1).numpy()
 
 
+def pooled_posteriors(model, streams, hop_s):
+    """Posteriors of several recordings back to back, with their labels'
+    keywords and keyword-free stretches shifted to match: [(wav, csv)] ->
+    (probs, keywords, free)."""
+    all_probs, keywords, free, offset = [], [], [], 0.0
+    for wav, csv_path in streams:
+        probs = stream_posteriors(model, train.read_wav(wav).astype(np.float32) / 32768.0)
+        kws, fr = streamscore.read_stream_labels(csv_path)
+        keywords += [(a + offset, b + offset, l) for a, b, l in kws]
+        free += [(a + offset, b + offset) for a, b in fr]
+        all_probs.append(probs)
+        offset += len(probs) * hop_s
+    return np.concatenate(all_probs), keywords, free
+
+
 def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
     """The detection setting with the best recall whose false alarms per
     keyword-free hour stay under the limit; returns (key, smoothing, threshold,
@@ -66,19 +85,20 @@ def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=10
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--stream", required=True)
-    ap.add_argument("--labels", required=True)
+    ap.add_argument("--stream", required=True, action="append", help="validation recording (repeatable)")
+    ap.add_argument("--labels", required=True, action="append", help="its labels (one per --stream)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--max-fa-per-hour", type=float, default=1.0)
     ap.add_argument("--refractory-ms", type=int, default=1000)
     args = ap.parse_args()
+    if len(args.stream) != len(args.labels):
+        ap.error("give one --labels per --stream")
     torch.set_num_threads(2)
     model, _, extra = mt.load_checkpoint(args.checkpoint)
     labels = extra["labels"]
     cfg = model.cfg
     hop_s = cfg.chunk_samples / cfg.sample_rate
-    probs = stream_posteriors(model, train.read_wav(args.stream).astype(np.float32) / 32768.0)
-    keywords, free = streamscore.read_stream_labels(args.labels)
+    probs, keywords, free = pooled_posteriors(model, list(zip(args.stream, args.labels)), hop_s)
     best = tune(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms, verbose=True)
     key, smoothing, thr, r = best
     if not key[0]:
@@ -86,7 +106,8 @@ def main() -> int:
               "keyword-free audio; chose the one with the fewest", file=sys.stderr)
     out = {"thresholds": [round(thr, 4)] * len(labels), "smoothing_hops": smoothing,
            "refractory_ms": args.refractory_ms,
-           "tuned_on": {"stream": os.path.basename(args.stream), "max_fa_per_hour": args.max_fa_per_hour,
+           "tuned_on": {"stream": " + ".join(os.path.basename(w) for w in args.stream),
+                        "max_fa_per_hour": args.max_fa_per_hour,
                         "limit_met": bool(key[0]), "recall": r["recall"],
                         "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}}
     with open(args.output, "w") as f:
