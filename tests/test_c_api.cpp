@@ -531,15 +531,24 @@ TEST(CApiDetector, CommandsRecordingAsScanFindsIt) {
   auto cm = mega::Model::load(demo_model(), &err);
   ASSERT_TRUE(cm) << err;
 
+  // At the model's defaults (strict: tuned for few false alarms) some of the
+  // words; every one it reports is a spoken word, in order, at its time. At
+  // --sensitivity 0.8 (below) all five.
   const std::vector<Found> want = scan_cpp(cm, audio, {});
-  ASSERT_EQ(want.size(), 5u);
+  ASSERT_GE(want.size(), 1u);
   const std::vector<std::pair<std::string, double>> words = commands_csv();
   ASSERT_EQ(words.size(), 5u);
   const double hop = double(cm->hparams().chunk_samples()) / cm->hparams().sample_rate;
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(cm->labels()[size_t(want[i].label)], words[i].first);
-    EXPECT_NEAR(want[i].time_s, words[i].second, hop + 1e-6) << words[i].first;
-  }
+  auto expect_words = [&](const std::vector<Found>& found) {
+    size_t w = 0;
+    for (const Found& f : found) {
+      while (w < words.size() && std::fabs(f.time_s - words[w].second) > hop + 1e-6) ++w;
+      ASSERT_LT(w, words.size()) << f << " is not at a spoken word's end";
+      EXPECT_EQ(cm->labels()[size_t(f.label)], words[w].first);
+      ++w;
+    }
+  };
+  expect_words(want);
 
   mega_status st = MEGA_ERR_IO;
   mega_model* m = mega_model_load(demo_model().c_str(), &st);
@@ -554,7 +563,7 @@ TEST(CApiDetector, CommandsRecordingAsScanFindsIt) {
     if (block == 1) {  // one sample at a time is slow through the whole file: the first 4 s
       const std::vector<float> head(audio.begin(), audio.begin() + 64000);
       const std::vector<Found> want_head = scan_cpp(cm, head, {});
-      ASSERT_EQ(want_head.size(), 2u);
+      ASSERT_GE(want_head.size(), 1u);
       EXPECT_EQ(scan_c(s, d, head, block, m), want_head);
       continue;
     }
@@ -584,6 +593,10 @@ TEST(CApiDetector, CommandsRecordingAsScanFindsIt) {
   for (const std::vector<float>* a : {&audio, &cut}) {
     const std::vector<Found> want2 = scan_cpp(cm, *a, ov);
     EXPECT_GE(want2.size(), 4u);
+    if (a == &audio) {  // the five spoken words, in order, each within one hop of its end
+      EXPECT_EQ(want2.size(), 5u);
+      expect_words(want2);
+    }
     mega_session_reset(s);
     EXPECT_EQ(scan_c(s, d2, *a, 1600, m), want2);
     mega_session_reset(s);
