@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the tools package
 
 from tools.data import fetch_real_sc as rs  # noqa: E402
+from tools.data.layout import KEYWORDS, folder_label  # noqa: E402
 
 TOOL = os.path.join(ROOT, "tools", "data", "fetch_real_sc.py")
 
@@ -221,6 +222,32 @@ class BuiltFolder(unittest.TestCase):
         self.assertTrue(clips)
         self.assertEqual([f for f in clips if rs.which_set(f) == "testing"], [])
         self.assertEqual(rs.check_dir(root), [])
+
+
+class TestFolderLabel(unittest.TestCase):
+    """The one folder -> label rule that train.py and evaluate.py share."""
+
+    KWS12 = KEYWORDS + ["_silence_", "_unknown_"]
+
+    def test_kws12(self):
+        self.assertEqual(folder_label("yes", self.KWS12), "yes")
+        self.assertEqual(folder_label("go", self.KWS12), "go")
+        self.assertEqual(folder_label("_silence_", self.KWS12), "_silence_")
+        for other in ("bed", "happy", "marvin", "_unknown_"):
+            self.assertEqual(folder_label(other, self.KWS12), "_unknown_")
+        for unused in ("_background_noise_", "_scratch_"):
+            self.assertIsNone(folder_label(unused, self.KWS12))
+
+    def test_keywords_only(self):
+        self.assertEqual(folder_label("off", KEYWORDS), "off")
+        for unused in ("bed", "_silence_", "_unknown_", "_background_noise_"):
+            self.assertIsNone(folder_label(unused, KEYWORDS))
+
+    def test_label_index_mapping(self):
+        # evaluate.py passes {label: index}; membership is what counts
+        idx = {l: i for i, l in enumerate(self.KWS12)}
+        self.assertEqual(folder_label("cat", idx), "_unknown_")
+        self.assertEqual(folder_label("left", idx), "left")
 
 
 if __name__ == "__main__":

@@ -52,13 +52,15 @@ import wave
 
 import numpy as np
 
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tools.data.layout import KEYWORDS, NOISE  # noqa: E402
+
 SR = 16000
-KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
 OTHER_WORDS = ["bed", "bird", "cat", "dog", "eight", "five", "four", "happy", "house", "marvin", "nine", "one",
                "seven", "sheila", "six", "three", "tree", "two", "wow", "zero",
                "backward", "forward", "follow", "learn", "visual"]
 WORDS = KEYWORDS + OTHER_WORDS
-NOISE = "_background_noise_"
 CLIP_RE = re.compile(r"^([0-9a-f]{8})_nohash_(\d+)\.wav$")
 FLAT_RE = re.compile(r"^([a-z]+)_([0-9a-f]{8}_nohash_\d+\.wav)$")  # <word>_<speaker>_nohash_<n>.wav
 MAX_NUM_WAVS_PER_CLASS = 2 ** 27 - 1  # as in the dataset's input_data.py

@@ -101,13 +101,11 @@ import numpy as np
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from tools.data import voices as vc  # noqa: E402
+from tools.data.layout import KEYWORDS, SILENCE, UNKNOWN  # noqa: E402
 
 SR = 16000
 CLIP = SR  # samples per clip (1.000 s)
 
-KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
-UNKNOWN = "_unknown_"
-SILENCE = "_silence_"
 LABELS = KEYWORDS + [UNKNOWN, SILENCE]
 
 # The other Speech Commands v0.02 words.

@@ -21,7 +21,7 @@ docs/voices.md is the spot-check log: what each voice says for each keyword.
 
 import re
 
-KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
+from tools.data.layout import KEYWORDS  # noqa: F401 (re-exported: voices.KEYWORDS)
 SPLITS = ["training", "validation", "testing"]
 
 _RESERVED_TOKENS = {"awb", "rms", "slt", "ked"}

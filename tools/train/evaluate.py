@@ -21,6 +21,7 @@ import sys
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from tools.data.layout import folder_label  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 
 
@@ -29,16 +30,6 @@ def run_json(cmd):
     if out.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd[:3])}... failed ({out.returncode}): {out.stderr}")
     return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
-
-
-def truth_label(folder, idx):
-    """A clip's label from its folder: the folder's own name, or _unknown_ for any
-    other word (as train.py --classes kws12 maps them: the real dataset's layout)."""
-    if folder in idx:
-        return folder
-    if folder.startswith("_") or "_unknown_" not in idx:
-        return None
-    return "_unknown_"
 
 
 def clip_accuracy(ks, model, data, split):
@@ -57,7 +48,7 @@ def clip_accuracy(ks, model, data, split):
         if "error" in r:
             errors += 1
             continue
-        truth = truth_label(os.path.basename(os.path.dirname(r["file"])), idx)
+        truth = folder_label(os.path.basename(os.path.dirname(r["file"])), idx)
         if truth is None:
             sys.exit(f"evaluate.py: {r['file']}: its folder is not one of the model's labels {labels}")
         conf[idx[truth]][idx[r["label"]]] += 1

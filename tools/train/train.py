@@ -42,9 +42,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from tools.convert import mega_torch as mt  # noqa: E402
+from tools.data.layout import KEYWORDS, SILENCE, UNKNOWN, folder_label  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 
-KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
 SR = 16000
 
 _DEMO = dict(embed_dim=64, hidden_dim=128, ffn_hidden_dim=128, z_dim=32, n_dim=16, n_layers=4,
@@ -100,18 +100,13 @@ class Dataset:
     """All clips of one split in memory as int16, with integer labels."""
 
     def __init__(self, root: str, classes: str, split: str, max_per_class: int = 0, seed: int = 0):
-        self.labels = list(KEYWORDS) + (["_silence_", "_unknown_"] if classes == "kws12" else [])
+        self.labels = list(KEYWORDS) + ([SILENCE, UNKNOWN] if classes == "kws12" else [])
         val, test = split_lists(root)
         items = []
         for folder in sorted(os.listdir(root)):
             full = os.path.join(root, folder)
-            if not os.path.isdir(full) or folder == "_background_noise_":
-                continue
-            if folder in KEYWORDS:
-                label = folder
-            elif classes == "kws12":
-                label = "_silence_" if folder == "_silence_" else "_unknown_"
-            else:
+            label = folder_label(folder, self.labels)
+            if not os.path.isdir(full) or label is None:
                 continue
             for f in sorted(os.listdir(full)):
                 if not f.endswith(".wav"):
