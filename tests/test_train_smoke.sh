@@ -196,6 +196,36 @@ assert abs(ta["recall"] - tb["recall"]) < 1e-9 and tb["false_alarms"] == 2 * ta[
 assert abs(ta["fa_per_hour_keyword_free"] - tb["fa_per_hour_keyword_free"]) < 1e-6, (ta, tb)
 print("tune_detection: recordings pooled")
 PY
+# --holdout-check tunes on one half and scores on the other: on one recording twice, each half must be
+# that recording (posteriors and labels), so the shared threshold is det1's and scores as det1 did
+$PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
+    --stream "$T/va.wav" --labels "$T/va.csv" --max-fa-per-hour 50 --holdout-check >"$T/holdout.txt" 2>&1
+PYTHONPATH="$ROOT" $PY - "$T/det1.json" "$T/holdout.txt" "$T/fts/best.pt" "$T/va.wav" "$T/va.csv" <<'PY'
+import json, re, sys
+import numpy as np
+from tools.convert import mega_torch as mt
+from tools.train import tune_detection as td
+det, report, ckpt, wav, csv_path = sys.argv[1:6]
+model, _, _ = mt.load_checkpoint(ckpt)
+hop = model.cfg.chunk_samples / model.cfg.sample_rate
+once = td.pooled_posteriors(model, [(wav, csv_path)], hop)
+twice = td.pooled_posteriors(model, [(wav, csv_path)] * 2, hop)
+for half in td.split_recording(*twice, hop, len(twice[0]) // 2):
+    assert np.array_equal(half[0], once[0]), "posteriors of a half differ"
+    assert [(round(a, 6), round(b, 6), l) for a, b, l in half[1]] == [(round(a, 6), round(b, 6), l) for a, b, l in once[1]], half[1]
+    assert [(round(a, 6), round(b, 6)) for a, b in half[2]] == [(round(a, 6), round(b, 6)) for a, b in once[2]], half[2]
+a = json.load(open(det))
+rows = [l for l in open(report) if l.startswith("| first half") or l.startswith("| second half")]
+assert len(rows) == 2, open(report).read()
+for row in rows:
+    m = re.match(r"\| \w+ half \| ([0-9.]+), smoothing (\d); ([0-9.]+)%, ([0-9.]+) \| .*; ([0-9.]+)%, ([0-9.]+) \|$", row.strip())
+    assert m, row
+    assert abs(float(m[1]) - a["thresholds"][0]) < 1e-9 and int(m[2]) == a["smoothing_hops"], (row, a)
+    t = a["tuned_on"]
+    assert abs(float(m[3]) - round(100 * t["recall"], 1)) < 0.051, (row, t)
+    assert abs(float(m[4]) - round(t["fa_per_hour_keyword_free"], 1)) < 0.051, (row, t)
+print("tune_detection: holdout check")
+PY
 # HardExamples.replace: at share 1 every row is a hard example, at share 0 none
 PYTHONPATH="$ROOT" $PY - "$T/hard.npz" <<'PY'
 import sys

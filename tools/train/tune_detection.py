@@ -3,6 +3,7 @@
 
   tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv -o detection.json
                     [--stream val2.wav --labels val2.csv ...] [--max-fa-per-hour 1.0]
+  tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv --holdout-check
 
 Several recordings (--stream/--labels pairs, in order) are tuned as one: their
 keywords and keyword-free stretches pooled, so the false-alarm limit holds
@@ -15,6 +16,13 @@ with the best recall whose false alarms on keyword-free stretches stay under
 the limit (ties: fewer false alarms, then the higher threshold). If none
 stays under it, the one with the fewest false alarms there (ties: the best
 recall), with a warning: never the loudest setting.
+
+--holdout-check asks whether the tuning carries over to audio it did not see:
+the pooled recording is cut in two halves; on each, one shared threshold is
+tuned as above, and a per-keyword set greedily (lower the one keyword's
+threshold that gains the most recall while false alarms stay under the limit,
+until none does); both are then scored on the other half. It prints the
+table and writes nothing (-o is not needed).
 """
 import argparse
 import json
@@ -57,18 +65,29 @@ def pooled_posteriors(model, streams, hop_s):
     return np.concatenate(all_probs), keywords, free
 
 
+def run_detector(probs, labels, thresholds, smoothing, refractory_hops, hop_s, keywords, free):
+    """The runtime's detector over posteriors, scored against a recording's labels."""
+    can_fire = np.array([not l.startswith("_") for l in labels])
+    dets = streamscore.detect(probs, thresholds, smoothing, refractory_hops, can_fire)
+    return streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
+
+
+def refractory_in_hops(refractory_ms, hop_s):
+    return int(np.ceil(refractory_ms / 1000 / hop_s - 1e-9))
+
+
+THRESHOLDS = np.arange(0.30, 0.991, 0.02)
+
+
 def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
     """The detection setting with the best recall whose false alarms per
     keyword-free hour stay under the limit; returns (key, smoothing, threshold,
     score), key[0] = whether the limit was met (see the module's docstring)."""
-    can_fire = np.array([not l.startswith("_") for l in labels])
-    refr = int(np.ceil(refractory_ms / 1000 / hop_s - 1e-9))
+    refr = refractory_in_hops(refractory_ms, hop_s)
     best = None
     for smoothing in (1, 2, 3):
-        for thr in np.arange(0.30, 0.991, 0.02):
-            th = np.full(len(labels), thr)
-            dets = streamscore.detect(probs, th, smoothing, refr, can_fire)
-            r = streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
+        for thr in THRESHOLDS:
+            r = run_detector(probs, labels, np.full(len(labels), thr), smoothing, refr, hop_s, keywords, free)
             ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
             if ok:
                 key = (1, r["recall"], -r["false_alarms"], thr)
@@ -82,15 +101,79 @@ def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=10
     return best
 
 
+def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000):
+    """Greedy per-keyword thresholds at one smoothing: from every keyword off,
+    repeatedly lower the one keyword's threshold (on THRESHOLDS) that gains
+    the most recall while the false alarms stay under the limit. Returns
+    (thresholds, score)."""
+    refr = refractory_in_hops(refractory_ms, hop_s)
+    th = np.full(len(labels), 1.01)  # above any posterior: nothing fires
+    cur = run_detector(probs, labels, th, smoothing, refr, hop_s, keywords, free)
+    while True:
+        best = None
+        for k, label in enumerate(labels):
+            if label.startswith("_"):
+                continue
+            for t in THRESHOLDS[THRESHOLDS < th[k] - 1e-9]:
+                trial = th.copy()
+                trial[k] = t
+                r = run_detector(probs, labels, trial, smoothing, refr, hop_s, keywords, free)
+                if r["fa_per_hour_keyword_free"] > max_fa_per_hour or r["recall"] <= cur["recall"]:
+                    continue
+                key = (r["recall"], -r["false_alarms"], t)
+                if best is None or key > best[0]:
+                    best = (key, k, t, r)
+        if best is None:
+            return th, cur
+        _, k, t, cur = best
+        th[k] = t
+
+
+def split_recording(probs, keywords, free, hop_s, at_hop):
+    """A recording's posteriors and labels cut at one hop: two (probs,
+    keywords, free), each timed from its own start. A keyword goes with the
+    half its onset is in; a keyword-free stretch is cut in two."""
+    t = at_hop * hop_s
+    first = (probs[:at_hop], [k for k in keywords if k[0] < t], [(a, min(b, t)) for a, b in free if a < t])
+    second = (probs[at_hop:], [(a - t, b - t, l) for a, b, l in keywords if a >= t],
+              [(max(a, t) - t, b - t) for a, b in free if b > t])
+    return first, second
+
+
+def holdout_check(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms):
+    """Tune on each half of the recording, score on the other (--holdout-check)."""
+    refr = refractory_in_hops(refractory_ms, hop_s)
+    halves = split_recording(probs, keywords, free, hop_s, len(probs) // 2)
+    names = ("first half", "second half")
+    print(f"tuned at <= {max_fa_per_hour:g} false alarms per keyword-free hour on one half, scored on the other:")
+    print("| tuned on | one threshold: setting; recall, false alarms per hour on the other half "
+          "| per keyword: thresholds; recall, false alarms per hour on the other half |")
+    print("|---|---|---|")
+    for i in (0, 1):
+        (p_a, k_a, f_a), (p_b, k_b, f_b) = halves[i], halves[1 - i]
+        _, sm, thr, _ = tune(p_a, labels, hop_s, k_a, f_a, max_fa_per_hour, refractory_ms)
+        one = run_detector(p_b, labels, np.full(len(labels), thr), sm, refr, hop_s, k_b, f_b)
+        th, _ = tune_per_keyword(p_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms)
+        per = run_detector(p_b, labels, th, sm, refr, hop_s, k_b, f_b)
+        setting = " ".join(f"{l} {t:.2f}" if t <= 1 else f"{l} off" for l, t in zip(labels, th) if not l.startswith("_"))
+        print(f"| {names[i]} | {thr:.2f}, smoothing {sm}; {100 * one['recall']:.1f}%, "
+              f"{one['fa_per_hour_keyword_free']:.1f} | {setting}; {100 * per['recall']:.1f}%, "
+              f"{per['fa_per_hour_keyword_free']:.1f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--stream", required=True, action="append", help="validation recording (repeatable)")
     ap.add_argument("--labels", required=True, action="append", help="its labels (one per --stream)")
-    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("-o", "--output", help="detection.json to write (not with --holdout-check)")
     ap.add_argument("--max-fa-per-hour", type=float, default=1.0)
     ap.add_argument("--refractory-ms", type=int, default=1000)
+    ap.add_argument("--holdout-check", action="store_true",
+                    help="tune on each half of the recording and score on the other; write nothing")
     args = ap.parse_args()
+    if not args.output and not args.holdout_check:
+        ap.error("give -o/--output (or --holdout-check)")
     if len(args.stream) != len(args.labels):
         ap.error("give one --labels per --stream")
     torch.set_num_threads(2)
@@ -99,6 +182,9 @@ def main() -> int:
     cfg = model.cfg
     hop_s = cfg.chunk_samples / cfg.sample_rate
     probs, keywords, free = pooled_posteriors(model, list(zip(args.stream, args.labels)), hop_s)
+    if args.holdout_check:
+        holdout_check(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms)
+        return 0
     best = tune(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms, verbose=True)
     key, smoothing, thr, r = best
     if not key[0]:
