@@ -91,7 +91,7 @@ def per_voice(rows, data, labels):
 
 
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96)
-SWEEP_SMOOTHING = (3, 2, 1)
+SWEEP_SMOOTHING = (5, 3, 1)
 
 
 def stream_eval(ks, model, wav, csv_path, extra=()):

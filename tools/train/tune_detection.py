@@ -11,9 +11,9 @@ over all their keyword-free time together.
 
 Streaming posteriors come from the PyTorch reference (features of a causal
 model over the whole stream equal the streamed ones); the detector is the
-runtime's (streamscore.detect). Picks, among thresholds x smoothing, the one
-with the best recall whose false alarms on keyword-free stretches stay under
-the limit (ties: fewer false alarms, then the higher threshold). If none
+runtime's (streamscore.detect). Picks, among thresholds (0.30-0.99) x
+smoothing (1-6 hops), the one with the best recall whose false alarms on
+keyword-free stretches stay under the limit (ties: fewer false alarms, then the higher threshold). If none
 stays under it, the one with the fewest false alarms there (ties: the best
 recall), with a warning: never the loudest setting.
 
@@ -77,6 +77,7 @@ def refractory_in_hops(refractory_ms, hop_s):
 
 
 THRESHOLDS = np.arange(0.30, 0.991, 0.02)
+SMOOTHINGS = range(1, 7)  # hops averaged: up to 1.5 s at a 250 ms hop, which delays a detection by up to 1.25 s
 
 
 def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
@@ -85,7 +86,7 @@ def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=10
     score), key[0] = whether the limit was met (see the module's docstring)."""
     refr = refractory_in_hops(refractory_ms, hop_s)
     best = None
-    for smoothing in (1, 2, 3):
+    for smoothing in SMOOTHINGS:
         for thr in THRESHOLDS:
             r = run_detector(probs, labels, np.full(len(labels), thr), smoothing, refr, hop_s, keywords, free)
             ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
