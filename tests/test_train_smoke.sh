@@ -210,10 +210,12 @@ model, _, _ = mt.load_checkpoint(ckpt)
 hop = model.cfg.chunk_samples / model.cfg.sample_rate
 once = td.pooled_posteriors(model, [(wav, csv_path)], hop)
 twice = td.pooled_posteriors(model, [(wav, csv_path)] * 2, hop)
+def rounded(spans):  # (onset, offset[, label]) with the times to the microsecond
+    return [tuple(round(v, 6) if isinstance(v, float) else v for v in span) for span in spans]
 for half in td.split_recording(*twice, hop, len(twice[0]) // 2):
     assert np.array_equal(half[0], once[0]), "posteriors of a half differ"
-    assert [(round(a, 6), round(b, 6), l) for a, b, l in half[1]] == [(round(a, 6), round(b, 6), l) for a, b, l in once[1]], half[1]
-    assert [(round(a, 6), round(b, 6)) for a, b in half[2]] == [(round(a, 6), round(b, 6)) for a, b in once[2]], half[2]
+    assert rounded(half[1]) == rounded(once[1]), half[1]
+    assert rounded(half[2]) == rounded(once[2]), half[2]
 a = json.load(open(det))
 rows = [l for l in open(report) if l.startswith("| first half") or l.startswith("| second half")]
 assert len(rows) == 2, open(report).read()
