@@ -140,6 +140,28 @@ for share in (0.0, 0.3):
     assert np.allclose(p[ds.y == u], p[ds.y == u][0])
 print("sampling: class shares as asked")
 PY
+# --extra-share: within a class with both kinds of clips, the extra ones get that share;
+# a class without extra clips keeps its share, all of it from --data
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
+import sys
+import numpy as np
+from tools.train import train
+ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+extra = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+on = ds.labels.index("on")
+keep = extra.y != on
+extra.audio, extra.y = extra.audio[keep], extra.y[keep]
+ds.extend(extra)
+n = len(ds.labels)
+for share in (-1.0, 0.0, 0.3, 1.0):
+    p = train.sampling_probabilities(ds, 0.0, share)
+    assert abs(p.sum() - 1) < 1e-9
+    for c in range(n):
+        cls, ext = p[ds.y == c].sum(), p[(ds.y == c) & (ds.source == 1)].sum()
+        want = 0.0 if c == on else 0.5 if share < 0 else share
+        assert abs(cls - 1 / n) < 1e-9 and abs(ext - want / n) < 1e-9, (share, ds.labels[c], cls, ext)
+print("sampling: --extra-share as asked")
+PY
 # hard examples (mine_hard.py): windows of a training-voice recording, mixed into batches
 $PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split training --minutes 0.5 --out "$T/tr.wav" \
     --labels-out "$T/tr.csv" --seed 4 >/dev/null

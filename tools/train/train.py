@@ -127,6 +127,7 @@ class Dataset:
         self.audio = np.stack([fit_second(read_wav(p)) for p, _ in items]) if items else np.zeros((0, SR), np.int16)
         self.y = np.array([l for _, l in items], dtype=np.int64)
         self.paths = [p for p, _ in items]
+        self.source = np.zeros(len(self.y), dtype=np.int64)  # 0: --data; 1: --extra-data (set by extend)
         if classes == "kws12" and "_silence_" not in os.listdir(root):
             self._add_background_silence(os.path.join(root, "_background_noise_"), split, rng)
 
@@ -145,13 +146,16 @@ class Dataset:
             crops.append(fit_second((src[start:start + SR] * rng.uniform(0.05, 1.0)).astype(np.int16)))
         self.audio = np.concatenate([self.audio, np.stack(crops)])
         self.y = np.concatenate([self.y, np.full(n, self.labels.index("_silence_"))])
+        self.source = np.zeros(len(self.y), dtype=np.int64)
 
     def __len__(self):
         return len(self.y)
 
     def extend(self, other: "Dataset"):
+        """Append another folder's clips, marked as extra data (source 1)."""
         self.audio = np.concatenate([self.audio, other.audio])
         self.y = np.concatenate([self.y, other.y])
+        self.source = np.concatenate([self.source, np.ones(len(other.y), dtype=np.int64)])
         self.paths += other.paths
 
 
@@ -361,10 +365,15 @@ def evaluate(model, ds: Dataset, batch: int = 128):
     return correct / max(1, len(ds)), confusion
 
 
-def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0) -> np.ndarray:
+def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share: float = -1.0) -> np.ndarray:
     """Per-clip probabilities of being drawn: every class equally likely
     (class-balanced), or, with unknown_share > 0, _unknown_ drawn that share of
-    the time and the other classes equally likely in the rest."""
+    the time and the other classes equally likely in the rest.
+
+    Within a class, clips are equally likely, so a class with few extra
+    (real) clips is almost always heard in a synthetic voice. extra_share >= 0
+    draws the extra clips of every class that has both kinds that share of
+    the class's time, so that the kind of voice says nothing about the class."""
     counts = np.bincount(ds.y, minlength=len(ds.labels)).astype(np.float64)
     present = counts > 0
     share = present / present.sum()
@@ -375,6 +384,14 @@ def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0) -> np.ndarra
         share = np.where(rest, (1.0 - unknown_share) / max(1, rest.sum()), 0.0)
         share[u] = unknown_share
     p = (share / np.maximum(counts, 1))[ds.y]
+    if extra_share >= 0:
+        n = len(ds.labels)
+        extra = np.bincount(ds.y[ds.source == 1], minlength=n).astype(np.float64)
+        base = counts - extra
+        both = (extra > 0) & (base > 0)
+        for s, kind_count, frac in ((1, extra, extra_share), (0, base, 1.0 - extra_share)):
+            sel = (ds.source == s) & both[ds.y]
+            p[sel] = (share * frac / np.maximum(kind_count, 1))[ds.y[sel]]
     return p / p.sum()
 
 
@@ -439,6 +456,10 @@ def main() -> int:
     ap.add_argument("--unknown-share", type=float, default=0.0, metavar="S",
                     help="draw _unknown_ clips this share of the time (the other classes equally often in "
                          "the rest); default 0: every class equally often")
+    ap.add_argument("--extra-share", type=float, default=-1.0, metavar="S",
+                    help="within each class that has --extra-data clips and --data clips, draw the extra "
+                         "ones this share of the class's time (default: as their number falls, so a class "
+                         "with few real clips is heard almost only in synthetic voices)")
     ap.add_argument("--hard-examples", action="append", default=[], metavar="NPZ",
                     help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
     ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
@@ -455,7 +476,10 @@ def main() -> int:
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
-    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share"):
+    if args.extra_share != -1.0 and not args.extra_data:
+        ap.error("--extra-share needs --extra-data")
+    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share") + (
+            ("extra_share",) if args.extra_share != -1.0 else ()):
         if not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -546,7 +570,7 @@ def main() -> int:
     except ValueError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 1
-    p_sample = sampling_probabilities(train, args.unknown_share)
+    p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share)
     model.train()
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
