@@ -153,12 +153,12 @@ keep = extra.y != on
 extra.audio, extra.y = extra.audio[keep], extra.y[keep]
 ds.extend(extra)
 n = len(ds.labels)
-for share in (-1.0, 0.0, 0.3, 1.0):
+for share in (None, 0.0, 0.3, 1.0):
     p = train.sampling_probabilities(ds, 0.0, share)
     assert abs(p.sum() - 1) < 1e-9
     for c in range(n):
         cls, ext = p[ds.y == c].sum(), p[(ds.y == c) & (ds.source == 1)].sum()
-        want = 0.0 if c == on else 0.5 if share < 0 else share
+        want = 0.0 if c == on else 0.5 if share is None else share
         assert abs(cls - 1 / n) < 1e-9 and abs(ext - want / n) < 1e-9, (share, ds.labels[c], cls, ext)
 print("sampling: --extra-share as asked")
 PY

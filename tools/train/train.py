@@ -33,6 +33,7 @@ import random
 import sys
 import time
 import wave
+from typing import Optional
 
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -365,14 +366,14 @@ def evaluate(model, ds: Dataset, batch: int = 128):
     return correct / max(1, len(ds)), confusion
 
 
-def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share: float = -1.0) -> np.ndarray:
+def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share: Optional[float] = None) -> np.ndarray:
     """Per-clip probabilities of being drawn: every class equally likely
     (class-balanced), or, with unknown_share > 0, _unknown_ drawn that share of
     the time and the other classes equally likely in the rest.
 
     Within a class, clips are equally likely, so a class with few extra
-    (real) clips is almost always heard in a synthetic voice. extra_share >= 0
-    draws the extra clips of every class that has both kinds that share of
+    (real) clips is almost always heard in a synthetic voice. extra_share, if
+    given, draws the extra clips of every class that has both kinds that share of
     the class's time, so that the kind of voice says nothing about the class."""
     counts = np.bincount(ds.y, minlength=len(ds.labels)).astype(np.float64)
     present = counts > 0
@@ -384,7 +385,7 @@ def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share:
         share = np.where(rest, (1.0 - unknown_share) / max(1, rest.sum()), 0.0)
         share[u] = unknown_share
     p = (share / np.maximum(counts, 1))[ds.y]
-    if extra_share >= 0:
+    if extra_share is not None:
         n = len(ds.labels)
         extra = np.bincount(ds.y[ds.source == 1], minlength=n).astype(np.float64)
         base = counts - extra
@@ -456,7 +457,7 @@ def main() -> int:
     ap.add_argument("--unknown-share", type=float, default=0.0, metavar="S",
                     help="draw _unknown_ clips this share of the time (the other classes equally often in "
                          "the rest); default 0: every class equally often")
-    ap.add_argument("--extra-share", type=float, default=-1.0, metavar="S",
+    ap.add_argument("--extra-share", type=float, metavar="S",
                     help="within each class that has --extra-data clips and --data clips, draw the extra "
                          "ones this share of the class's time (default: as their number falls, so a class "
                          "with few real clips is heard almost only in synthetic voices)")
@@ -476,11 +477,10 @@ def main() -> int:
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
-    if args.extra_share != -1.0 and not args.extra_data:
+    if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
-    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share") + (
-            ("extra_share",) if args.extra_share != -1.0 else ()):
-        if not 0.0 <= getattr(args, name) <= 1.0:
+    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
+        if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
     torch.set_num_threads(args.threads)
