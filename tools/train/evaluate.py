@@ -90,8 +90,8 @@ def per_voice(rows, data, labels):
     return {v: {"clips": n, "keyword_accuracy": k / n} for v, (n, k) in sorted(out.items())}
 
 
-SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96)
-SWEEP_SMOOTHING = (5, 3, 1)
+SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96, 0.98)
+SWEEP_SMOOTHING = (2, 3, 5)
 
 
 def stream_eval(ks, model, wav, csv_path, extra=()):
