@@ -13,28 +13,30 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$(dirname "$HERE")")
 PY=/usr/bin/python3
 WORK=$(dirname "$DATA")
+# recording NAME DATA SPLIT MINUTES SEED: $WORK/NAME.wav and .csv, made by make_stream.py unless there
+recording() {
+  [ -f "$WORK/$1.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$2" --split "$3" \
+    --minutes "$4" --out "$WORK/$1.wav" --labels-out "$WORK/$1.csv" --seed "$5"
+}
+TUNE=()
+tune() { TUNE+=(--stream "$WORK/$1.wav" --labels "$WORK/$1.csv"); }
 # 60 minutes (about 27 of them keyword-free): one false alarm is about 2.2 per hour
 # there. The data's splits are voice-disjoint (tools/data/voices.py): the
 # validation recording has only validation voices, the test one only testing voices.
-[ -f "$WORK/stream-val60.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split validation \
-  --minutes 60 --out "$WORK/stream-val60.wav" --labels-out "$WORK/stream-val60.csv" --seed 7
+recording stream-val60 "$DATA" validation 60 7
 # 60 test minutes (27 keyword-free): 10 held too few keyword-free minutes (4.5) to tell 5 false alarms
 # per hour from 15
-[ -f "$WORK/stream-test60.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split testing \
-  --minutes 60 --out "$WORK/stream-test60.wav" --labels-out "$WORK/stream-test60.csv" --seed 4
+recording stream-test60 "$DATA" testing 60 4
 # 120 more minutes of validation voices: with 60 alone a limit of 5 false alarms per hour
 # came down to two or three of them
-[ -f "$WORK/stream-val120-17.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$DATA" --split validation \
-  --minutes 120 --out "$WORK/stream-val120-17.wav" --labels-out "$WORK/stream-val120-17.csv" --seed 17
-TUNE=(--stream "$WORK/stream-val60.wav" --labels "$WORK/stream-val60.csv"
-      --stream "$WORK/stream-val120-17.wav" --labels "$WORK/stream-val120-17.csv")
+recording stream-val120-17 "$DATA" validation 120 17
+tune stream-val60
+tune stream-val120-17
 if [ -n "$REAL" ]; then
-  [ -f "$WORK/stream-realval20.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$REAL" --split validation \
-    --minutes 20 --out "$WORK/stream-realval20.wav" --labels-out "$WORK/stream-realval20.csv" --seed 5
-  [ -f "$WORK/stream-realval40-18.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$REAL" --split validation \
-    --minutes 40 --out "$WORK/stream-realval40-18.wav" --labels-out "$WORK/stream-realval40-18.csv" --seed 18
-  TUNE+=(--stream "$WORK/stream-realval20.wav" --labels "$WORK/stream-realval20.csv"
-         --stream "$WORK/stream-realval40-18.wav" --labels "$WORK/stream-realval40-18.csv")
+  recording stream-realval20 "$REAL" validation 20 5
+  recording stream-realval40-18 "$REAL" validation 40 18
+  tune stream-realval20
+  tune stream-realval40-18
 fi
 $PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 5 \
   -o "$RUN/detection.json" | tail -1
