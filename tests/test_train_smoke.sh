@@ -81,6 +81,51 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/smoke.mega" --class
     --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 >"$T/ftm.log"
 grep -q "initialized from .*smoke.mega (its step None, validation accuracy unknown)" "$T/ftm.log"
 expect_weights_loaded ftm "--init .mega"
+# --weight-average: WeightAverage follows its formula and applied() puts the model's own
+# weights back; a run validates and keeps (best.pt) the average, and last.pt carries it
+# across --resume
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import torch
+from tools.train import train
+m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+wa = train.WeightAverage(m, 0.5)
+expect = m[0].weight.detach().clone()
+for n, c in enumerate([1.0, 2.0, 3.0, 4.0], start=1):
+    with torch.no_grad():
+        m[0].weight.fill_(c)
+    m[1].num_batches_tracked.fill_(n)
+    wa.update(m)
+    d = min(0.5, (1 + n) / (10 + n))
+    expect = d * expect + (1 - d) * c
+assert torch.allclose(wa.avg["0.weight"], expect), (wa.avg["0.weight"], expect)
+assert int(wa.avg["1.num_batches_tracked"]) == 4
+with wa.applied(m):
+    assert torch.allclose(m[0].weight, expect)
+assert torch.all(m[0].weight == 4.0), "applied() did not restore the model's weights"
+print("WeightAverage: formula and restore")
+PY
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/wa" \
+    --preset smoke --steps 10 --batch 16 --lr 1e-2 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 \
+    --weight-average 0.9 >"$T/wa.log"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/wa" \
+    --preset smoke --steps 20 --batch 16 --lr 1e-2 --warmup 1 --max-per-class 2 --eval-every 20 --threads 1 \
+    --weight-average 0.9 --resume >"$T/wa2.log"
+grep -q "weight average: decay 0.9, 10 updates so far" "$T/wa2.log"
+$PY - "$T/wa" <<'PY'
+import sys
+import torch
+best, last = (torch.load(f"{sys.argv[1]}/{n}.pt") for n in ("best", "last"))
+avg = last["weight_average"]
+assert avg["n"] == 20 and best["step"] == 20, (avg["n"], best["step"])
+assert all(torch.equal(v, avg["avg"][k]) for k, v in best["model"].items()), "best.pt is not the average"
+assert any(not torch.equal(v, last["model"][k]) for k, v in best["model"].items()), "the average is the weights"
+print("--weight-average: best.pt holds the average")
+PY
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --out "$T/wa3" --preset smoke --steps 1 \
+    --weight-average 1 2>"$T/wa3.err"; then
+  echo "--weight-average 1 accepted"; exit 1
+fi
+grep -q "must be between 0 and 1" "$T/wa3.err"
 # --speed-prob: change_speed keeps the length and the word's centre, and scales
 # its duration and pitch by the factor
 PYTHONPATH="$ROOT" $PY - <<'PY'

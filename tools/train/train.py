@@ -21,10 +21,12 @@ what a streaming session reports, with the EMA state carrying the context.
 
 Checkpoints (RUN_DIR/last.pt, best.pt) hold the config, weights, labels,
 optimizer and RNG state: tools/convert/mega_convert.py reads them, and
---resume continues an interrupted run.
+--resume continues an interrupted run. With --weight-average, validation
+and best.pt use the running average of the weights; last.pt keeps both.
 """
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -350,6 +352,47 @@ class HardExamples:
             y[i] = int(self.y[j])
 
 
+class WeightAverage:
+    """An exponential moving average of a model's weights and BatchNorm
+    statistics (--weight-average): after each optimizer step,
+    avg <- d * avg + (1 - d) * current, with d = min(decay, (1 + n) / (10 + n))
+    at the n-th update so that the starting weights fade out early. Integer
+    buffers (BatchNorm's step counters) are copied."""
+
+    def __init__(self, model, decay: float):
+        self.decay, self.n = decay, 0
+        self.avg = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    def state_dict(self) -> dict:
+        return {"avg": self.avg, "n": self.n, "decay": self.decay}
+
+    def load_state_dict(self, state: dict):
+        if state.keys() != {"avg", "n", "decay"} or state["avg"].keys() != self.avg.keys():
+            raise ValueError("the checkpoint's weight average does not fit this model")
+        self.avg, self.n = state["avg"], state["n"]
+
+    @torch.no_grad()
+    def update(self, model):
+        self.n += 1
+        d = min(self.decay, (1 + self.n) / (10 + self.n))
+        for k, v in model.state_dict().items():
+            a = self.avg[k]
+            if a.is_floating_point():
+                a.mul_(d).add_(v.detach(), alpha=1 - d)
+            else:
+                a.copy_(v)
+
+    @contextlib.contextmanager
+    def applied(self, model):
+        """The model holds the averaged weights inside the block, its own after."""
+        own = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(self.avg)
+        try:
+            yield
+        finally:
+            model.load_state_dict(own)
+
+
 def evaluate(model, ds: Dataset, batch: int = 128):
     model.eval()
     rng = np.random.default_rng(123)
@@ -410,11 +453,14 @@ def load_init(path):
         return None
 
 
-def save(path, model, opt, step, best, labels, args, rng_state, best_key=None):
+def save(path, model, opt, step, best, labels, args, rng_state, best_key=None, average=None):
     tmp = path + ".tmp"
-    torch.save({"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
-                "optimizer": opt.state_dict(), "step": step, "best_val": best, "args": vars(args),
-                "rng": rng_state, "best_key": best_key}, tmp)
+    ck = {"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
+          "optimizer": opt.state_dict(), "step": step, "best_val": best, "args": vars(args),
+          "rng": rng_state, "best_key": best_key}
+    if average is not None:
+        ck["weight_average"] = average.state_dict()
+    torch.save(ck, tmp)
     os.replace(tmp, path)
 
 
@@ -472,11 +518,17 @@ def main() -> int:
                          "instead of the best validation accuracy")
     ap.add_argument("--val-max-fa", type=float, default=5.0, metavar="N",
                     help="with --val-stream: false alarms per keyword-free hour allowed (default 5)")
+    ap.add_argument("--weight-average", type=float, metavar="DECAY",
+                    help="keep an exponential moving average of the weights (and BatchNorm statistics) with "
+                         "this decay per step, e.g. 0.999; validation, the kept checkpoint (best.pt) and "
+                         "so the converted model use the average (default: off)")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
                          "(e.g. models/sc10-demo.mega, unpacked by tools/convert/mega_unpack.py)")
     args = ap.parse_args()
+    if args.weight_average is not None and not 0.0 < args.weight_average < 1.0:
+        ap.error(f"--weight-average {args.weight_average}: must be between 0 and 1 (exclusive)")
     if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
     for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
@@ -538,6 +590,7 @@ def main() -> int:
     step, best, best_key = 0, 0.0, None
     rng = np.random.default_rng(args.seed)
     last = os.path.join(args.out, "last.pt")
+    resumed = None
     if args.resume and os.path.exists(last):
         ck = torch.load(last, map_location="cpu")
         model.load_state_dict(ck["model"])
@@ -546,6 +599,7 @@ def main() -> int:
         # older checkpoints kept the best validation accuracy, without a key
         best_key = ck.get("best_key") or (None if args.val_stream else [best])
         rng.bit_generator.state = ck["rng"]
+        resumed = ck
         print(f"resumed at step {step} (best validation accuracy {best:.4f})", flush=True)
     elif args.init:
         ck = load_init(args.init)
@@ -562,6 +616,16 @@ def main() -> int:
         val_acc = ck.get("best_val")
         print(f"initialized from {args.init} (its step {ck.get('step')}, validation accuracy "
               f"{'unknown' if val_acc is None else f'{val_acc:.4f}'})", flush=True)
+    average = None
+    if args.weight_average is not None:
+        average = WeightAverage(model, args.weight_average)
+        if resumed is not None and "weight_average" in resumed:
+            try:
+                average.load_state_dict(resumed["weight_average"])
+            except ValueError as e:
+                print(f"train.py: {last}: {e}", file=sys.stderr)
+                return 1
+        print(f"weight average: decay {args.weight_average}, {average.n} updates so far", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
 
@@ -588,6 +652,8 @@ def main() -> int:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if average is not None:
+            average.update(model)
         step += 1
         losses.write(f"{step} {loss.item():.6f}\n")
         if step % 25 == 0:
@@ -596,29 +662,31 @@ def main() -> int:
             log.write(msg + "\n")
             t_last = time.time()
         if step % args.eval_every == 0 or step == args.steps:
-            acc, _ = evaluate(model, val)
-            msg = f"step {step} validation accuracy {acc:.4f}"
-            key = [acc]
-            if stream is not None:
-                model.eval()
-                probs = tune_detection.stream_posteriors(model, stream[0])
-                model.train()
-                hop_s = cfg.chunk_samples / cfg.sample_rate
-                tuned, smoothing, thr, r = tune_detection.tune(probs, train.labels, hop_s, stream[1], stream[2],
-                                                               args.val_max_fa)
-                # (limit met, recall there or else minus the false-alarm rate, accuracy)
-                key = [float(tuned[0]), float(tuned[1]), acc]
-                msg += (f", stream recall {r['recall']:.4f} at threshold {thr:.2f} smoothing {smoothing} "
-                        f"({r['fa_per_hour_keyword_free']:.1f} false alarms per keyword-free hour"
-                        f"{'' if tuned[0] else ', over the limit'})")
-            print(msg, flush=True)
-            log.write(msg + "\n")
-            log.flush()
-            if best_key is None or key >= best_key:
-                best, best_key = acc, key
-                save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
-                     rng.bit_generator.state, best_key)
-            save(last, model, opt, step, best, train.labels, args, rng.bit_generator.state, best_key)
+            # the averaged weights, if any, are what is validated and kept as best.pt
+            with average.applied(model) if average is not None else contextlib.nullcontext():
+                acc, _ = evaluate(model, val)
+                msg = f"step {step} validation accuracy {acc:.4f}"
+                key = [acc]
+                if stream is not None:
+                    model.eval()
+                    probs = tune_detection.stream_posteriors(model, stream[0])
+                    model.train()
+                    hop_s = cfg.chunk_samples / cfg.sample_rate
+                    tuned, smoothing, thr, r = tune_detection.tune(probs, train.labels, hop_s, stream[1],
+                                                                   stream[2], args.val_max_fa)
+                    # (limit met, recall there or else minus the false-alarm rate, accuracy)
+                    key = [float(tuned[0]), float(tuned[1]), acc]
+                    msg += (f", stream recall {r['recall']:.4f} at threshold {thr:.2f} smoothing {smoothing} "
+                            f"({r['fa_per_hour_keyword_free']:.1f} false alarms per keyword-free hour"
+                            f"{'' if tuned[0] else ', over the limit'})")
+                print(msg, flush=True)
+                log.write(msg + "\n")
+                log.flush()
+                if best_key is None or key >= best_key:
+                    best, best_key = acc, key
+                    save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
+                         rng.bit_generator.state, best_key)
+            save(last, model, opt, step, best, train.labels, args, rng.bit_generator.state, best_key, average)
     print(f"done: {step} steps, kept the checkpoint with validation accuracy {best:.4f}, "
           f"{time.time() - t0:.0f} s", flush=True)
     return 0
