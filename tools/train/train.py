@@ -363,11 +363,11 @@ class WeightAverage:
         self.decay, self.n = decay, 0
         self.avg = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    def state_dict(self) -> dict:
-        return {"avg": self.avg, "n": self.n, "decay": self.decay}
+    def state_dict(self) -> dict:  # the decay is the run's --weight-average, kept with its args
+        return {"avg": self.avg, "n": self.n}
 
     def load_state_dict(self, state: dict):
-        if state.keys() != {"avg", "n", "decay"} or state["avg"].keys() != self.avg.keys():
+        if state.keys() != {"avg", "n"} or state["avg"].keys() != self.avg.keys():
             raise ValueError("the checkpoint's weight average does not fit this model")
         self.avg, self.n = state["avg"], state["n"]
 
