@@ -207,6 +207,46 @@ for share in (None, 0.0, 0.3, 1.0):
         assert abs(cls - 1 / n) < 1e-9 and abs(ext - want / n) < 1e-9, (share, ds.labels[c], cls, ext)
 print("sampling: --extra-share as asked")
 PY
+# --splice-prob: half a keyword joined to half of another word, labelled _unknown_; the
+# keyword's onset (or coda) is kept sample for sample up to the cross-fade; words that
+# could make the keyword again are never spliced to it; probability 0 changes nothing
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
+import os, sys
+import numpy as np
+from tools.train import train
+t = np.arange(16000) / 16000
+kw = np.zeros(16000, np.float32)
+kw[4000:10000] = 0.5 * np.sin(2 * np.pi * 300 * t[:6000])
+other = np.zeros(16000, np.float32)
+other[2000:12000] = 0.05 * np.sin(2 * np.pi * 900 * t[:10000])
+rng = np.random.default_rng(0)
+for keep_onset in (True, False):
+    y = train.splice_pair(kw, other, keep_onset, rng)
+    on = np.nonzero(np.abs(y) > 1e-6)[0]
+    part = y[on[0]:on[-1] + 1]
+    n = len(part)
+    assert len(y) == 16000 and 0.35 * 6000 + 0.35 * 10000 - 200 <= n <= 0.65 * 6000 + 0.65 * 10000 + 200, n
+    spec = np.abs(np.fft.rfft(part[:n // 4] if keep_onset else part[-n // 4:], 16000))
+    assert np.argmax(spec) in range(295, 306), "the keyword's part is not where it belongs"
+    a, b = (part[:n // 3], part[-n // 3:]) if keep_onset else (part[-n // 3:], part[:n // 3])
+    assert abs(np.sqrt(np.mean(b * b)) / np.sqrt(np.mean(a * a)) - 1) < 0.1, "levels not matched"
+assert train.splice_pair(kw, np.zeros(16000, np.float32), True, rng) is None
+ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+u = ds.labels.index("_unknown_")
+words = {os.path.basename(os.path.dirname(p)) for p in ds.paths}
+for k in train.KEYWORDS:
+    pool = train.splice_pool(ds, k, 0)
+    got = {os.path.basename(os.path.dirname(ds.paths[i])) for i in pool}
+    assert len(pool) and all(ds.y[i] == u for i in pool) and not got & train.SPLICE_AVOID[k], k
+    assert got == words - set(train.KEYWORDS) - {"_silence_"} - train.SPLICE_AVOID[k], k
+idx = np.nonzero(ds.y < 10)[0][:16]
+x0, y0 = train.make_batch(ds, idx, np.random.default_rng(1), True)
+x1, y1 = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)
+assert (x0 == x1).all() and (y0 == y1).all()
+_, ys = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.0)
+assert (ys == u).all() and (y0 < 10).all(), ys
+print("--splice-prob: halves joined, levels matched, avoided words kept out")
+PY
 # hard examples (mine_hard.py): windows of a training-voice recording, mixed into batches
 $PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split training --minutes 0.5 --out "$T/tr.wav" \
     --labels-out "$T/tr.csv" --seed 4 >/dev/null
@@ -262,6 +302,21 @@ ta, tb = a["tuned_on"], b["tuned_on"]
 assert abs(ta["recall"] - tb["recall"]) < 1e-9 and tb["false_alarms"] == 2 * ta["false_alarms"], (ta, tb)
 assert abs(ta["fa_per_hour_keyword_free"] - tb["fa_per_hour_keyword_free"]) < 1e-6, (ta, tb)
 print("tune_detection: recordings pooled")
+PY
+# --curve: one line per limit, recall never falling as the limit grows; at 50 per hour it is
+# what -o tuned there (det1.json)
+$PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
+    --curve >"$T/curve.log" 2>&1
+$PY - "$T/curve.log" "$T/det1.json" <<'PY'
+import json, re, sys
+rows = re.findall(r"<= (\d+) per keyword-free hour: recall ([\d.]+)% at threshold ([\d.]+), smoothing (\d)",
+                  open(sys.argv[1]).read())
+assert [int(r[0]) for r in rows] == [5, 10, 20, 50, 100], rows
+recall = [float(r[1]) for r in rows]
+assert recall == sorted(recall), recall
+det = json.load(open(sys.argv[2]))
+assert abs(recall[3] - 100 * det["tuned_on"]["recall"]) < 0.051 and int(rows[3][3]) == det["smoothing_hops"], (rows, det)
+print("tune_detection --curve:", recall)
 PY
 # --holdout-check tunes on one half and scores on the other: on one recording twice, each half must be
 # that recording (posteriors and labels), so the shared threshold is det1's and scores as det1 did

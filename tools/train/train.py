@@ -207,18 +207,97 @@ def change_speed(clip: np.ndarray, factor: float) -> np.ndarray:
     return out
 
 
+SPLICE_FRAME = 160       # 10 ms frames for finding a word's extent
+SPLICE_FLOOR_DB = -20.0  # a frame is speech within this of the loudest frame
+SPLICE_CUT = (0.35, 0.65)  # where the word is cut, as a share of its extent
+SPLICE_FADE = 80         # 5 ms cross-fade at the joint
+# Words whose half, joined to half of the keyword, could make the keyword again
+# ("ye" + the coda of "guess" is "yes", the onset of "leaf" + "ft" is "left"):
+# never spliced to it.
+_NO_GO = "now nose note nope snow oh two zero follow show grow goal goat gold hello okay home close"
+SPLICE_AVOID = {k: set(v.split()) for k, v in {
+    "yes": "yeah yep yet guess chess", "no": _NO_GO, "go": _NO_GO, "up": "cup pup app hop",
+    "down": "town brown dawn done round", "left": "leaf lift loft let laugh",
+    "right": "light bright ride white night rate time five nine", "on": "onto own an in gone don one",
+    "off": "of cough awful", "stop": "stock top shop step spot stuff"}.items()}
+
+
+def speech_extent(clip: np.ndarray):
+    """(start, end) samples of the clip's loud part: the first and last 10 ms
+    frame within SPLICE_FLOOR_DB of the loudest one; None if it is silent."""
+    n = len(clip) // SPLICE_FRAME
+    rms = np.sqrt(np.mean(clip[:n * SPLICE_FRAME].reshape(n, SPLICE_FRAME) ** 2, axis=1))
+    if n == 0 or rms.max() <= 1e-4:
+        return None
+    loud = np.nonzero(rms >= rms.max() * 10 ** (SPLICE_FLOOR_DB / 20))[0]
+    return int(loud[0]) * SPLICE_FRAME, (int(loud[-1]) + 1) * SPLICE_FRAME
+
+
+def splice_pair(keyword: np.ndarray, other: np.ndarray, keep_onset: bool, rng: np.random.Generator):
+    """A one-second clip that is half a keyword and half another word: the
+    keyword's onset followed by the other word's coda (keep_onset), or the other
+    word's onset followed by the keyword's coda. Each word is cut at a random
+    point of its loud part, the second part is brought to the first's level,
+    and the joint is cross-faded. None if either clip is silent. A near miss
+    by construction ("ye" + "ed", "ri" + "op"): it sounds like the start or the
+    end of a keyword and must not be taken for one (--splice-prob)."""
+    ek, eo = speech_extent(keyword), speech_extent(other)
+    if ek is None or eo is None:
+        return None
+    cut_k = ek[0] + int(rng.uniform(*SPLICE_CUT) * (ek[1] - ek[0]))
+    cut_o = eo[0] + int(rng.uniform(*SPLICE_CUT) * (eo[1] - eo[0]))
+    a, b = (keyword[ek[0]:cut_k], other[cut_o:eo[1]]) if keep_onset else (other[eo[0]:cut_o], keyword[cut_k:ek[1]])
+    if len(a) < SPLICE_FADE or len(b) < SPLICE_FADE:
+        return None
+    b = b * (float(np.sqrt(np.mean(a * a))) / (float(np.sqrt(np.mean(b * b))) + 1e-9))
+    ramp = np.linspace(0.0, 1.0, SPLICE_FADE, dtype=np.float32)
+    joined = np.concatenate([a[:-SPLICE_FADE], a[-SPLICE_FADE:] * (1 - ramp) + b[:SPLICE_FADE] * ramp,
+                             b[SPLICE_FADE:]])[:SR]
+    out = np.zeros(SR, np.float32)
+    start = (SR - len(joined)) // 2
+    out[start:start + len(joined)] = joined
+    return out
+
+
+def splice_pool(ds: Dataset, keyword: str, source: int) -> np.ndarray:
+    """Indices of the _unknown_ clips of one source (0: --data, 1: --extra-data)
+    that may be spliced to `keyword`: every word but its SPLICE_AVOID ones (the
+    word is the clip's folder). Computed once per dataset and keyword."""
+    cache = ds.__dict__.setdefault("_splice_pools", {})
+    if (keyword, source) not in cache:
+        u = ds.labels.index(UNKNOWN)
+        # a clip's word is its folder; the background-noise crops (no path) are never _unknown_
+        words = np.array([os.path.basename(os.path.dirname(p)) for p in ds.paths] +
+                         [""] * (len(ds.y) - len(ds.paths)))
+        ok = (ds.y == u) & (ds.source == source) & ~np.isin(words, sorted(SPLICE_AVOID.get(keyword, ())))
+        cache[(keyword, source)] = np.nonzero(ok)[0]
+    return cache[(keyword, source)]
+
+
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
-               speed_prob: float = 0.0):
-    """(B, 2 s) float inputs: context second + target second (shifted); in
-    training, with probability speed_prob, the target second played 0.88-1.12x
-    as fast, and with probability noise_prob, noise added to it."""
+               speed_prob: float = 0.0, splice_prob: float = 0.0):
+    """(B, 2 s) float inputs and labels: context second + target second
+    (shifted); in training, with probability splice_prob a keyword's target
+    second becomes half of it spliced to half of an _unknown_ word of the same
+    source (synthetic or extra), labelled _unknown_ (splice_pair); with
+    probability speed_prob the target second is played 0.88-1.12x as fast, and
+    with probability noise_prob noise is added to it."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
+    y = ds.y[idx].copy()
     keyword_ids = set(range(len(KEYWORDS)))
     non_kw = np.nonzero(~np.isin(ds.y, list(keyword_ids)))[0]
     pools = noise_pools(ds) if train and noise_prob > 0 else []
+    splice = train and splice_prob > 0 and UNKNOWN in ds.labels
     for i, j in enumerate(idx):
         target = ds.audio[j].astype(np.float32) / 32768.0
+        if splice and ds.y[j] in keyword_ids and rng.random() < splice_prob:
+            pool = splice_pool(ds, KEYWORDS[ds.y[j]], int(ds.source[j]))
+            if len(pool):
+                other = ds.audio[pool[rng.integers(len(pool))]].astype(np.float32) / 32768.0
+                spliced = splice_pair(target, other, bool(rng.random() < 0.5), rng)
+                if spliced is not None:
+                    target, y[i] = spliced, ds.labels.index(UNKNOWN)
         if train and speed_prob > 0 and rng.random() < speed_prob:
             target = change_speed(target, float(rng.uniform(*SPEED_RANGE)))
         shift = int(rng.integers(-1600, 1601)) if train else 0
@@ -239,7 +318,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
         x[i, :SR] = ctx
         x[i, SR:] = target
     np.clip(x, -1.0, 1.0, out=x)
-    return torch.from_numpy(x), torch.from_numpy(ds.y[idx])
+    return torch.from_numpy(x), torch.from_numpy(y)
 
 
 WARP_RANGE = (0.88, 1.14)  # --warp-prob: frequency-warp factors of the front end's filters
@@ -507,6 +586,10 @@ def main() -> int:
                     help="within each class that has --extra-data clips and --data clips, draw the extra "
                          "ones this share of the class's time (default: as their number falls, so a class "
                          "with few real clips is heard almost only in synthetic voices)")
+    ap.add_argument("--splice-prob", type=float, default=0.0, metavar="P",
+                    help="with probability P a drawn keyword clip becomes half of it spliced to half of an "
+                         "_unknown_ word (its onset and the other's coda, or the reverse), labelled _unknown_: "
+                         "near misses that sound like the start or end of a keyword (default 0)")
     ap.add_argument("--hard-examples", action="append", default=[], metavar="NPZ",
                     help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
     ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
@@ -531,7 +614,7 @@ def main() -> int:
         ap.error(f"--weight-average {args.weight_average}: must be between 0 and 1 (exclusive)")
     if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
-    for name in ("noise_prob", "speed_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
+    for name in ("noise_prob", "speed_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
         if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -644,7 +727,8 @@ def main() -> int:
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
-        x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob)
+        x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob,
+                          splice_prob=args.splice_prob)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
         loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=0.05)

@@ -163,6 +163,9 @@ def holdout_check(probs, labels, hop_s, keywords, free, max_fa_per_hour, refract
               f"{per['fa_per_hour_keyword_free']:.1f} |")
 
 
+CURVE_LIMITS = (5, 10, 20, 50, 100)  # --curve: false alarms per keyword-free hour
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -173,9 +176,12 @@ def main() -> int:
     ap.add_argument("--refractory-ms", type=int, default=1000)
     ap.add_argument("--holdout-check", action="store_true",
                     help="tune on each half of the recording and score on the other; write nothing")
+    ap.add_argument("--curve", action="store_true",
+                    help="print the best recall (and its setting) at <= 5, 10, 20, 50 and 100 false alarms "
+                         "per keyword-free hour; write nothing")
     args = ap.parse_args()
-    if not args.output and not args.holdout_check:
-        ap.error("give -o/--output (or --holdout-check)")
+    if not args.output and not args.holdout_check and not args.curve:
+        ap.error("give -o/--output (or --holdout-check, or --curve)")
     if len(args.stream) != len(args.labels):
         ap.error("give one --labels per --stream")
     torch.set_num_threads(2)
@@ -186,6 +192,13 @@ def main() -> int:
     probs, keywords, free = pooled_posteriors(model, list(zip(args.stream, args.labels)), hop_s)
     if args.holdout_check:
         holdout_check(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms)
+        return 0
+    if args.curve:
+        for limit in CURVE_LIMITS:
+            key, smoothing, thr, r = tune(probs, labels, hop_s, keywords, free, limit, args.refractory_ms)
+            print(f"<= {limit:g} per keyword-free hour: recall {r['recall']:.1%} at threshold {thr:.2f}, "
+                  f"smoothing {smoothing} ({r['fa_per_hour_keyword_free']:.1f} per hour)"
+                  f"{'' if key[0] else ' (limit not met)'}", flush=True)
         return 0
     best = tune(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms, verbose=True)
     key, smoothing, thr, r = best
