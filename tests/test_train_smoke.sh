@@ -247,6 +247,22 @@ _, ys = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.
 assert (ys == u).all() and (y0 < 10).all(), ys
 print("--splice-prob: halves joined, levels matched, avoided words kept out")
 PY
+# make_splices.py: half-keyword clips of one split, all _unknown_, listed for evaluate.py; never
+# over an existing folder
+$PY "$ROOT/tools/data/make_splices.py" --data "$T/data" --split training --per-keyword 2 --out "$T/half" >/dev/null
+$PY - "$T/half" <<'PY'
+import csv, os, sys
+rows = list(csv.DictReader(open(os.path.join(sys.argv[1], "splices.csv"))))
+listed = open(os.path.join(sys.argv[1], "validation_list.txt")).read().split()
+assert len(rows) == 20 and listed == [r["clip"] for r in rows], (len(rows), listed[:3])
+assert all(r["clip"].startswith("halfword/") and os.path.getsize(os.path.join(sys.argv[1], r["clip"])) == 32044
+           for r in rows)
+assert {r["kept"] for r in rows} == {"onset", "coda"} and len({r["keyword"] for r in rows}) == 10
+print("make_splices: 20 half-keyword clips")
+PY
+if $PY "$ROOT/tools/data/make_splices.py" --data "$T/data" --split training --out "$T/half" 2>/dev/null; then
+  echo "make_splices.py wrote over an existing folder"; exit 1
+fi
 # hard examples (mine_hard.py): windows of a training-voice recording, mixed into batches
 $PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split training --minutes 0.5 --out "$T/tr.wav" \
     --labels-out "$T/tr.csv" --seed 4 >/dev/null
