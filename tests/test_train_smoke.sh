@@ -234,11 +234,24 @@ assert train.splice_pair(kw, np.zeros(16000, np.float32), True, rng) is None
 ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
 u = ds.labels.index("_unknown_")
 words = {os.path.basename(os.path.dirname(p)) for p in ds.paths}
-for k in train.KEYWORDS:
-    pool = train.splice_pool(ds, k, 0)
-    got = {os.path.basename(os.path.dirname(ds.paths[i])) for i in pool}
-    assert len(pool) and all(ds.y[i] == u for i in pool) and not got & train.SPLICE_AVOID[k], k
-    assert got == words - set(train.KEYWORDS) - {"_silence_"} - train.SPLICE_AVOID[k], k
+assert all(v.count(":") == 1 for v in ds.voice[:len(ds.paths)]), "voices not read from manifest.csv"
+same = 0
+for k, keyword in enumerate(train.KEYWORDS):
+    for j in np.nonzero(ds.y == k)[0]:
+        pool = train.splice_pool(ds, keyword, j)
+        got = {os.path.basename(os.path.dirname(ds.paths[i])) for i in pool}
+        assert len(pool) and all(ds.y[i] == u for i in pool) and not got & train.SPLICE_AVOID[keyword], keyword
+        # the same voice (and variant) when it has other words, else anything of the source
+        mine = [i for i in np.nonzero(ds.y == u)[0] if ds.voice[i] == ds.voice[j]
+                and os.path.basename(os.path.dirname(ds.paths[i])) not in train.SPLICE_AVOID[keyword]]
+        if mine:
+            assert all(ds.voice[i] == ds.voice[j] for i in pool), (keyword, j)
+            same += 1
+        else:
+            assert got == words - set(train.KEYWORDS) - {"_silence_"} - train.SPLICE_AVOID[keyword], keyword
+assert same, "no keyword clip was spliced within its voice"
+speaker = train.clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
+assert list(speaker[0]) == ["speaker:0a1b2c3d", ""] and list(speaker[1]) == ["speaker:0a1b2c3d", ""], speaker
 idx = np.nonzero(ds.y < 10)[0][:16]
 x0, y0 = train.make_batch(ds, idx, np.random.default_rng(1), True)
 x1, y1 = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)

@@ -4,14 +4,15 @@
   make_splices.py --data DIR --split validation --per-keyword 100 --out OUT [--seed 1]
 
 Each clip is half of a keyword joined to half of another word of the same
-split (tools/train/train.py's splice_pair: the keyword's onset and the other
+split, said by the same voice or speaker where it has one (tools/train/train.py's
+splice_pool and splice_pair: the keyword's onset and the other
 word's coda, or the other word's onset and the keyword's coda, alternately;
 never a word that could make the keyword again, train.SPLICE_AVOID). Such a
 clip sounds like the start or the end of a keyword and must not be taken for
 one. OUT gets the Speech Commands layout that tools/train/evaluate.py reads:
 every clip in OUT/halfword/ (so `_unknown_`), all listed in
 validation_list.txt and testing_list.txt, and splices.csv (clip, keyword,
-the part kept, the other word, both source clips).
+the part kept, the other word, whether one voice says both, both source clips).
 
 The clips come only from DIR's SPLIT, so halves of validation voices stay
 validation data: measure with `evaluate.py --data OUT --split validation`.
@@ -53,14 +54,15 @@ def main() -> int:
     rows = []
     for k, keyword in enumerate(KEYWORDS):
         clips = np.nonzero(ds.y == k)[0]
-        pool = train.splice_pool(ds, keyword, 0)
-        if not len(clips) or not len(pool):
+        if not len(clips) or not len(train.splice_pool(ds, keyword, clips[0])):
             print(f"make_splices.py: {keyword}: no clips or no other words in {args.split}", file=sys.stderr)
             continue
         made = tries = 0
         while made < args.per_keyword and tries < 20 * args.per_keyword:
             tries += 1
-            j, o = clips[rng.integers(len(clips))], pool[rng.integers(len(pool))]
+            j = clips[rng.integers(len(clips))]
+            pool = train.splice_pool(ds, keyword, j)
+            o = pool[rng.integers(len(pool))]
             keep_onset = made % 2 == 0
             y = train.splice_pair(ds.audio[j] / 32768.0, ds.audio[o] / 32768.0, keep_onset, rng)
             if y is None:
@@ -73,6 +75,7 @@ def main() -> int:
                 w.writeframes((np.clip(y, -1.0, 1.0) * 32767).astype(np.int16).tobytes())
             rows.append({"clip": name, "keyword": keyword, "kept": "onset" if keep_onset else "coda",
                          "other_word": os.path.basename(os.path.dirname(ds.paths[o])),
+                         "same_voice": int(bool(ds.voice[j]) and ds.voice[o] == ds.voice[j]),
                          "keyword_clip": ds.paths[j], "other_clip": ds.paths[o]})
             made += 1
     for lst in ("validation_list.txt", "testing_list.txt"):
@@ -82,7 +85,8 @@ def main() -> int:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["clip"])
         w.writeheader()
         w.writerows(rows)
-    print(f"wrote {len(rows)} half-keyword clips of {args.split} to {args.out}")
+    same = sum(r["same_voice"] for r in rows)
+    print(f"wrote {len(rows)} half-keyword clips of {args.split} to {args.out} ({same} within one voice)")
     return 0 if rows else 1
 
 

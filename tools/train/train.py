@@ -99,6 +99,30 @@ def split_lists(root: str):
     return read_list("validation_list.txt"), read_list("testing_list.txt")
 
 
+def clip_voices(root: str, paths):
+    """Who says each clip, as two object arrays of strings: the voice and, finer,
+    the voice with its variant. For a generated set, from its manifest.csv
+    ("engine:voice" and "engine:voice:variant"); for real Speech Commands clips,
+    the speaker (the file name's part before "_nohash_"), the same in both;
+    "" where neither is known."""
+    known = {}
+    manifest = os.path.join(root, "manifest.csv")
+    if os.path.exists(manifest):
+        import csv
+        with open(manifest, newline="") as f:
+            for r in csv.DictReader(f):
+                v = f"{r['engine']}:{r['voice']}"
+                known[r["path"]] = (v, f"{v}:{r.get('variant', '')}")
+    voice, variant = [], []
+    for p in paths:
+        rel = os.path.relpath(p, root)
+        name = os.path.basename(p)
+        v = known.get(rel) or ((f"speaker:{name.split('_nohash_')[0]}",) * 2 if "_nohash_" in name else ("", ""))
+        voice.append(v[0])
+        variant.append(v[1])
+    return np.array(voice, dtype=object), np.array(variant, dtype=object)
+
+
 class Dataset:
     """All clips of one split in memory as int16, with integer labels."""
 
@@ -131,6 +155,7 @@ class Dataset:
         self.y = np.array([l for _, l in items], dtype=np.int64)
         self.paths = [p for p, _ in items]
         self.source = np.zeros(len(self.y), dtype=np.int64)  # 0: --data; 1: --extra-data (set by extend)
+        self.voice, self.voice_variant = clip_voices(root, self.paths)
         if classes == "kws12" and "_silence_" not in os.listdir(root):
             self._add_background_silence(os.path.join(root, "_background_noise_"), split, rng)
 
@@ -150,6 +175,8 @@ class Dataset:
         self.audio = np.concatenate([self.audio, np.stack(crops)])
         self.y = np.concatenate([self.y, np.full(n, self.labels.index("_silence_"))])
         self.source = np.zeros(len(self.y), dtype=np.int64)
+        self.voice = np.concatenate([self.voice, np.full(n, "", dtype=object)])
+        self.voice_variant = np.concatenate([self.voice_variant, np.full(n, "", dtype=object)])
 
     def __len__(self):
         return len(self.y)
@@ -160,6 +187,8 @@ class Dataset:
         self.y = np.concatenate([self.y, other.y])
         self.source = np.concatenate([self.source, np.ones(len(other.y), dtype=np.int64)])
         self.paths += other.paths
+        self.voice = np.concatenate([self.voice, other.voice])
+        self.voice_variant = np.concatenate([self.voice_variant, other.voice_variant])
 
 
 def noise_pools(ds: Dataset):
@@ -259,19 +288,29 @@ def splice_pair(keyword: np.ndarray, other: np.ndarray, keep_onset: bool, rng: n
     return out
 
 
-def splice_pool(ds: Dataset, keyword: str, source: int) -> np.ndarray:
-    """Indices of the _unknown_ clips of one source (0: --data, 1: --extra-data)
-    that may be spliced to `keyword`: every word but its SPLICE_AVOID ones (the
-    word is the clip's folder). Computed once per dataset and keyword."""
+def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
+    """Indices of the _unknown_ clips that may be spliced to clip j, a `keyword`
+    clip: every word but the keyword's SPLICE_AVOID ones (a clip's word is its
+    folder), said by the same voice and variant as clip j if it has any, else by
+    the same voice, else of the same source (0: --data, 1: --extra-data), so
+    that the joint is a change of word, not of speaker. Cached per dataset."""
     cache = ds.__dict__.setdefault("_splice_pools", {})
-    if (keyword, source) not in cache:
-        u = ds.labels.index(UNKNOWN)
-        # a clip's word is its folder; the background-noise crops (no path) are never _unknown_
+    if "ok" not in cache:
+        # the background-noise crops (no path) are never _unknown_
         words = np.array([os.path.basename(os.path.dirname(p)) for p in ds.paths] +
                          [""] * (len(ds.y) - len(ds.paths)))
-        ok = (ds.y == u) & (ds.source == source) & ~np.isin(words, sorted(SPLICE_AVOID.get(keyword, ())))
-        cache[(keyword, source)] = np.nonzero(ok)[0]
-    return cache[(keyword, source)]
+        cache["ok"] = {k: (ds.y == ds.labels.index(UNKNOWN)) & ~np.isin(words, sorted(SPLICE_AVOID.get(k, ())))
+                       for k in KEYWORDS}
+    for field in ("voice_variant", "voice", "source"):
+        key = (keyword, field, getattr(ds, field)[j])
+        if key not in cache:
+            if field != "source" and not key[2]:
+                cache[key] = np.zeros(0, np.int64)  # voice not known
+            else:
+                cache[key] = np.nonzero(cache["ok"][keyword] & (getattr(ds, field) == key[2]))[0]
+        if len(cache[key]):
+            return cache[key]
+    return cache[key]
 
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
@@ -279,7 +318,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
-    source (synthetic or extra), labelled _unknown_ (splice_pair); with
+    voice where there is one (splice_pool), labelled _unknown_ (splice_pair); with
     probability speed_prob the target second is played 0.88-1.12x as fast, and
     with probability noise_prob noise is added to it."""
     b = len(idx)
@@ -292,7 +331,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     for i, j in enumerate(idx):
         target = ds.audio[j].astype(np.float32) / 32768.0
         if splice and ds.y[j] in keyword_ids and rng.random() < splice_prob:
-            pool = splice_pool(ds, KEYWORDS[ds.y[j]], int(ds.source[j]))
+            pool = splice_pool(ds, KEYWORDS[ds.y[j]], j)
             if len(pool):
                 other = ds.audio[pool[rng.integers(len(pool))]].astype(np.float32) / 32768.0
                 spliced = splice_pair(target, other, bool(rng.random() < 0.5), rng)
