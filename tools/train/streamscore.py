@@ -1,22 +1,44 @@
 """Shared by tune_detection.py and evaluate.py: the detector (the same rules as
 runtime/src/detector.cpp) and scoring of detections against a stream's labels."""
 
+import bisect
 import csv
+import math
 
 import numpy as np
 
 MATCH_AFTER_OFFSET_S = 1.25  # a window ending up to ~1 s after the word still holds it
 
 
+def smoothed(probs, smoothing):
+    """The mean of each hop's posteriors over the last `smoothing` hops (fewer at
+    the start), as probs[max(0, h - smoothing + 1):h + 1].mean(axis=0) gives it,
+    to the bit: summed oldest first, then divided by the count (the hops before
+    the first add 0, which changes nothing)."""
+    total = np.zeros_like(probs)
+    for k in range(smoothing - 1, -1, -1):  # hop h - k, oldest first
+        if k < len(probs):
+            total[k:] = total[k:] + probs[:len(probs) - k]
+    count = np.minimum(np.arange(1, len(probs) + 1), smoothing).astype(probs.dtype)
+    return total / count[:, None]
+
+
 def detect(probs, thresholds, smoothing, refractory_hops, can_fire):
     """probs: (hops, n) posteriors. Returns [(hop, label, score)]."""
     n = probs.shape[1]
+    sm_all = smoothed(probs, smoothing)
+    above_all = sm_all >= thresholds
+    # a hop where no keyword is above its threshold only re-arms the keywords
+    busy = np.nonzero((above_all & can_fire).any(axis=1))[0]
     armed = np.ones(n, bool)
     suppressed_until = 0
     out = []
-    for hop in range(len(probs)):
-        sm = probs[max(0, hop - smoothing + 1):hop + 1].mean(axis=0)
-        above = sm >= thresholds
+    last = -1
+    for hop in busy:
+        if hop > last + 1:
+            armed[:] = True  # the hops in between had nothing above its threshold
+        last = hop
+        sm, above = sm_all[hop], above_all[hop]
         armed[~above] = True
         cand = np.nonzero(above & can_fire & armed)[0]
         if len(cand) == 0:
@@ -26,7 +48,7 @@ def detect(probs, thresholds, smoothing, refractory_hops, can_fire):
         if hop < suppressed_until:
             continue
         suppressed_until = hop + 1 + refractory_hops
-        out.append((hop, int(best), float(sm[best])))
+        out.append((int(hop), int(best), float(sm[best])))
     return out
 
 
@@ -42,18 +64,34 @@ def read_stream_labels(path):
 
 
 def score(detections, keywords, free):
-    """detections: [(time_s, label)]. Returns a dict of recall and false alarms."""
+    """detections: [(time_s, label)]. Returns a dict of recall and false alarms.
+    A detection takes the first keyword of the list (not yet taken, same label)
+    with onset < t <= offset + MATCH_AFTER_OFFSET_S; it is a false alarm
+    otherwise, counted in the keyword-free stretches if t lies in one."""
     used = [False] * len(keywords)
     false_alarms, fa_in_free = [], 0
+    # with the keywords in onset order (as recordings list them) only those with
+    # onset in (t - longest - MATCH_AFTER_OFFSET_S, t) can match: found by bisection
+    onsets = [on for on, _, _ in keywords]
+    ordered = all(a <= b for a, b in zip(onsets, onsets[1:]))
+    reach = max((off - on for on, off, _ in keywords), default=0.0) + MATCH_AFTER_OFFSET_S
+    free_sorted = sorted(free)
+    free_ends = np.maximum.accumulate([b for _, b in free_sorted]) if free else []
     for t, label in detections:
         hit = None
-        for i, (on, off, kw) in enumerate(keywords):
+        first = bisect.bisect_left(onsets, t - reach - 1.0) if ordered else 0  # 1 s to spare for rounding
+        for i in range(first, len(keywords)):
+            on, off, kw = keywords[i]
+            if ordered and on >= t:
+                break
             if not used[i] and kw == label and on < t <= off + MATCH_AFTER_OFFSET_S:
                 hit = i
                 break
         if hit is None:
             false_alarms.append((t, label))
-            if any(a <= t <= b for a, b in free):
+            # some stretch with a <= t has b >= t: the latest end among them
+            j = bisect.bisect_right(free_sorted, (t, math.inf))
+            if j and free_ends[j - 1] >= t:
                 fa_in_free += 1
         else:
             used[hit] = True

@@ -81,26 +81,39 @@ THRESHOLDS = np.arange(0.30, 0.991, 0.02)
 SMOOTHINGS = range(1, 7)  # hops averaged: up to 1.5 s at a 250 ms hop, which delays a detection by up to 1.25 s
 
 
-def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
-    """The detection setting with the best recall whose false alarms per
-    keyword-free hour stay under the limit; returns (key, smoothing, threshold,
-    score), key[0] = whether the limit was met (see the module's docstring)."""
+def sweep(probs, labels, hop_s, keywords, free, refractory_ms=1000, verbose=False):
+    """Every setting of the search (smoothing x threshold) with its score:
+    [(smoothing, threshold, score)]."""
     refr = refractory_in_hops(refractory_ms, hop_s)
-    best = None
+    rows = []
     for smoothing in SMOOTHINGS:
         for thr in THRESHOLDS:
             r = run_detector(probs, labels, np.full(len(labels), thr), smoothing, refr, hop_s, keywords, free)
-            ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
-            if ok:
-                key = (1, r["recall"], -r["false_alarms"], thr)
-            else:
-                key = (0, -r["fa_per_hour_keyword_free"], r["recall"], thr)
             if verbose:
                 print(f"smoothing {smoothing} threshold {thr:.2f}: recall {r['recall']:.3f}, false alarms "
                       f"{r['false_alarms']} ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)")
-            if best is None or key > best[0]:
-                best = (key, smoothing, float(thr), r)
+            rows.append((smoothing, float(thr), r))
+    return rows
+
+
+def pick(rows, max_fa_per_hour):
+    """The setting of a sweep with the best recall whose false alarms per
+    keyword-free hour stay under the limit; returns (key, smoothing, threshold,
+    score), key[0] = whether the limit was met (see the module's docstring)."""
+    best = None
+    for smoothing, thr, r in rows:
+        if r["fa_per_hour_keyword_free"] <= max_fa_per_hour:
+            key = (1, r["recall"], -r["false_alarms"], thr)
+        else:
+            key = (0, -r["fa_per_hour_keyword_free"], r["recall"], thr)
+        if best is None or key > best[0]:
+            best = (key, smoothing, thr, r)
     return best
+
+
+def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
+    """pick() over a sweep(): the tuned setting for one limit."""
+    return pick(sweep(probs, labels, hop_s, keywords, free, refractory_ms, verbose), max_fa_per_hour)
 
 
 def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000):
@@ -178,7 +191,8 @@ def main() -> int:
                     help="tune on each half of the recording and score on the other; write nothing")
     ap.add_argument("--curve", action="store_true",
                     help="print the best recall (and its setting) at <= 5, 10, 20, 50 and 100 false alarms "
-                         "per keyword-free hour; write nothing")
+                         "per keyword-free hour (with -o, also write the setting tuned at "
+                         "--max-fa-per-hour)")
     args = ap.parse_args()
     if not args.output and not args.holdout_check and not args.curve:
         ap.error("give -o/--output (or --holdout-check, or --curve)")
@@ -193,15 +207,16 @@ def main() -> int:
     if args.holdout_check:
         holdout_check(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms)
         return 0
+    rows = sweep(probs, labels, hop_s, keywords, free, args.refractory_ms, verbose=not args.curve)
     if args.curve:
         for limit in CURVE_LIMITS:
-            key, smoothing, thr, r = tune(probs, labels, hop_s, keywords, free, limit, args.refractory_ms)
+            key, smoothing, thr, r = pick(rows, limit)
             print(f"<= {limit:g} per keyword-free hour: recall {r['recall']:.1%} at threshold {thr:.2f}, "
                   f"smoothing {smoothing} ({r['fa_per_hour_keyword_free']:.1f} per hour)"
                   f"{'' if key[0] else ' (limit not met)'}", flush=True)
-        return 0
-    best = tune(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms, verbose=True)
-    key, smoothing, thr, r = best
+        if not args.output:
+            return 0
+    key, smoothing, thr, r = pick(rows, args.max_fa_per_hour)
     if not key[0]:
         print(f"tune_detection.py: warning: no setting keeps false alarms under {args.max_fa_per_hour}/h of "
               "keyword-free audio; chose the one with the fewest", file=sys.stderr)

@@ -25,9 +25,8 @@ done
   --per-keyword 100 --out "$WORK/halfword-val"
 [ -d "$WORK/halfword-realval" ] || $PY "$ROOT/tools/data/make_splices.py" --data "$REAL" --split validation \
   --per-keyword 100 --out "$WORK/halfword-realval"
-$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${STREAMS[@]}" --curve | tee "$OUT/curve.txt"
-$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${STREAMS[@]}" --max-fa-per-hour 5 \
-  -o "$OUT/detection.json" | tail -1
+$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${STREAMS[@]}" --curve --max-fa-per-hour 5 \
+  -o "$OUT/detection.json" | tee "$OUT/curve.txt"
 $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT/model.mega" --detection "$OUT/detection.json" >/dev/null
 for set in "$DATA:voices" "$REAL:real" "$WORK/halfword-val:halfword-val" "$WORK/halfword-realval:halfword-realval"; do
   echo "== ${set##*:}"

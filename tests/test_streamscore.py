@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""tools/train/streamscore.py (the Python twin of the runtime's detector, and
+the scoring of detections against a recording's labels) against plain
+per-hop and per-keyword reference loops written here: the same detections and
+the same scores, to the bit, on random posteriors and labels, including
+recordings shorter than the smoothing and keyword lists out of time order."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tools.train import streamscore  # noqa: E402
+
+
+def detect_reference(probs, thresholds, smoothing, refractory_hops, can_fire):
+    n = probs.shape[1]
+    armed = np.ones(n, bool)
+    suppressed_until = 0
+    out = []
+    for hop in range(len(probs)):
+        sm = probs[max(0, hop - smoothing + 1):hop + 1].mean(axis=0)
+        above = sm >= thresholds
+        armed[~above] = True
+        cand = np.nonzero(above & can_fire & armed)[0]
+        if len(cand) == 0:
+            continue
+        best = cand[np.argmax(sm[cand])]
+        armed[above] = False
+        if hop < suppressed_until:
+            continue
+        suppressed_until = hop + 1 + refractory_hops
+        out.append((hop, int(best), float(sm[best])))
+    return out
+
+
+def score_reference(detections, keywords, free):
+    used = [False] * len(keywords)
+    false_alarms, fa_in_free = 0, 0
+    for t, label in detections:
+        hit = next((i for i, (on, off, kw) in enumerate(keywords) if not used[i] and kw == label
+                    and on < t <= off + streamscore.MATCH_AFTER_OFFSET_S), None)
+        if hit is None:
+            false_alarms += 1
+            fa_in_free += any(a <= t <= b for a, b in free)
+        else:
+            used[hit] = True
+    return sum(used), false_alarms, fa_in_free, [keywords[i] for i in range(len(keywords)) if not used[i]]
+
+
+def check_detect(rng):
+    can_fire = np.array([True] * 10 + [False] * 2)
+    for dtype in (np.float32, np.float64):
+        for hops in (0, 1, 3, 5000):
+            # peaky posteriors, with stretches where one keyword stays high
+            p = rng.dirichlet(np.full(12, 0.2), size=hops).astype(dtype)
+            for smoothing in range(1, 7):
+                want = np.stack([p[max(0, h - smoothing + 1):h + 1].mean(axis=0) for h in range(hops)]) \
+                    if hops else np.zeros((0, 12), dtype)
+                got = streamscore.smoothed(p, smoothing)
+                assert got.dtype == dtype and np.array_equal(got, want), (dtype, hops, smoothing)
+                for thr in (0.3, 0.5, 0.8, 0.96):
+                    th = np.full(12, thr)
+                    th[3] = 0.4  # one keyword with its own threshold
+                    for refr in (0, 4):
+                        a = detect_reference(p, th, smoothing, refr, can_fire)
+                        b = streamscore.detect(p, th, smoothing, refr, can_fire)
+                        assert a == b, (dtype, hops, smoothing, thr, refr, len(a), len(b))
+
+
+def check_score(rng):
+    for trial in range(200):
+        n = int(rng.integers(0, 200))
+        onsets = np.sort(rng.uniform(0, 300, n))
+        keywords = [(float(o), float(o + rng.uniform(0.1, 1.2)), str(rng.choice(list("abc")))) for o in onsets]
+        if trial % 4 == 1:
+            keywords = keywords[::-1]  # not in time order: the plain search
+        if trial % 4 == 2 and n > 2:
+            keywords[1] = (keywords[0][0], keywords[1][1], keywords[1][2])  # equal onsets
+        free = [(float(a), float(a + rng.uniform(0, 15))) for a in rng.uniform(0, 300, int(rng.integers(0, 15)))]
+        dets = [(float(t), str(rng.choice(list("abc")))) for t in rng.uniform(-1, 302, int(rng.integers(0, 300)))]
+        dets += [(keywords[i][1] + streamscore.MATCH_AFTER_OFFSET_S, keywords[i][2]) for i in range(0, n, 7)]
+        dets += [(a, "a") for a, _ in free[:3]] + [(b, "b") for _, b in free[:3]]  # on a stretch's edges
+        dets.sort()
+        r = streamscore.score(dets, keywords, free)
+        want = score_reference(dets, keywords, free)
+        got = (r["detected"], r["false_alarms"], r["false_alarms_keyword_free"], r["missed"])
+        assert got == want, (trial, got[:3], want[:3])
+
+
+def main():
+    rng = np.random.default_rng(7)
+    check_detect(rng)
+    check_score(rng)
+    print("streamscore: detect and score match the reference loops")
+
+
+if __name__ == "__main__":
+    main()
