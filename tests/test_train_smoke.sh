@@ -273,6 +273,15 @@ assert all(r["clip"].startswith("halfword/") and os.path.getsize(os.path.join(sy
 assert {r["kept"] for r in rows} == {"onset", "coda"} and len({r["keyword"] for r in rows}) == 10
 print("make_splices: 20 half-keyword clips")
 PY
+# evaluate.py reads splices.csv: per keyword and part kept, the clips called that keyword
+$PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/smoke.mega" --data "$T/half" --split validation \
+    --json-out "$T/half.json" >/dev/null
+$PY - "$T/half.json" <<'PY'
+import json, sys
+h = json.load(open(sys.argv[1]))["clips"]["halfwords"]
+assert len(h) == 20 and all(r["clips"] == 1 for r in h.values()), h
+assert all(0 <= r["called_the_keyword"] <= r["called_a_keyword"] <= 1 for r in h.values()), h
+PY
 if $PY "$ROOT/tools/data/make_splices.py" --data "$T/data" --split training --out "$T/half" 2>/dev/null; then
   echo "make_splices.py wrote over an existing folder"; exit 1
 fi

@@ -67,7 +67,28 @@ def clip_accuracy(ks, model, data, split):
               "keyword_to_unknown": (sum(conf[i][unk] for i in kw) / max(1, kw_clips)) if unk is not None else None,
               "rejected": {labels[i]: sum(conf[i][j] for j in other) / max(1, sum(conf[i])) for i in other}}
     result["per_voice"] = per_voice(rows, data, labels)
+    result["halfwords"] = halfwords(rows, data)
     return result
+
+
+def halfwords(rows, data):
+    """For a folder of half-keyword clips (tools/data/make_splices.py, its
+    splices.csv): per keyword and part kept, the share of clips called that
+    keyword and the share called any keyword."""
+    path = os.path.join(data, "splices.csv")
+    if not os.path.exists(path):
+        return {}
+    with open(path, newline="") as f:
+        src = {r["clip"]: (r["keyword"], r["kept"]) for r in csv.DictReader(f)}
+    out = {}
+    for r in rows:
+        key = src.get(os.path.relpath(r["file"], data))
+        if key is None or "error" in r:
+            continue
+        n, same, kw = out.get(key, (0, 0, 0))
+        out[key] = (n + 1, same + (r["label"] == key[0]), kw + (not r["label"].startswith("_")))
+    return {f"{k} {part}": {"clips": n, "called_the_keyword": s / n, "called_a_keyword": a / n}
+            for (k, part), (n, s, a) in sorted(out.items())}
 
 
 def per_voice(rows, data, labels):
@@ -122,6 +143,9 @@ def main() -> int:
               "rejected: " + ", ".join(f"{l} {a:.3f}" for l, a in c["rejected"].items()))
         for v, r in c["per_voice"].items():
             print(f"  voice {v}: {r['keyword_accuracy']:.3f} of {r['clips']} keyword clips")
+        for v, r in c["halfwords"].items():
+            print(f"  half-keyword {v}: {r['called_the_keyword']:.3f} called the keyword, "
+                  f"{r['called_a_keyword']:.3f} a keyword ({r['clips']} clips)")
         w = max(len(l) for l in c["labels"])
         print(" " * (w + 2) + " ".join(f"{l[:5]:>5}" for l in c["labels"]))
         for l, row in zip(c["labels"], c["confusion"]):
