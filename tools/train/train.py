@@ -27,6 +27,7 @@ and best.pt use the running average of the weights; last.pt keeps both.
 
 import argparse
 import contextlib
+import csv
 import dataclasses
 import json
 import math
@@ -108,7 +109,6 @@ def clip_voices(root: str, paths):
     known = {}
     manifest = os.path.join(root, "manifest.csv")
     if os.path.exists(manifest):
-        import csv
         with open(manifest, newline="") as f:
             for r in csv.DictReader(f):
                 v = f"{r['engine']}:{r['voice']}"
