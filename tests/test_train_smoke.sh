@@ -250,6 +250,13 @@ for k, keyword in enumerate(train.KEYWORDS):
         else:
             assert got == words - set(train.KEYWORDS) - {"_silence_"} - train.SPLICE_AVOID[keyword], keyword
 assert same, "no keyword clip was spliced within its voice"
+# the pools follow extend(): the added copy's clips of the same voice join them
+kw, j = next((train.KEYWORDS[ds.y[i]], int(i)) for i in np.nonzero(ds.y < 10)[0]  # a pool of its voice
+             if all(ds.voice[o] == ds.voice[i] for o in train.splice_pool(ds, train.KEYWORDS[ds.y[i]], i)))
+before = len(train.splice_pool(ds, kw, j))
+ds.extend(train.Dataset(sys.argv[1], "kws12", "training", 0, 1))
+assert len(train.splice_pool(ds, kw, j)) == 2 * before, "stale splice pools after extend()"
+ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
 speaker = train.clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
 assert list(speaker[0]) == ["speaker:0a1b2c3d", ""] and list(speaker[1]) == ["speaker:0a1b2c3d", ""], speaker
 idx = np.nonzero(ds.y < 10)[0][:16]

@@ -156,6 +156,7 @@ class Dataset:
         self.paths = [p for p, _ in items]
         self.source = np.zeros(len(self.y), dtype=np.int64)  # 0: --data; 1: --extra-data (set by extend)
         self.voice, self.voice_variant = clip_voices(root, self.paths)
+        self.splice_cache = {}  # splice_pool's pools; emptied when clips are added
         if classes == "kws12" and "_silence_" not in os.listdir(root):
             self._add_background_silence(os.path.join(root, "_background_noise_"), split, rng)
 
@@ -189,6 +190,7 @@ class Dataset:
         self.paths += other.paths
         self.voice = np.concatenate([self.voice, other.voice])
         self.voice_variant = np.concatenate([self.voice_variant, other.voice_variant])
+        self.splice_cache = {}
 
 
 def noise_pools(ds: Dataset):
@@ -293,8 +295,8 @@ def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
     clip: every word but the keyword's SPLICE_AVOID ones (a clip's word is its
     folder), said by the same voice and variant as clip j if it has any, else by
     the same voice, else of the same source (0: --data, 1: --extra-data), so
-    that the joint is a change of word, not of speaker. Cached per dataset."""
-    cache = ds.__dict__.setdefault("_splice_pools", {})
+    that the joint is a change of word, not of speaker. Cached in ds.splice_cache."""
+    cache = ds.splice_cache
     if "ok" not in cache:
         # the background-noise crops (no path) are never _unknown_
         words = np.array([os.path.basename(os.path.dirname(p)) for p in ds.paths] +
