@@ -13,31 +13,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$(dirname "$HERE")")
 PY=/usr/bin/python3
 WORK=$(dirname "$DATA")
-# recording NAME DATA SPLIT MINUTES SEED: $WORK/NAME.wav and .csv, made by make_stream.py unless there
-recording() {
-  [ -f "$WORK/$1.wav" ] || $PY "$ROOT/tools/data/make_stream.py" --data "$2" --split "$3" \
-    --minutes "$4" --out "$WORK/$1.wav" --labels-out "$WORK/$1.csv" --seed "$5"
-}
+. "$HERE/recordings.sh"
 TUNE=()
-tune() { TUNE+=(--stream "$WORK/$1.wav" --labels "$WORK/$1.csv"); }
-# 60 minutes (about 27 of them keyword-free): one false alarm is about 2.2 per hour
-# there. The data's splits are voice-disjoint (tools/data/voices.py): the
-# validation recording has only validation voices, the test one only testing voices.
-recording stream-val60 "$DATA" validation 60 7
+validation_recordings "$DATA" "$REAL"
 # 60 test minutes (27 keyword-free): 10 held too few keyword-free minutes (4.5) to tell 5 false alarms
 # per hour from 15
 recording stream-test60 "$DATA" testing 60 4
-# 120 more minutes of validation voices: with 60 alone a limit of 5 false alarms per hour
-# came down to two or three of them
-recording stream-val120-17 "$DATA" validation 120 17
-tune stream-val60
-tune stream-val120-17
-if [ -n "$REAL" ]; then
-  recording stream-realval20 "$REAL" validation 20 5
-  recording stream-realval40-18 "$REAL" validation 40 18
-  tune stream-realval20
-  tune stream-realval40-18
-fi
 $PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 5 \
   -o "$RUN/detection.json" | tail -1
 STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); v=c['best_val']; print(c['step'], '?' if v is None else round(v, 4))" "$RUN/best.pt")

@@ -2,9 +2,9 @@
 # The validation figures models are chosen by, for one training run: nothing here
 # touches a test voice or a testing-split speaker.
 #   validate_run.sh RUN_DIR DATA_DIR REAL_DIR KEYWORD_SPOTTER
-# Needs the four validation recordings make_demo_model.sh makes (beside DATA_DIR) and
-# the half-keyword sets halfword-val and halfword-realval there (made here if missing,
-# tools/data/make_splices.py). Writes RUN_DIR/validation/: the recall / false-alarm
+# Uses the four validation recordings beside DATA_DIR (recordings.sh) and the
+# half-keyword sets halfword-val and halfword-realval there (each made if missing:
+# make_stream.py, make_splices.py). Writes RUN_DIR/validation/: the recall / false-alarm
 # curve on the four recordings pooled (curve.txt), the model converted with defaults
 # tuned there (model.mega), and evaluate.py's figures on the validation voices'
 # clips, the real validation speakers' clips and both half-keyword sets (*.json).
@@ -16,16 +16,14 @@ PY=/usr/bin/python3
 WORK=$(dirname "$DATA")
 OUT=$RUN/validation
 mkdir -p "$OUT"
-STREAMS=()
-for s in stream-val60 stream-val120-17 stream-realval20 stream-realval40-18; do
-  [ -f "$WORK/$s.wav" ] || { echo "validate_run.sh: $WORK/$s.wav missing (make_demo_model.sh makes it)" >&2; exit 1; }
-  STREAMS+=(--stream "$WORK/$s.wav" --labels "$WORK/$s.csv")
-done
+. "$HERE/recordings.sh"
+TUNE=()
+validation_recordings "$DATA" "$REAL"
 [ -d "$WORK/halfword-val" ] || $PY "$ROOT/tools/data/make_splices.py" --data "$DATA" --split validation \
   --per-keyword 100 --out "$WORK/halfword-val"
 [ -d "$WORK/halfword-realval" ] || $PY "$ROOT/tools/data/make_splices.py" --data "$REAL" --split validation \
   --per-keyword 100 --out "$WORK/halfword-realval"
-$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${STREAMS[@]}" --curve --max-fa-per-hour 5 \
+$PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TUNE[@]}" --curve --max-fa-per-hour 5 \
   -o "$OUT/detection.json" | tee "$OUT/curve.txt"
 $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT/model.mega" --detection "$OUT/detection.json" >/dev/null
 for set in "$DATA:voices" "$REAL:real" "$WORK/halfword-val:halfword-val" "$WORK/halfword-realval:halfword-realval"; do
