@@ -16,7 +16,7 @@ WORK=$(dirname "$DATA")
 . "$HERE/recordings.sh"
 TUNE=()
 validation_recordings "$DATA" "$REAL"
-# 60 test minutes (27 keyword-free): 10 held too few keyword-free minutes (4.5) to tell 5 false alarms
+# 60 minutes of test voices only (27 keyword-free): 10 held too few keyword-free minutes (4.5) to tell 5 false alarms
 # per hour from 15
 recording stream-test60 "$DATA" testing 60 4
 $PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 5 \
