@@ -422,4 +422,23 @@ if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --o
   echo "--init with another preset was accepted"; exit 1
 fi
 grep -q "does not fit preset demo" "$T/bad.log"
+# --label-smoothing reaches the loss: from the same weights and batch, the first loss with smoothing 0.5
+# is above the one without (the trained model is surer of a clip's class than of the others); 1 is refused
+for e in 0.0 0.5; do
+  $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/ls$e" \
+      --preset smoke --steps 1 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 1 --threads 1 \
+      --label-smoothing $e >"$T/ls$e.log"
+  grep -q "^label smoothing $e$" "$T/ls$e.log"
+done
+$PY - "$T/ls0.0/losses.txt" "$T/ls0.5/losses.txt" <<'PY'
+import sys
+plain, smoothed = (float(open(p).readline().split()[1]) for p in sys.argv[1:3])
+assert smoothed > plain + 0.05, f"--label-smoothing 0.5: first loss {smoothed}, without {plain}"
+print(f"--label-smoothing: first loss {plain:.3f} -> {smoothed:.3f} with 0.5")
+PY
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --out "$T/bad" --preset smoke --steps 1 --label-smoothing 1 \
+    >"$T/bad_ls.log" 2>&1; then
+  echo "--label-smoothing 1 was accepted"; exit 1
+fi
+grep -q "must be at least 0 and below 1" "$T/bad_ls.log"
 echo "training smoke test passed"

@@ -631,6 +631,9 @@ def main() -> int:
                     help="with probability P a drawn keyword clip becomes half of it spliced to half of an "
                          "_unknown_ word (its onset and the other's coda, or the reverse), labelled _unknown_: "
                          "near misses that sound like the start or end of a keyword (default 0)")
+    ap.add_argument("--label-smoothing", type=float, default=0.05, metavar="E",
+                    help="train toward targets of 1 - E + E/classes for the clip's class and E/classes for "
+                         "each other class, which bounds how sure the model learns to be (default 0.05)")
     ap.add_argument("--hard-examples", action="append", default=[], metavar="NPZ",
                     help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
     ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
@@ -655,6 +658,8 @@ def main() -> int:
         ap.error(f"--weight-average {args.weight_average}: must be between 0 and 1 (exclusive)")
     if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
+    if not 0.0 <= args.label_smoothing < 1.0:
+        ap.error(f"--label-smoothing {args.label_smoothing}: must be at least 0 and below 1")
     for name in ("noise_prob", "speed_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
         if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
@@ -752,6 +757,7 @@ def main() -> int:
         print(f"weight average: decay {args.weight_average}, {average.n} updates so far", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
+    print(f"label smoothing {args.label_smoothing}", flush=True)
 
     try:
         SpeakerAugment(model, args.warp_prob, args.mask_prob, np.random.default_rng(args.seed + 1))
@@ -772,7 +778,7 @@ def main() -> int:
                           splice_prob=args.splice_prob)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
-        loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=0.05)
+        loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=args.label_smoothing)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
