@@ -363,6 +363,40 @@ det = json.load(open(sys.argv[2]))
 assert abs(recall[3] - 100 * det["tuned_on"]["recall"]) < 0.051 and int(rows[3][3]) == det["smoothing_hops"], (rows, det)
 print("tune_detection --curve:", recall)
 PY
+# --false-alarms: the smoke model raises none, so the report is checked on false alarms placed by hand in
+# one recording pooled twice: after the same _unknown_ word in each copy, and at the start before any
+# word; each names its recording, its keyword-free stretch and the clip heard before it, and the
+# repeated clip is counted
+$PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
+    --max-fa-per-hour 50 --false-alarms >"$T/fa.log" 2>&1
+grep -q "^0 false alarms, 0 in keyword-free stretches$" "$T/fa.log"
+PYTHONPATH="$ROOT" $PY - "$T/va.wav" "$T/va.csv" <<'PY'
+import csv, sys, wave
+from tools.train import streamscore, tune_detection as td
+wav, lab = sys.argv[1:3]
+rows = list(csv.DictReader(open(lab)))
+free = [(float(r["onset_s"]), float(r["offset_s"])) for r in rows if r["kind"] == "keyword_free"]
+u = next(r for r in rows if r["kind"] == "unknown")
+with wave.open(wav) as w:
+    length = w.getnframes() // 4000 * 0.25
+t, quiet = float(u["offset_s"]) + 0.3, 0.1
+assert not any(float(r["onset_s"]) < quiet for r in rows if r["kind"] != "keyword_free")
+mark = lambda x: ", keyword-free" if any(a <= x <= b for a, b in free) else ""
+_, free2 = streamscore.read_stream_labels(lab)
+free2 = free2 + [(a + length, b + length) for a, b in free2]
+lines = td.false_alarm_report([(t, "yes"), (t + length, "no"), (quiet, "up")], [(wav, lab)] * 2, 0.25, 4000, free2)
+heard = f"heard before it: {u['detail']} ({u['source']})"
+assert lines[0].startswith(f"false alarm yes at {t:.2f} s (va.wav {t:.2f} s){mark(t)}: ") and heard in lines[0], lines
+assert lines[1].startswith(f"false alarm no at {t + length:.2f} s (va.wav {t:.2f} s){mark(t)}: ") and heard in lines[1], lines
+assert lines[2] == f"false alarm up at 0.10 s (va.wav 0.10 s){mark(quiet)}: heard before it: no labelled word", lines
+n_free = 2 * bool(mark(t)) + bool(mark(quiet))
+assert lines[3] == f"3 false alarms, {n_free} in keyword-free stretches", lines
+if mark(t):
+    assert lines[4] == f"  2 of those after the same clip: {u['detail']} ({u['source']})" and len(lines) == 5, lines
+else:
+    assert len(lines) == 4, lines
+print(f"tune_detection --false-alarms: report as placed ({n_free} keyword-free)")
+PY
 # --holdout-check tunes on one half and scores on the other: on one recording twice, each half must be
 # that recording (posteriors and labels), so the shared threshold is det1's and scores as det1 did
 $PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \

@@ -24,11 +24,19 @@ tuned as above, and a per-keyword set greedily (lower the one keyword's
 threshold that gains the most recall while false alarms stay under the limit,
 until none does); both are then scored on the other half. It prints the
 table and writes nothing (-o is not needed).
+
+--false-alarms lists, at the setting tuned for --max-fa-per-hour, every false
+alarm with the labelled words (and their clips) heard in the 2.5 s before it,
+and counts the distinct clips behind them: the recordings reuse clips, so a
+few confident near misses can make up most of the false alarms.
 """
 import argparse
+import collections
+import csv
 import json
 import os
 import sys
+import wave
 
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -179,6 +187,43 @@ def holdout_check(probs, labels, hop_s, keywords, free, max_fa_per_hour, refract
 CURVE_LIMITS = (5, 10, 20, 50, 100)  # --curve: false alarms per keyword-free hour
 
 
+HEARD_BEFORE_S = 2.5  # a 1 s window, smoothed over up to 6 hops of 250 ms
+
+
+def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
+    """Lines naming each false alarm [(t, label)] of the pooled recordings
+    [(wav, csv)]: where it is, whether in a keyword-free stretch, and the
+    labelled words (word, clip) overlapping the HEARD_BEFORE_S before it; then
+    the clips heard before more than one false alarm in keyword-free stretches."""
+    rows, starts, offset = [], [], 0.0
+    for wav, csv_path in streams:
+        starts.append((offset, os.path.basename(wav)))
+        with wave.open(wav) as w:
+            hops = w.getnframes() // chunk_samples
+        with open(csv_path) as f:
+            for r in csv.DictReader(f):
+                if r["kind"] != "keyword_free":
+                    rows.append((float(r["onset_s"]) + offset, float(r["offset_s"]) + offset, r["detail"],
+                                 r["source"]))
+        offset += hops * hop_s
+    lines, behind = [], collections.Counter()
+    for t, label in false_alarms:
+        near = [r for r in rows if r[0] < t and r[1] > t - HEARD_BEFORE_S]
+        in_free = any(a <= t <= b for a, b in free)
+        start, name = [s for s in starts if s[0] <= t][-1]
+        heard = "; ".join(f"{r[2]} ({r[3]})" for r in near) or "no labelled word"
+        lines.append(f"false alarm {label} at {t:.2f} s ({name} {t - start:.2f} s)"
+                     f"{', keyword-free' if in_free else ''}: heard before it: {heard}")
+        if in_free:
+            behind.update({(r[2], r[3]) for r in near})
+    n_free = sum(1 for t, _ in false_alarms if any(a <= t <= b for a, b in free))
+    lines.append(f"{len(false_alarms)} false alarms, {n_free} in keyword-free stretches")
+    for (word, clip), n in behind.most_common():
+        if n > 1:
+            lines.append(f"  {n} of those after the same clip: {word} ({clip})")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -193,9 +238,12 @@ def main() -> int:
                     help="print the best recall (and its setting) at <= 5, 10, 20, 50 and 100 false alarms "
                          "per keyword-free hour (with -o, also write the setting tuned at "
                          "--max-fa-per-hour)")
+    ap.add_argument("--false-alarms", action="store_true",
+                    help="list the false alarms at the setting tuned for --max-fa-per-hour, each with the "
+                         "words and clips heard before it (with -o, also write that setting)")
     args = ap.parse_args()
-    if not args.output and not args.holdout_check and not args.curve:
-        ap.error("give -o/--output (or --holdout-check, or --curve)")
+    if not args.output and not args.holdout_check and not args.curve and not args.false_alarms:
+        ap.error("give -o/--output (or --holdout-check, --curve or --false-alarms)")
     if len(args.stream) != len(args.labels):
         ap.error("give one --labels per --stream")
     torch.set_num_threads(2)
@@ -207,16 +255,24 @@ def main() -> int:
     if args.holdout_check:
         holdout_check(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms)
         return 0
-    rows = sweep(probs, labels, hop_s, keywords, free, args.refractory_ms, verbose=not args.curve)
+    rows = sweep(probs, labels, hop_s, keywords, free, args.refractory_ms, verbose=not (args.curve or args.false_alarms))
     if args.curve:
         for limit in CURVE_LIMITS:
             key, smoothing, thr, r = pick(rows, limit)
             print(f"<= {limit:g} per keyword-free hour: recall {r['recall']:.1%} at threshold {thr:.2f}, "
                   f"smoothing {smoothing} ({r['fa_per_hour_keyword_free']:.1f} per hour)"
                   f"{'' if key[0] else ' (limit not met)'}", flush=True)
-        if not args.output:
+        if not args.output and not args.false_alarms:
             return 0
     key, smoothing, thr, r = pick(rows, args.max_fa_per_hour)
+    if args.false_alarms:
+        print(f"at threshold {thr:.2f}, smoothing {smoothing} (tuned for <= {args.max_fa_per_hour:g} per "
+              f"keyword-free hour): recall {r['recall']:.1%}")
+        for line in false_alarm_report(r["false_alarm_list"], list(zip(args.stream, args.labels)), hop_s,
+                                       cfg.chunk_samples, free):
+            print(line)
+        if not args.output:
+            return 0
     if not key[0]:
         print(f"tune_detection.py: warning: no setting keeps false alarms under {args.max_fa_per_hour}/h of "
               "keyword-free audio; chose the one with the fewest", file=sys.stderr)
