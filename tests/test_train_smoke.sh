@@ -34,6 +34,16 @@ grep -q "_silence_" "$T/convert.log"
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/run" --preset smoke --steps 110 \
     --batch 16 --warmup 5 --max-per-class 2 --eval-every 110 --threads 1 --resume >"$T/resume.log"
 grep -q "resumed at step 100" "$T/resume.log"
+# a run stopped (--stop-at) and resumed draws the same batches and augmentations, so its losses are those
+# of the run in one go, to the printed digit
+AUG="--preset smoke --steps 20 --batch 16 --warmup 5 --max-per-class 2 --eval-every 10 --threads 1 --seed 7
+     --noise-prob 0.5 --speed-prob 0.5 --warp-prob 0.5 --mask-prob 0.5"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/whole" $AUG >/dev/null
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/split" $AUG --stop-at 10 >"$T/stop.log"
+grep -q "stopped at step 10 of 20" "$T/stop.log"
+[ "$(wc -l <"$T/split/losses.txt")" = 10 ]
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/split" $AUG --resume >/dev/null
+cmp "$T/whole/losses.txt" "$T/split/losses.txt"
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --extra-val "$T/data" --init "$T/run/last.pt" --classes kws12 \
     --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \

@@ -573,11 +573,13 @@ def load_init(path):
         return None
 
 
-def save(path, model, opt, step, best, labels, args, rng_state, best_key=None, average=None):
+def save(path, model, opt, step, best, labels, args, rngs, best_key=None, average=None):
+    """rngs: the batch and the feature-augmentation generators, whose states
+    --resume restores so that a resumed run draws what the whole run would."""
     tmp = path + ".tmp"
     ck = {"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
           "optimizer": opt.state_dict(), "step": step, "best_val": best, "args": vars(args),
-          "rng": rng_state, "best_key": best_key}
+          "rng": rngs[0].bit_generator.state, "augment_rng": rngs[1].bit_generator.state, "best_key": best_key}
     if average is not None:
         ck["weight_average"] = average.state_dict()
     torch.save(ck, tmp)
@@ -602,6 +604,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-per-class", type=int, default=0, help="cap clips per class (smoke tests)")
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
+    ap.add_argument("--stop-at", type=int, metavar="STEP",
+                    help="stop after this step (validated and checkpointed) and leave the rest of --steps, "
+                         "schedule included, to a later --resume: a run split across sessions")
     ap.add_argument("--extra-data", action="append", default=[], metavar="DIR",
                     help="another Speech Commands-layout folder whose training split is added to the "
                          "training clips (repeatable); validation comes from --data and --extra-val")
@@ -656,6 +661,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.weight_average is not None and not 0.0 < args.weight_average < 1.0:
         ap.error(f"--weight-average {args.weight_average}: must be between 0 and 1 (exclusive)")
+    if args.stop_at is not None and not 0 < args.stop_at <= args.steps:
+        ap.error(f"--stop-at {args.stop_at}: must be a step of the run, 1 to --steps {args.steps}")
     if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
     if not 0.0 <= args.label_smoothing < 1.0:
@@ -718,6 +725,7 @@ def main() -> int:
     opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
     step, best, best_key = 0, 0.0, None
     rng = np.random.default_rng(args.seed)
+    augment_rng = np.random.default_rng(args.seed + 1)
     last = os.path.join(args.out, "last.pt")
     resumed = None
     if args.resume and os.path.exists(last):
@@ -728,6 +736,8 @@ def main() -> int:
         # older checkpoints kept the best validation accuracy, without a key
         best_key = ck.get("best_key") or (None if args.val_stream else [best])
         rng.bit_generator.state = ck["rng"]
+        if "augment_rng" in ck:  # older checkpoints restart it
+            augment_rng.bit_generator.state = ck["augment_rng"]
         resumed = ck
         print(f"resumed at step {step} (best validation accuracy {best:.4f})", flush=True)
     elif args.init:
@@ -760,7 +770,7 @@ def main() -> int:
     print(f"label smoothing {args.label_smoothing}", flush=True)
 
     try:
-        SpeakerAugment(model, args.warp_prob, args.mask_prob, np.random.default_rng(args.seed + 1))
+        SpeakerAugment(model, args.warp_prob, args.mask_prob, augment_rng)
     except ValueError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 1
@@ -769,7 +779,8 @@ def main() -> int:
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
-    while step < args.steps:
+    stop = args.steps if args.stop_at is None else min(args.steps, args.stop_at)
+    while step < stop:
         lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
@@ -792,7 +803,7 @@ def main() -> int:
             print(msg, flush=True)
             log.write(msg + "\n")
             t_last = time.time()
-        if step % args.eval_every == 0 or step == args.steps:
+        if step % args.eval_every == 0 or step == stop:
             # the averaged weights, if any, are what is validated and kept as best.pt
             with average.applied(model) if average is not None else contextlib.nullcontext():
                 acc, _ = evaluate(model, val)
@@ -816,8 +827,13 @@ def main() -> int:
                 if best_key is None or key >= best_key:
                     best, best_key = acc, key
                     save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
-                         rng.bit_generator.state, best_key)
-            save(last, model, opt, step, best, train.labels, args, rng.bit_generator.state, best_key, average)
+                         (rng, augment_rng), best_key)
+            save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
+    if step < args.steps:
+        print(f"stopped at step {step} of {args.steps} (--stop-at): go on with the same command and --resume "
+              f"instead of --stop-at; best validation accuracy so far {best:.4f}, {time.time() - t0:.0f} s",
+              flush=True)
+        return 0
     print(f"done: {step} steps, kept the checkpoint with validation accuracy {best:.4f}, "
           f"{time.time() - t0:.0f} s", flush=True)
     return 0
