@@ -779,7 +779,7 @@ def main() -> int:
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
-    stop = args.steps if args.stop_at is None else min(args.steps, args.stop_at)
+    stop = args.stop_at or args.steps  # checked above: 1 to --steps
     while step < stop:
         lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:

@@ -206,7 +206,7 @@ def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
                     rows.append((float(r["onset_s"]) + offset, float(r["offset_s"]) + offset, r["detail"],
                                  r["source"]))
         offset += hops * hop_s
-    lines, behind = [], collections.Counter()
+    lines, behind, n_free = [], collections.Counter(), 0
     for t, label in false_alarms:
         near = [r for r in rows if r[0] < t and r[1] > t - HEARD_BEFORE_S]
         in_free = any(a <= t <= b for a, b in free)
@@ -215,8 +215,8 @@ def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
         lines.append(f"false alarm {label} at {t:.2f} s ({name} {t - start:.2f} s)"
                      f"{', keyword-free' if in_free else ''}: heard before it: {heard}")
         if in_free:
+            n_free += 1
             behind.update({(r[2], r[3]) for r in near})
-    n_free = sum(1 for t, _ in false_alarms if any(a <= t <= b for a, b in free))
     lines.append(f"{len(false_alarms)} false alarms, {n_free} in keyword-free stretches")
     for (word, clip), n in behind.most_common():
         if n > 1:
