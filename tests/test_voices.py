@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """The synthetic data's voice pool: reserved voices are refused by name, and the
-splits are voice-disjoint (no voice group in two splits)."""
+splits are voice-disjoint (no voice group in two splits); make_sc10.py's
+--near-miss clips leave every other clip as it was, and merge_sets.py joins
+such a folder to a dataset, refusing what would break the splits."""
 
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,6 +92,105 @@ class Splits(unittest.TestCase):
         r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("reserved", r.stderr)
+
+
+
+def read_manifest(d):
+    with open(os.path.join(d, "manifest.csv"), newline="") as f:
+        return {r["path"]: r for r in csv.DictReader(f)}
+
+
+def read_lists(d):
+    out = {}
+    for split in ("validation", "testing"):
+        with open(os.path.join(d, f"{split}_list.txt")) as f:
+            out[split] = sorted(f.read().split())
+    return out
+
+
+class NearMissAndMerge(unittest.TestCase):
+    """Three small generations side by side: A (keywords, _unknown_, _silence_), B (A's
+    arguments plus --near-miss 8) and C (the near misses alone); then A + C merged."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
+        runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
+                "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8"],
+                "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8"]}
+        procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
+                                      "--seed", "5"] + a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for k, a in runs.items()}
+        cls.errors = {k: p.communicate()[1] for k, p in procs.items() if p.wait() != 0}
+        cls.merge = os.path.join(ROOT, "tools", "data", "merge_sets.py")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def d(self, k):
+        return os.path.join(self.tmp, k)
+
+    def test_near_miss_clips(self):
+        self.assertFalse(self.errors)
+        a, b, c = (read_manifest(self.d(k)) for k in "abc")
+        self.assertEqual(len(c), 8)
+        self.assertEqual(set(b), set(a) | set(c))  # the near misses are added, nothing else changes
+        for path, row in a.items():
+            self.assertEqual(row, b[path], path)
+            with open(os.path.join(self.d("a"), path), "rb") as fa, open(os.path.join(self.d("b"), path), "rb") as fb:
+                self.assertEqual(fa.read(), fb.read(), path)
+        latin = {v.id for v in vc.VOICES if v.script in vc.LATIN}
+        for path, row in c.items():
+            self.assertEqual(row, b[path], path)
+            self.assertTrue(path.startswith("_unknown_/") and "_n0" in path, path)
+            self.assertIn(row["word"], make_sc10.CONFUSABLE)
+            self.assertIn(f"{row['engine']}:{row['voice']}", latin)
+            self.assertEqual(row["split"], vc.split_of({v.id: v for v in vc.VOICES}[f"{row['engine']}:{row['voice']}"]))
+
+    def test_merge_equals_one_generation(self):
+        self.assertFalse(self.errors)
+        out = self.d("merged")
+        r = subprocess.run([sys.executable, self.merge, "--out", out, self.d("a"), self.d("c")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_lists(out), read_lists(self.d("b")))
+        self.assertEqual(read_manifest(out), read_manifest(self.d("b")))
+        for path in read_manifest(self.d("b")):
+            self.assertTrue(os.path.samefile(os.path.join(out, path),
+                                             os.path.join(self.d("a" if "_n0" not in path else "c"), path)))
+
+    def test_merge_refuses(self):
+        self.assertFalse(self.errors)
+        # the same clip in two sources
+        r = subprocess.run([sys.executable, self.merge, "--out", self.d("twice"), self.d("a"), self.d("b")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is in both", r.stderr)
+        self.assertFalse(os.path.exists(self.d("twice")))
+        # a voice moved to another split: the merged splits would not be voice-disjoint
+        moved = self.d("moved")
+        shutil.copytree(self.d("c"), moved)
+        rows = list(read_manifest(moved).values())
+        row = next(r for r in rows if r["split"] == "training")
+        row["split"] = "testing"
+        with open(os.path.join(moved, "manifest.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        with open(os.path.join(moved, "testing_list.txt"), "a") as f:
+            f.write(row["path"] + "\n")
+        r = subprocess.run([sys.executable, self.merge, "--out", self.d("bad"), self.d("a"), moved],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("check_splits", r.stderr)
+        self.assertFalse(os.path.exists(self.d("bad")))
+        # an existing output folder
+        r = subprocess.run([sys.executable, self.merge, "--out", self.d("a"), self.d("c")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("exists", r.stderr)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ A dataset is one folder per word (`yes/`, `bed/`, ...), plus `_silence_/` or
 the clips of those splits.
 """
 
+import os
+
 KEYWORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"]
 SILENCE = "_silence_"
 UNKNOWN = "_unknown_"
@@ -23,3 +25,31 @@ def folder_label(folder, labels):
     if folder.startswith("_") or UNKNOWN not in labels:
         return None
     return UNKNOWN
+
+
+def split_lists(root):
+    """The clips (word/name.wav) that a Speech Commands-layout folder puts in its
+    validation and its testing split; every other clip is training."""
+    def read_list(name):
+        p = os.path.join(root, name)
+        if not os.path.exists(p):
+            return set()
+        with open(p) as f:
+            return set(f.read().split())
+    return read_list("validation_list.txt"), read_list("testing_list.txt")
+
+
+def clip_splits(root):
+    """{"folder/name.wav": split} for every clip in a subfolder of `root` (sorted by
+    folder, then name), the split read from the list files."""
+    val, test = split_lists(root)
+    out = {}
+    for folder in sorted(os.listdir(root)):
+        full = os.path.join(root, folder)
+        if not os.path.isdir(full):
+            continue
+        for f in sorted(os.listdir(full)):
+            if f.endswith(".wav"):
+                rel = f"{folder}/{f}"
+                out[rel] = "validation" if rel in val else "testing" if rel in test else "training"
+    return out

@@ -62,6 +62,13 @@ clip is named "<spk8>_<index>_nohash_0.wav" (spk8: the first 8 hex digits of
 sha1("engine:voice:variant"); index: the clip's index within its label); the
 list files hold the splits, and tools/data/check_splits.py verifies them.
 
+--near-miss N adds N more _unknown_ clips, each a near miss of a keyword
+(CONFUSABLE: "yet", "nope", "goal", "good", "call", ...) said by a Latin-script
+voice of the clip's split, named "<spk8>_n<index>_nohash_0.wav" and drawn from
+generators of their own (label code NEAR_CODE), so they leave every other clip
+as it was: a folder of them alone (--per-word 0 --unknown 0 --silence 0) can be
+merged into an existing dataset with tools/data/merge_sets.py.
+
 Resuming: clips are made in shards of SHARD whose results are kept in
 OUT/parts/; the same command run again after an interruption continues after
 the last finished shard.
@@ -129,6 +136,21 @@ COMMON = ("okay hey the and hello music weather please play next call time what 
           "pause back home alarm timer good morning water computer maybe nothing sorry hi").split()
 UNKNOWN_WORDS = SC_OTHER + NEAR_MISS + COMMON
 assert not set(UNKNOWN_WORDS) & set(KEYWORDS)
+# What --near-miss clips say: the near misses above and more of the same kind, among
+# them the words validation found heard as keywords ("good", "call" -> go).
+CONFUSABLE = NEAR_MISS + ("yell less mess "       # yes
+                          "nor knob nod "          # no
+                          "pub hub "               # up
+                          "doubt bound "           # down
+                          "lend theft "            # left
+                          "rice ripe "             # right
+                          "pawn "                  # on
+                          "moth "                  # off
+                          "stab stomp "            # stop
+                          "good call cold code coat low").split()  # go
+assert not set(CONFUSABLE) & set(KEYWORDS) and len(set(CONFUSABLE)) == len(CONFUSABLE)
+NEAR = "_near_"              # task label of a --near-miss clip (an _unknown_ clip)
+NEAR_CODE = 1001             # its SeedSequence label code
 
 P_NO_VARIANT = 0.05          # espeak-ng clips rendered with the bare voice
 RATE_RANGE = (110, 220)      # espeak-ng -s
@@ -163,8 +185,8 @@ G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None}
 
 # ----------------------------------------------------------------------------- splits
 
-def clip_name(speaker_id: str, index: int) -> str:
-    return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{index:05d}_nohash_0.wav"
+def clip_name(speaker_id: str, index: int, prefix: str = "") -> str:
+    return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{prefix}{index:05d}_nohash_0.wav"
 
 
 def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
@@ -380,9 +402,10 @@ def synthesize(spk: dict, text: str) -> np.ndarray:
     return load_16k(out)
 
 
-def draw_voice(rng: np.random.Generator, split: str) -> "vc.Voice":
-    """A voice of `split`: a family by FAMILY_WEIGHTS (among those the split has), then a voice of it."""
-    pool = G["voices"][split]
+def draw_voice(rng: np.random.Generator, split: str, latin_only: bool = False) -> "vc.Voice":
+    """A voice of `split`: a family by FAMILY_WEIGHTS (among those the split has), then a voice of it;
+    with latin_only, among the voices that read Latin script."""
+    pool = [v for v in G["voices"][split] if v.script in vc.LATIN or not latin_only]
     fams = sorted({v.family for v in pool})
     w = np.array([vc.FAMILY_WEIGHTS[f] for f in fams])
     fam = fams[int(rng.choice(len(fams), p=w / w.sum()))]
@@ -390,8 +413,8 @@ def draw_voice(rng: np.random.Generator, split: str) -> "vc.Voice":
     return cands[int(rng.integers(len(cands)))]
 
 
-def draw_speaker(rng: np.random.Generator, split: str) -> dict:
-    v = draw_voice(rng, split)
+def draw_speaker(rng: np.random.Generator, split: str, latin_only: bool = False) -> dict:
+    v = draw_voice(rng, split, latin_only)
     spk = dict(engine=v.engine, voice=v.name, variant="", obj=v)
     if v.engine == "flite":
         spk.update(rate=round(float(rng.uniform(*STRETCH_RANGE)), 2), pitch=int(rng.integers(F0_RANGE[0], F0_RANGE[1] + 1)))
@@ -418,13 +441,15 @@ def warp(x: np.ndarray, factor: float) -> np.ndarray:
 
 
 def render_word(rng: np.random.Generator, label: str, split: str, fails: list, max_s: float = MAX_WORD_S):
-    """Draw a speaker of `split` and a word for `label` (the keyword, or an unknown word the
-    voice can read), render, warp and trim it; returns (spk, word, audio, tempo, warp) or None
-    after 6 tries."""
+    """Draw a speaker of `split` and a word for `label` (the keyword, an unknown word the
+    voice can read, or for NEAR a CONFUSABLE word said by a Latin-script voice), render,
+    warp and trim it; returns (spk, word, audio, tempo, warp) or None after 6 tries."""
     for _ in range(6):
-        spk = draw_speaker(rng, split)
+        spk = draw_speaker(rng, split, latin_only=label == NEAR)
         v = spk["obj"]
-        if label == UNKNOWN:
+        if label == NEAR:
+            word = str(CONFUSABLE[int(rng.integers(len(CONFUSABLE)))])
+        elif label == UNKNOWN:
             words = vc.unknown_words_for(v, UNKNOWN_WORDS)
             if v.script in vc.LATIN and rng.random() < 0.5:
                 words = SC_OTHER
@@ -460,7 +485,8 @@ def draw_split(rng: np.random.Generator) -> str:
 # ----------------------------------------------------------------------------- clip makers
 
 def make_speech_clip(seed: int, label: str, index: int) -> dict:
-    code = LABELS.index(label)
+    """Clip `index` of `label` (a keyword, UNKNOWN, or NEAR: an UNKNOWN clip of a near-miss word)."""
+    code = NEAR_CODE if label == NEAR else LABELS.index(label)
     rng = clip_rng(seed, code, index)
     split = draw_split(rng)
     fails = []
@@ -493,7 +519,8 @@ def make_speech_clip(seed: int, label: str, index: int) -> dict:
         mix *= np.float32(0.98 / peak(mix))
     level = db(peak(x) * g)
 
-    name = clip_name(speaker_id(spk), index)
+    name = clip_name(speaker_id(spk), index, "n" if label == NEAR else "")
+    label = UNKNOWN if label == NEAR else label
     rel = f"{label}/{name}"
     write_wav(os.path.join(G["out"], rel), to_pcm16(rng, mix))
     row = dict(path=rel, label=label, split=split, engine=spk["engine"], voice=spk["voice"],
@@ -611,6 +638,9 @@ def main():
     ap.add_argument("--per-word", type=int, default=1000, help="clips per keyword")
     ap.add_argument("--unknown", type=int, default=3000, help="_unknown_ clips")
     ap.add_argument("--silence", type=int, default=1200, help="_silence_ clips")
+    ap.add_argument("--near-miss", type=int, default=0, metavar="N",
+                    help="N more _unknown_ clips, each a near miss of a keyword (CONFUSABLE) said by a "
+                         "Latin-script voice; drawn from their own seeds, so adding them changes no other clip")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
     for tool in ("espeak-ng", "flite", "sox", "text2wave"):
@@ -660,9 +690,12 @@ def main():
         # run started again with the same arguments continues after the last shard.
         counts = {k: args.per_word for k in KEYWORDS}
         counts[UNKNOWN], counts[SILENCE] = args.unknown, args.silence
-        tasks = [("clip", args.seed, lab, i) for lab in LABELS for i in range(counts[lab])]
+        if args.near_miss:
+            counts[NEAR] = args.near_miss
+        order = LABELS + [NEAR]
+        tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))]
         # interleave labels so that progress and load are even
-        tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), LABELS.index(t[2])))
+        tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
         parts = os.path.join(out, "parts")
         os.makedirs(parts, exist_ok=True)
         run_key = f"seed={args.seed} counts={sorted(counts.items())}"
@@ -738,6 +771,8 @@ def main():
         "tools/data/make_sc10.py for the generation recipe and the split rule.",
         "",
         *[f"{sp} voices: " + " ".join(v.id for v in G["voices"][sp]) for sp in vc.SPLITS],
+        f"Near-miss _unknown_ clips (--near-miss, names <spk8>_n<index>_nohash_0.wav): "
+        f"{sum(1 for r in rows if '_n' in os.path.basename(r['path']).split('_nohash_')[0])}",
         f"espeak-ng variants: {len(G['variants'])}. Clips per engine: " + ", ".join(f"{k} {v}" for k, v in sorted(eng.items())),
         "Skipped (did not render): " + (", ".join(skipped) if skipped else "none"),
         "",

@@ -55,6 +55,7 @@ import numpy as np
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from tools.data import make_sc10 as sc  # noqa: E402  (noise generators, PCM helpers)
+from tools.data.layout import NOISE, clip_splits  # noqa: E402
 
 SR = sc.SR
 KEYWORDS = sc.KEYWORDS
@@ -98,22 +99,11 @@ def energy_bounds(x: np.ndarray):
 
 def load_split(data: str, split: str):
     """{folder: [relative paths]} for the clips of `split`."""
-    def read_list(name):
-        p = os.path.join(data, name)
-        return set(open(p).read().split()) if os.path.exists(p) else set()
-    val, test = read_list("validation_list.txt"), read_list("testing_list.txt")
     out = {}
-    for folder in sorted(os.listdir(data)):
-        full = os.path.join(data, folder)
-        if not os.path.isdir(full) or folder == "_background_noise_":
-            continue
-        for f in sorted(os.listdir(full)):
-            if not f.endswith(".wav"):
-                continue
-            rel = f"{folder}/{f}"
-            s = "validation" if rel in val else "testing" if rel in test else "training"
-            if s == split:
-                out.setdefault(folder, []).append(rel)
+    for rel, s in clip_splits(data).items():
+        folder = rel.split("/")[0]
+        if s == split and folder != NOISE:
+            out.setdefault(folder, []).append(rel)
     return out
 
 

@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from tools.convert import mega_torch as mt  # noqa: E402
+from tools.data.layout import split_lists  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 from tools.train import train  # noqa: E402
 from tools.train.tune_detection import stream_posteriors  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    val, test = train.split_lists(args.data)
+    val, test = split_lists(args.data)
     held = val | test
     with open(args.labels) as f:
         bad = [r["source"] for r in csv.DictReader(f) if r["source"] in held]

@@ -46,7 +46,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from tools.convert import mega_torch as mt  # noqa: E402
-from tools.data.layout import KEYWORDS, SILENCE, UNKNOWN, folder_label  # noqa: E402
+from tools.data.layout import KEYWORDS, SILENCE, UNKNOWN, clip_splits, folder_label  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 
 SR = 16000
@@ -91,15 +91,6 @@ def fit_second(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def split_lists(root: str):
-    """The clips (word/name.wav) that a Speech Commands-layout folder puts in its
-    validation and its testing split; every other clip is training."""
-    def read_list(name):
-        p = os.path.join(root, name)
-        return set(open(p).read().split()) if os.path.exists(p) else set()
-    return read_list("validation_list.txt"), read_list("testing_list.txt")
-
-
 def clip_voices(root: str, paths):
     """Who says each clip, as two object arrays of strings: the voice and, finer,
     the voice with its variant. For a generated set, from its manifest.csv
@@ -128,20 +119,11 @@ class Dataset:
 
     def __init__(self, root: str, classes: str, split: str, max_per_class: int = 0, seed: int = 0):
         self.labels = list(KEYWORDS) + ([SILENCE, UNKNOWN] if classes == "kws12" else [])
-        val, test = split_lists(root)
         items = []
-        for folder in sorted(os.listdir(root)):
-            full = os.path.join(root, folder)
-            label = folder_label(folder, self.labels)
-            if not os.path.isdir(full) or label is None:
-                continue
-            for f in sorted(os.listdir(full)):
-                if not f.endswith(".wav"):
-                    continue
-                rel = f"{folder}/{f}"
-                s = "validation" if rel in val else "testing" if rel in test else "training"
-                if s == split:
-                    items.append((os.path.join(full, f), self.labels.index(label)))
+        for rel, s in clip_splits(root).items():
+            label = folder_label(rel.split("/")[0], self.labels)
+            if s == split and label is not None:
+                items.append((os.path.join(root, rel), self.labels.index(label)))
         rng = random.Random(seed)
         if max_per_class:
             rng.shuffle(items)
