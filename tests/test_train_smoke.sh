@@ -299,6 +299,20 @@ h = json.load(open(sys.argv[1]))["clips"]["halfwords"]
 assert len(h) == 20 and all(r["clips"] == 1 for r in h.values()), h
 assert all(0 <= r["called_the_keyword"] <= r["called_a_keyword"] <= 1 for r in h.values()), h
 PY
+# evaluate.py's _unknown_ words (from the manifest) agree with its confusion matrix's _unknown_ row
+$PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/smoke.mega" --data "$T/data" --split training \
+    --json-out "$T/train-clips.json" >/dev/null
+$PY - "$T/train-clips.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["clips"]
+u, words = c["labels"].index("_unknown_"), c["unknown_words"]
+row = c["confusion"][u]
+kw = [i for i, l in enumerate(c["labels"]) if not l.startswith("_")]
+assert words and sum(r["clips"] for r in words.values()) == sum(row), (words, row)
+assert round(sum(r["called_a_keyword"] * r["clips"] for r in words.values())) == sum(row[i] for i in kw), (words, row)
+assert all((r["most_called"] in c["labels"]) == (r["called_a_keyword"] > 0) for r in words.values()), words
+print(f"evaluate.py: {len(words)} _unknown_ words, {sum(row[i] for i in kw)} clips called a keyword")
+PY
 if $PY "$ROOT/tools/data/make_splices.py" --data "$T/data" --split training --out "$T/half" 2>/dev/null; then
   echo "make_splices.py wrote over an existing folder"; exit 1
 fi

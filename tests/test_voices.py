@@ -64,6 +64,25 @@ class Splits(unittest.TestCase):
                 self.assertTrue(v.text_for(w), (v.id, w))
             self.assertTrue(vc.unknown_words_for(v, ["bed"]), v.id)
 
+    def test_no_unknown_word_is_a_keyword_in_its_voice(self):
+        # "of" is how Czech-spelling voices are given "off", "app" how Germanic ones are given "up"
+        by_id = {v.id: v for v in vc.VOICES}
+        self.assertTrue(by_id["espeak-ng:cs"].reads_as_keyword("of"))
+        self.assertTrue(by_id["espeak-ng:de"].reads_as_keyword("app"))
+        self.assertFalse(by_id["espeak-ng:en-us"].reads_as_keyword("of"))
+        self.assertFalse(by_id["espeak-ng:cs"].reads_as_keyword("off"))  # a keyword is not "read as" one
+        rng = make_sc10.np.random.default_rng(3)
+        for v in vc.VOICES:
+            for label in (make_sc10.UNKNOWN, make_sc10.NEAR):
+                if label == make_sc10.NEAR and v.script not in vc.LATIN:
+                    continue
+                said = {make_sc10.draw_other_word(rng, v, label) for _ in range(400)}
+                pool = make_sc10.CONFUSABLE if label == make_sc10.NEAR else \
+                    vc.unknown_words_for(v, make_sc10.UNKNOWN_WORDS) + make_sc10.SC_OTHER
+                self.assertTrue(said <= set(pool), (v.id, said - set(pool)))
+                self.assertFalse({w for w in said if v.reads_as_keyword(w)}, v.id)
+                self.assertGreater(len(said), 10, v.id)
+
     def _manifest(self, rows, lists):
         d = tempfile.mkdtemp()
         with open(os.path.join(d, "manifest.csv"), "w", newline="") as f:

@@ -440,6 +440,22 @@ def warp(x: np.ndarray, factor: float) -> np.ndarray:
     return np.interp(np.arange(m) * (n - 1) / (m - 1), np.arange(n), x).astype(np.float32)
 
 
+def draw_other_word(rng: np.random.Generator, v: "vc.Voice", label: str) -> str:
+    """The word an UNKNOWN clip (or a NEAR one: a CONFUSABLE word) of voice `v` says: one it
+    can read, re-drawn while the voice would read it exactly as a keyword's respelling
+    ("of" where off is respelled "of"), so that no _unknown_ clip is a keyword."""
+    if label == NEAR:
+        words = CONFUSABLE
+    else:
+        words = vc.unknown_words_for(v, UNKNOWN_WORDS)
+        if v.script in vc.LATIN and rng.random() < 0.5:
+            words = SC_OTHER
+    word = str(words[int(rng.integers(len(words)))])
+    while v.reads_as_keyword(word):
+        word = str(words[int(rng.integers(len(words)))])
+    return word
+
+
 def render_word(rng: np.random.Generator, label: str, split: str, fails: list, max_s: float = MAX_WORD_S):
     """Draw a speaker of `split` and a word for `label` (the keyword, an unknown word the
     voice can read, or for NEAR a CONFUSABLE word said by a Latin-script voice), render,
@@ -447,15 +463,7 @@ def render_word(rng: np.random.Generator, label: str, split: str, fails: list, m
     for _ in range(6):
         spk = draw_speaker(rng, split, latin_only=label == NEAR)
         v = spk["obj"]
-        if label == NEAR:
-            word = str(CONFUSABLE[int(rng.integers(len(CONFUSABLE)))])
-        elif label == UNKNOWN:
-            words = vc.unknown_words_for(v, UNKNOWN_WORDS)
-            if v.script in vc.LATIN and rng.random() < 0.5:
-                words = SC_OTHER
-            word = str(words[int(rng.integers(len(words)))])
-        else:
-            word = label
+        word = draw_other_word(rng, v, label) if label in (UNKNOWN, NEAR) else label
         x = trim(synthesize(spk, v.text_for(word)))
         wf = float(rng.uniform(*WARP_RANGE)) if rng.random() < P_WARP else 1.0
         if wf != 1.0 and len(x):

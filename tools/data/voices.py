@@ -116,6 +116,12 @@ class Voice:
         """What this voice is given to read for `word` (a keyword's respelling, else the word)."""
         return OVERRIDES.get(self.id, {}).get(word) or RESPELL[self.script].get(word, word)
 
+    def reads_as_keyword(self, word: str) -> bool:
+        """True when this voice, given `word` (not a keyword) to read, gets the very text of
+        its respelling of a keyword: "of" for a voice that reads off as "of", "app" where
+        up is "app". Such a word is that keyword in this voice, never an _unknown_ word."""
+        return word not in KEYWORDS and word.lower() in {self.text_for(k).lower() for k in KEYWORDS}
+
     def __repr__(self):
         return f"Voice({self.id}, group {self.group})"
 

@@ -21,7 +21,7 @@ import sys
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from tools.data.layout import folder_label  # noqa: E402
+from tools.data.layout import NOISE, clip_splits, folder_label  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 
 
@@ -33,8 +33,7 @@ def run_json(cmd):
 
 
 def clip_accuracy(ks, model, data, split):
-    lst = os.path.join(data, f"{split}_list.txt")
-    files = [l.strip() for l in open(lst) if l.strip()]
+    files = [rel for rel, s in clip_splits(data).items() if s == split and not rel.startswith(NOISE + "/")]
     labels = None
     rows = []
     for i in range(0, len(files), 200):
@@ -68,6 +67,7 @@ def clip_accuracy(ks, model, data, split):
               "rejected": {labels[i]: sum(conf[i][j] for j in other) / max(1, sum(conf[i])) for i in other}}
     result["per_voice"] = per_voice(rows, data, labels)
     result["halfwords"] = halfwords(rows, data)
+    result["unknown_words"] = unknown_words(rows, data)
     return result
 
 
@@ -91,13 +91,35 @@ def halfwords(rows, data):
             for (k, part), (n, s, a) in sorted(out.items())}
 
 
-def per_voice(rows, data, labels):
-    """Keyword accuracy per voice (engine:voice) from the dataset's manifest.csv, if any."""
+def manifest(data):
+    """The dataset's manifest.csv (make_sc10.py) as {path: row}; {} without one."""
     path = os.path.join(data, "manifest.csv")
     if not os.path.exists(path):
         return {}
     with open(path, newline="") as f:
-        voice = {r["path"]: f"{r['engine']}:{r['voice']}" for r in csv.DictReader(f)}
+        return {r["path"]: r for r in csv.DictReader(f)}
+
+
+def unknown_words(rows, data):
+    """For the _unknown_ clips of a dataset with a manifest: per word said, the clips,
+    the share called a keyword and the keyword it is called most."""
+    word = {p: r.get("word", "") for p, r in manifest(data).items() if r["label"] == "_unknown_"}
+    out = {}
+    for r in rows:
+        w = word.get(os.path.relpath(r["file"], data)) if "error" not in r else None
+        if not w:
+            continue
+        n, called = out.get(w, (0, {}))
+        if not r["label"].startswith("_"):
+            called[r["label"]] = called.get(r["label"], 0) + 1
+        out[w] = (n + 1, called)
+    return {w: {"clips": n, "called_a_keyword": sum(c.values()) / n,
+                "most_called": max(sorted(c), key=c.get) if c else ""} for w, (n, c) in sorted(out.items())}
+
+
+def per_voice(rows, data, labels):
+    """Keyword accuracy per voice (engine:voice) from the dataset's manifest.csv, if any."""
+    voice = {p: f"{r['engine']}:{r['voice']}" for p, r in manifest(data).items()}
     out = {}
     for r in rows:
         if "error" in r:
@@ -127,7 +149,7 @@ def main() -> int:
     ap.add_argument("--ks", required=True, help="path to keyword_spotter")
     ap.add_argument("--model", required=True)
     ap.add_argument("--data")
-    ap.add_argument("--split", default="testing")
+    ap.add_argument("--split", default="testing", choices=["training", "validation", "testing"])
     ap.add_argument("--stream")
     ap.add_argument("--stream-labels")
     ap.add_argument("--sweep", action="store_true", help="with --stream: the recall / false-alarm trade-off")
@@ -146,6 +168,10 @@ def main() -> int:
         for v, r in c["halfwords"].items():
             print(f"  half-keyword {v}: {r['called_the_keyword']:.3f} called the keyword, "
                   f"{r['called_a_keyword']:.3f} a keyword ({r['clips']} clips)")
+        worst = sorted(c["unknown_words"].items(), key=lambda kv: -kv[1]["called_a_keyword"])[:12]
+        if worst:
+            print("  _unknown_ words most often called a keyword: " + ", ".join(
+                f"{w} {r['called_a_keyword']:.2f} ({r['most_called'] or '-'}, {r['clips']})" for w, r in worst))
         w = max(len(l) for l in c["labels"])
         print(" " * (w + 2) + " ".join(f"{l[:5]:>5}" for l in c["labels"]))
         for l, row in zip(c["labels"], c["confusion"]):
