@@ -243,7 +243,13 @@ TEST(CudaKernels, AttentionWeightsAndSoftmax) {
         p.rel_bias = db.get();
         expect_launched(gpu::launch_scores(p, nullptr), "scores");
         if (fn == mega::AttentionFn::softmax) expect_launched(gpu::launch_softmax(p, nullptr), "softmax");
-        expect_close(ds.download(), s, 2e-6, 1e-3, "scores fn " + std::to_string(int(fn)) + " c " + std::to_string(c));
+        // laplace is 0.5 (1 + erf(z)): CUDA's erff (within 2 ulp) and glibc's
+        // differ by an ulp near -1, and the sum cancels in the lower tail, so
+        // only an absolute bound holds there (a few ulp of 1: 2e-7; the first
+        // H100 run measured 3.0e-8). softmax and relu2 hold 2e-6 relative.
+        const bool laplace = fn == mega::AttentionFn::laplace;
+        expect_close(ds.download(), s, laplace ? 2e-7 : 2e-6, laplace ? 1.0 : 1e-3,
+                     "scores fn " + std::to_string(int(fn)) + " c " + std::to_string(c));
       }
     }
   }
