@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the tools package
 
 from tools.data import fetch_real_sc as rs  # noqa: E402
-from tools.data.layout import KEYWORDS, folder_label  # noqa: E402
+from tools.data.layout import KEYWORDS, clip_splits, folder_label, listed_missing  # noqa: E402
 
 TOOL = os.path.join(ROOT, "tools", "data", "fetch_real_sc.py")
 
@@ -222,6 +222,26 @@ class BuiltFolder(unittest.TestCase):
         self.assertTrue(clips)
         self.assertEqual([f for f in clips if rs.which_set(f) == "testing"], [])
         self.assertEqual(rs.check_dir(root), [])
+
+
+class TestListedMissing(unittest.TestCase):
+    """clip_splits reads the folders; listed_missing names what the lists name and the folders lack."""
+
+    def test_listed_missing(self):
+        with tempfile.TemporaryDirectory() as root:
+            for rel in ("yes/a.wav", "yes/b.wav", "cat/c.wav"):
+                os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
+                open(os.path.join(root, rel), "wb").close()
+            with open(os.path.join(root, "validation_list.txt"), "w") as f:
+                f.write("yes/a.wav\nno/gone.wav\n")
+            with open(os.path.join(root, "testing_list.txt"), "w") as f:
+                f.write("cat/c.wav\ncat/lost.wav\n")
+            splits = clip_splits(root)
+            self.assertEqual(splits, {"cat/c.wav": "testing", "yes/a.wav": "validation", "yes/b.wav": "training"})
+            want = {"cat/lost.wav": "testing", "no/gone.wav": "validation"}
+            self.assertEqual(listed_missing(root), want)
+            self.assertEqual(listed_missing(root, splits), want)
+            self.assertEqual(list(listed_missing(root)), sorted(want))
 
 
 class TestFolderLabel(unittest.TestCase):

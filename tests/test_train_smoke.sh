@@ -299,6 +299,17 @@ h = json.load(open(sys.argv[1]))["clips"]["halfwords"]
 assert len(h) == 20 and all(r["clips"] == 1 for r in h.values()), h
 assert all(0 <= r["called_the_keyword"] <= r["called_a_keyword"] <= 1 for r in h.values()), h
 PY
+# a listed clip missing from disk counts as an error, not as a clip the split lacks
+cp -r "$T/half" "$T/half-missing"
+rm "$T/half-missing/$(head -n 1 "$T/half/validation_list.txt")"
+$PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/smoke.mega" --data "$T/half-missing" \
+    --split validation --json-out "$T/half-missing.json" >/dev/null 2>"$T/half-missing.err"
+grep -q "1 clip(s) of .* validation list missing" "$T/half-missing.err"
+$PY - "$T/half-missing.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["clips"]
+assert c["errors"] == 1 and c["clips"] == 19, (c["errors"], c["clips"])
+PY
 # evaluate.py's _unknown_ words (from the manifest) agree with its confusion matrix's _unknown_ row
 $PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/smoke.mega" --data "$T/data" --split training \
     --json-out "$T/train-clips.json" >/dev/null

@@ -157,16 +157,21 @@ class NearMissAndMerge(unittest.TestCase):
         self.assertEqual(len(c), 8)
         self.assertEqual(set(b), set(a) | set(c))  # the near misses are added, nothing else changes
         for path, row in a.items():
+            self.assertFalse(make_sc10.is_near_miss(path), path)
             self.assertEqual(row, b[path], path)
             with open(os.path.join(self.d("a"), path), "rb") as fa, open(os.path.join(self.d("b"), path), "rb") as fb:
                 self.assertEqual(fa.read(), fb.read(), path)
         latin = {v.id for v in vc.VOICES if v.script in vc.LATIN}
         for path, row in c.items():
             self.assertEqual(row, b[path], path)
-            self.assertTrue(path.startswith("_unknown_/") and "_n0" in path, path)
+            self.assertTrue(path.startswith("_unknown_/") and make_sc10.is_near_miss(path), path)
             self.assertIn(row["word"], make_sc10.CONFUSABLE)
             self.assertIn(f"{row['engine']}:{row['voice']}", latin)
             self.assertEqual(row["split"], vc.split_of({v.id: v for v in vc.VOICES}[f"{row['engine']}:{row['voice']}"]))
+        with open(os.path.join(self.d("b"), "README.txt")) as f:
+            near = [l for l in f.read().splitlines() if l.startswith("Near-miss _unknown_ clips")]
+        self.assertEqual(len(near), 1)
+        self.assertTrue(near[0].endswith(": 8"), near)
 
     def test_merge_equals_one_generation(self):
         self.assertFalse(self.errors)
@@ -178,7 +183,7 @@ class NearMissAndMerge(unittest.TestCase):
         self.assertEqual(read_manifest(out), read_manifest(self.d("b")))
         for path in read_manifest(self.d("b")):
             self.assertTrue(os.path.samefile(os.path.join(out, path),
-                                             os.path.join(self.d("a" if "_n0" not in path else "c"), path)))
+                                             os.path.join(self.d("c" if make_sc10.is_near_miss(path) else "a"), path)))
 
     def test_merge_refuses(self):
         self.assertFalse(self.errors)

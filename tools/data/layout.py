@@ -39,6 +39,15 @@ def split_lists(root):
     return read_list("validation_list.txt"), read_list("testing_list.txt")
 
 
+def listed_missing(root, clips=None):
+    """{"folder/name.wav": split} for the clips that `root`'s validation or testing
+    list names but that are not on disk (sorted); `clips` is clip_splits(root) if
+    the caller has it."""
+    val, test = split_lists(root)
+    have = clip_splits(root) if clips is None else clips
+    return {rel: "validation" if rel in val else "testing" for rel in sorted((val | test) - set(have))}
+
+
 def clip_splits(root):
     """{"folder/name.wav": split} for every clip in a subfolder of `root` (sorted by
     folder, then name), the split read from the list files."""

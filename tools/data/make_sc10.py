@@ -185,8 +185,16 @@ G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None}
 
 # ----------------------------------------------------------------------------- splits
 
+NEAR_PREFIX = "n"            # a --near-miss clip's index is written n<index>
+
+
 def clip_name(speaker_id: str, index: int, prefix: str = "") -> str:
     return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{prefix}{index:05d}_nohash_0.wav"
+
+
+def is_near_miss(path: str) -> bool:
+    """Whether a clip's name (clip_name's <spk8>_<prefix><index>_nohash_0.wav) is a --near-miss clip's."""
+    return os.path.basename(path).split("_")[1].startswith(NEAR_PREFIX)
 
 
 def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
@@ -527,7 +535,7 @@ def make_speech_clip(seed: int, label: str, index: int) -> dict:
         mix *= np.float32(0.98 / peak(mix))
     level = db(peak(x) * g)
 
-    name = clip_name(speaker_id(spk), index, "n" if label == NEAR else "")
+    name = clip_name(speaker_id(spk), index, NEAR_PREFIX if label == NEAR else "")
     label = UNKNOWN if label == NEAR else label
     rel = f"{label}/{name}"
     write_wav(os.path.join(G["out"], rel), to_pcm16(rng, mix))
@@ -780,7 +788,7 @@ def main():
         "",
         *[f"{sp} voices: " + " ".join(v.id for v in G["voices"][sp]) for sp in vc.SPLITS],
         f"Near-miss _unknown_ clips (--near-miss, names <spk8>_n<index>_nohash_0.wav): "
-        f"{sum(1 for r in rows if '_n' in os.path.basename(r['path']).split('_nohash_')[0])}",
+        f"{sum(1 for r in rows if is_near_miss(r['path']))}",
         f"espeak-ng variants: {len(G['variants'])}. Clips per engine: " + ", ".join(f"{k} {v}" for k, v in sorted(eng.items())),
         "Skipped (did not render): " + (", ".join(skipped) if skipped else "none"),
         "",

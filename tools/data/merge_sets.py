@@ -30,16 +30,15 @@ import sys
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from tools.data import check_splits  # noqa: E402
-from tools.data.layout import clip_splits, split_lists  # noqa: E402
+from tools.data.layout import clip_splits, listed_missing  # noqa: E402
 
 LISTS = (("validation", "validation_list.txt"), ("testing", "testing_list.txt"))
 
 
 def read_source(src: str):
     """(clips {relpath: split}, manifest rows or None, manifest columns or None) of one folder."""
-    val, test = split_lists(src)
     clips = clip_splits(src)
-    missing = sorted((val | test) - set(clips))
+    missing = list(listed_missing(src, clips))
     if missing:
         raise ValueError(f"{src}: {len(missing)} listed clip(s) missing, e.g. {missing[0]}")
     rows, fields = None, None

@@ -21,7 +21,7 @@ import sys
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from tools.data.layout import NOISE, clip_splits, folder_label  # noqa: E402
+from tools.data.layout import NOISE, clip_splits, folder_label, listed_missing  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 
 
@@ -33,8 +33,13 @@ def run_json(cmd):
 
 
 def clip_accuracy(ks, model, data, split):
-    files = [rel for rel, s in clip_splits(data).items() if s == split and not rel.startswith(NOISE + "/")]
-    labels = None
+    splits = clip_splits(data)
+    files = [rel for rel, s in splits.items() if s == split and not rel.startswith(NOISE + "/")]
+    # a listed clip that is not on disk is an error, not a clip the split lacks
+    missing = [rel for rel, s in listed_missing(data, splits).items() if s == split]
+    if missing:
+        print(f"evaluate.py: {len(missing)} clip(s) of {data}'s {split} list missing, e.g. {missing[0]}; "
+              "counted as errors", file=sys.stderr)
     rows = []
     for i in range(0, len(files), 200):
         rows += run_json([ks, "classify", "-m", model, "--json"] + [os.path.join(data, f) for f in files[i:i + 200]])
@@ -42,7 +47,7 @@ def clip_accuracy(ks, model, data, split):
     labels = [l for l in info.split("labels", 1)[1].split("\n", 1)[0].strip().split(",")]
     idx = {l: i for i, l in enumerate(labels)}
     conf = [[0] * len(labels) for _ in labels]
-    errors = 0
+    errors = len(missing)
     for r in rows:
         if "error" in r:
             errors += 1
@@ -65,9 +70,10 @@ def clip_accuracy(ks, model, data, split):
               "keyword_accuracy": sum(conf[i][i] for i in kw) / max(1, kw_clips),
               "keyword_to_unknown": (sum(conf[i][unk] for i in kw) / max(1, kw_clips)) if unk is not None else None,
               "rejected": {labels[i]: sum(conf[i][j] for j in other) / max(1, sum(conf[i])) for i in other}}
-    result["per_voice"] = per_voice(rows, data, labels)
+    man = manifest(data)
+    result["per_voice"] = per_voice(rows, data, man)
     result["halfwords"] = halfwords(rows, data)
-    result["unknown_words"] = unknown_words(rows, data)
+    result["unknown_words"] = unknown_words(rows, data, man)
     return result
 
 
@@ -100,10 +106,11 @@ def manifest(data):
         return {r["path"]: r for r in csv.DictReader(f)}
 
 
-def unknown_words(rows, data):
-    """For the _unknown_ clips of a dataset with a manifest: per word said, the clips,
-    the share called a keyword and the keyword it is called most."""
-    word = {p: r.get("word", "") for p, r in manifest(data).items() if r["label"] == "_unknown_"}
+def unknown_words(rows, data, man):
+    """For the _unknown_ clips of a dataset with a manifest (`man`, from manifest()):
+    per word said, the clips, the share called a keyword and the keyword it is
+    called most."""
+    word = {p: r.get("word", "") for p, r in man.items() if r["label"] == "_unknown_"}
     out = {}
     for r in rows:
         w = word.get(os.path.relpath(r["file"], data)) if "error" not in r else None
@@ -117,9 +124,10 @@ def unknown_words(rows, data):
                 "most_called": max(sorted(c), key=c.get) if c else ""} for w, (n, c) in sorted(out.items())}
 
 
-def per_voice(rows, data, labels):
-    """Keyword accuracy per voice (engine:voice) from the dataset's manifest.csv, if any."""
-    voice = {p: f"{r['engine']}:{r['voice']}" for p, r in manifest(data).items()}
+def per_voice(rows, data, man):
+    """Keyword accuracy per voice (engine:voice) from the dataset's manifest (`man`,
+    from manifest()), if any."""
+    voice = {p: f"{r['engine']}:{r['voice']}" for p, r in man.items()}
     out = {}
     for r in rows:
         if "error" in r:
