@@ -167,7 +167,8 @@ def main() -> int:
     if args.data:
         c = clip_accuracy(args.ks, args.model, args.data, args.split)
         result["clips"] = c
-        print(f"{args.split}: {c['clips']} clips, accuracy {c['accuracy']:.4f}")
+        print(f"{args.split}: {c['clips']} clips, accuracy {c['accuracy']:.4f}"
+              + (f"; {c['errors']} clip(s) not classified (missing or unreadable)" if c["errors"] else ""))
         print("  " + ", ".join(f"{l} {a:.3f}" for l, a in c["per_label"].items()))
         print(f"  keywords: {c['keyword_accuracy']:.4f} right, {c['keyword_to_unknown'] or 0:.4f} called _unknown_; "
               "rejected: " + ", ".join(f"{l} {a:.3f}" for l, a in c["rejected"].items()))
