@@ -71,6 +71,15 @@ class Splits(unittest.TestCase):
         self.assertTrue(by_id["espeak-ng:de"].reads_as_keyword("app"))
         self.assertFalse(by_id["espeak-ng:en-us"].reads_as_keyword("of"))
         self.assertFalse(by_id["espeak-ng:cs"].reads_as_keyword("off"))  # a keyword is not "read as" one
+        # a doubled consonant reads as the single one: "app" is up where up is "ap"
+        for vid in ("espeak-ng:cs", "espeak-ng:fi", "festival:hy_fi_mv_diphone", "festival:czech_dita"):
+            self.assertEqual(by_id[vid].text_for("up"), "ap", vid)
+            self.assertTrue(by_id[vid].reads_as_keyword("app"), vid)
+        self.assertFalse(by_id["espeak-ng:en-us"].reads_as_keyword("app"))
+        # only the word's consonant collapses: French "one" (espeak-ng reads it as English
+        # "won") is not its "onne" for on
+        self.assertEqual(by_id["espeak-ng:fr-fr"].text_for("on"), "onne")
+        self.assertFalse(by_id["espeak-ng:fr-fr"].reads_as_keyword("one"))
         rng = make_sc10.np.random.default_rng(3)
         for v in vc.VOICES:
             for label in (make_sc10.UNKNOWN, make_sc10.NEAR):
@@ -83,10 +92,10 @@ class Splits(unittest.TestCase):
                 self.assertFalse({w for w in said if v.reads_as_keyword(w)}, v.id)
                 self.assertGreater(len(said), 10, v.id)
 
-    def _manifest(self, rows, lists):
+    def _manifest(self, rows, lists, more_fields=()):
         d = tempfile.mkdtemp()
         with open(os.path.join(d, "manifest.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["path", "split", "engine", "voice", "variant"])
+            w = csv.DictWriter(f, fieldnames=["path", "split", "engine", "voice", "variant", *more_fields])
             w.writeheader()
             w.writerows(rows)
         for split in ("validation", "testing"):
@@ -101,6 +110,15 @@ class Splits(unittest.TestCase):
         d = self._manifest(good, {"yes/b.wav": "testing"})
         r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+        # an _unknown_ word its voice reads as a keyword: a warning, not a failure
+        said = [dict(r, label=r["path"].split("/")[0], word="") for r in good]
+        said.append(dict(path="_unknown_/d.wav", split="testing", engine="festival", voice="czech_dita",
+                         variant="", label="_unknown_", word="app"))
+        d = self._manifest(said, {"yes/b.wav": "testing", "_unknown_/d.wav": "testing"}, ["label", "word"])
+        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: 1 _unknown_ clip(s) say a keyword", r.stderr)
+        self.assertIn("_unknown_/d.wav (testing): festival:czech_dita reads 'app'", r.stderr)
         bad = good + [dict(path="no/c.wav", split="training", engine="festival", voice="czech_dita", variant="")]
         d = self._manifest(bad, {"yes/b.wav": "testing"})
         r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)

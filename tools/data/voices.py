@@ -118,12 +118,23 @@ class Voice:
 
     def reads_as_keyword(self, word: str) -> bool:
         """True when this voice, given `word` (not a keyword) to read, gets the very text of
-        its respelling of a keyword: "of" for a voice that reads off as "of", "app" where
-        up is "app". Such a word is that keyword in this voice, never an _unknown_ word."""
-        return word not in KEYWORDS and word.lower() in {self.text_for(k).lower() for k in KEYWORDS}
+        its respelling of a keyword ("of" for a voice that reads off as "of", "app" where
+        up is "app"), or that text with a consonant doubled ("app" where up is "ap").
+        Such a word is that keyword in this voice, never an _unknown_ word: a doubled
+        consonant is read the same or only longer by the voices that respell
+        (espeak-ng -x: 'app = 'ap in lt, ro, pt, nl; ap: against ap in fi, it, et), and
+        English does not tell consonant length apart."""
+        if word in KEYWORDS:
+            return False
+        text = self.text_for(word).lower()
+        keyword_texts = {self.text_for(k).lower() for k in KEYWORDS}
+        return text in keyword_texts or DOUBLED_CONSONANT.sub(r"\1", text) in keyword_texts
 
     def __repr__(self):
         return f"Voice({self.id}, group {self.group})"
+
+
+DOUBLED_CONSONANT = re.compile(r"([bcdfghjklmnpqrstvwxz])\1+")
 
 
 def _espeak(name, script, family="espeak-accent"):
