@@ -464,7 +464,11 @@ TEST(GpuHostParity, BaseUnidirectionalMatchesPyTorch) { check_fixture(MEGA_GENER
 TEST(GpuHostParity, BaseBidirectionalMatchesPyTorch) { check_fixture(MEGA_GENERATED, "base_bi", 1e-4); }
 
 // Three streams in one batch (different audio, one reset midway) give what
-// three one-stream sessions give.
+// three one-stream sessions give, within the parity tolerance: the BLAS may
+// take another kernel for another matrix shape (OpenBLAS on a Xeon with
+// AVX-512 FP16 and AMX differed by up to 3.8e-6 on tiny_patch; this AMD
+// machine's build gives bit-identical logits), while mixing up two streams'
+// state moves the logits by far more.
 TEST(GpuHostBatch, BatchedStreamsEqualSingleStreams) {
   for (const char* name : {"tiny_uni", "tiny_patch", "tiny_relu2_scale_noffn"}) {
     Golden g;
@@ -497,7 +501,7 @@ TEST(GpuHostBatch, BatchedStreamsEqualSingleStreams) {
       ASSERT_EQ(batch.step(step_in.data(), logits.data()), mega::Status::ok);
       for (int b = 0; b < 3; ++b) {
         ASSERT_EQ(single[size_t(b)]->step(step_in.data() + b * cs, one.data()), mega::Status::ok);
-        EXPECT_LE(max_abs_diff(logits.data() + b * nc, one.data(), size_t(nc)), 1e-6)
+        EXPECT_LE(max_abs_diff(logits.data() + b * nc, one.data(), size_t(nc)), 2e-5)
             << name << " stream " << b << " chunk " << c;
       }
     }
