@@ -186,6 +186,7 @@ class NearMissAndMerge(unittest.TestCase):
             self.assertIn(row["word"], make_sc10.CONFUSABLE)
             self.assertIn(f"{row['engine']}:{row['voice']}", latin)
             self.assertEqual(row["split"], vc.split_of({v.id: v for v in vc.VOICES}[f"{row['engine']}:{row['voice']}"]))
+        self.assertFalse(make_sc10.is_near_miss("_unknown_/0a7c2a8d_nohash_0.wav"))  # a real clip's name
         with open(os.path.join(self.d("b"), "README.txt")) as f:
             near = [l for l in f.read().splitlines() if l.startswith("Near-miss _unknown_ clips")]
         self.assertEqual(len(near), 1)

@@ -193,8 +193,9 @@ def clip_name(speaker_id: str, index: int, prefix: str = "") -> str:
 
 
 def is_near_miss(path: str) -> bool:
-    """Whether a clip's name (clip_name's <spk8>_<prefix><index>_nohash_0.wav) is a --near-miss clip's."""
-    return os.path.basename(path).split("_")[1].startswith(NEAR_PREFIX)
+    """Whether a clip's name is clip_name's for a --near-miss clip: <spk8>_n<index>_nohash_0.wav
+    (a real Speech Commands name, <speaker>_nohash_<n>.wav, is not)."""
+    return re.fullmatch(rf"[0-9a-f]{{8}}_{NEAR_PREFIX}\d+_nohash_0\.wav", os.path.basename(path)) is not None
 
 
 def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
