@@ -59,18 +59,27 @@ def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
     return torch.softmax(logits.double(), dim=1).numpy()
 
 
+def recording_starts(streams, chunk_samples, hop_s):
+    """[(start_s, wav file name)] of recordings [(wav, csv)] played back to back,
+    each lasting its complete chunks (a posterior per chunk)."""
+    out, offset = [], 0.0
+    for wav, _ in streams:
+        out.append((offset, os.path.basename(wav)))
+        with wave.open(wav) as w:
+            offset += w.getnframes() // chunk_samples * hop_s
+    return out
+
+
 def pooled_posteriors(model, streams, hop_s):
     """Posteriors of several recordings back to back, with their labels'
     keywords and keyword-free stretches shifted to match: [(wav, csv)] ->
     (probs, keywords, free)."""
-    all_probs, keywords, free, offset = [], [], [], 0.0
-    for wav, csv_path in streams:
-        probs = stream_posteriors(model, train.read_wav(wav).astype(np.float32) / 32768.0)
+    all_probs, keywords, free = [], [], []
+    for (wav, csv_path), (offset, _) in zip(streams, recording_starts(streams, model.cfg.chunk_samples, hop_s)):
+        all_probs.append(stream_posteriors(model, train.read_wav(wav).astype(np.float32) / 32768.0))
         kws, fr = streamscore.read_stream_labels(csv_path)
         keywords += [(a + offset, b + offset, l) for a, b, l in kws]
         free += [(a + offset, b + offset) for a, b in fr]
-        all_probs.append(probs)
-        offset += len(probs) * hop_s
     return np.concatenate(all_probs), keywords, free
 
 
@@ -195,17 +204,13 @@ def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
     [(wav, csv)]: where it is, whether in a keyword-free stretch, and the
     labelled words (word, clip) overlapping the HEARD_BEFORE_S before it; then
     the clips heard before more than one false alarm in keyword-free stretches."""
-    rows, starts, offset = [], [], 0.0
-    for wav, csv_path in streams:
-        starts.append((offset, os.path.basename(wav)))
-        with wave.open(wav) as w:
-            hops = w.getnframes() // chunk_samples
+    rows, starts = [], recording_starts(streams, chunk_samples, hop_s)
+    for (_, csv_path), (offset, _) in zip(streams, starts):
         with open(csv_path) as f:
             for r in csv.DictReader(f):
                 if r["kind"] != "keyword_free":
                     rows.append((float(r["onset_s"]) + offset, float(r["offset_s"]) + offset, r["detail"],
                                  r["source"]))
-        offset += hops * hop_s
     lines, behind, n_free = [], collections.Counter(), 0
     for t, label in false_alarms:
         near = [r for r in rows if r[0] < t and r[1] > t - HEARD_BEFORE_S]
