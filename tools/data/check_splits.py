@@ -46,7 +46,7 @@ def check(data: str, warnings=None) -> list:
                 continue
             if vc.split_of(v) != r["split"]:
                 problems.append(f"{r['path']}: voice {vid} belongs to {vc.split_of(v)}, clip is in {r['split']}")
-            if r.get("label") == "_unknown_" and v.reads_as_keyword(r.get("word", "")) and warnings is not None:
+            if warnings is not None and r.get("label") == "_unknown_" and v.reads_as_keyword(r.get("word", "")):
                 warnings.append(f"{r['path']} ({r['split']}): {vid} reads {r['word']!r} as a keyword")
             groups.setdefault(v.group, set()).add(r["split"])
             counts[(r["split"], vid)] = counts.get((r["split"], vid), 0) + 1
