@@ -322,6 +322,17 @@ kw = [i for i, l in enumerate(c["labels"]) if not l.startswith("_")]
 assert words and sum(r["clips"] for r in words.values()) == sum(row), (words, row)
 assert round(sum(r["called_a_keyword"] * r["clips"] for r in words.values())) == sum(row[i] for i in kw), (words, row)
 assert all((r["most_called"] in c["labels"]) == (r["called_a_keyword"] > 0) for r in words.values()), words
+# pooled by kind of word, the same clips and the same rejections
+kinds = c["unknown_kinds"]
+assert set(kinds) <= {"speech_commands", "near_miss", "other"} and kinds, kinds
+assert sum(r["clips"] for r in kinds.values()) == sum(row), (kinds, row)
+assert round(sum((1 - r["rejected"]) * r["clips"] for r in kinds.values())) == sum(row[i] for i in kw), kinds
+# per noise condition of the manifest: every keyword clip once, the same keywords right
+noise = c["per_noise"]
+assert noise, "no keyword clips with a manifest row"
+assert sum(r["clips"] for r in noise.values()) == sum(sum(c["confusion"][i]) for i in kw), noise
+assert round(sum(r["keyword_accuracy"] * r["clips"] for r in noise.values())) == sum(c["confusion"][i][i] for i in kw)
+assert round(sum(r["called_unknown"] * r["clips"] for r in noise.values())) == sum(c["confusion"][i][u] for i in kw)
 print(f"evaluate.py: {len(words)} _unknown_ words, {sum(row[i] for i in kw)} clips called a keyword")
 PY
 if $PY "$ROOT/tools/data/make_splices.py" --data "$T/data" --split training --out "$T/half" 2>/dev/null; then

@@ -22,6 +22,7 @@ if not __package__:  # run as a file, not with -m: import the tools package from
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tools.data.layout import NOISE, clip_splits, folder_label, listed_missing  # noqa: E402
+from tools.data.make_sc10 import CONFUSABLE, SC_OTHER  # noqa: E402
 from tools.train import streamscore  # noqa: E402
 
 
@@ -74,6 +75,8 @@ def clip_accuracy(ks, model, data, split):
     result["per_voice"] = per_voice(rows, data, man)
     result["halfwords"] = halfwords(rows, data)
     result["unknown_words"] = unknown_words(rows, data, man)
+    result["unknown_kinds"] = unknown_kinds(result["unknown_words"])
+    result["per_noise"] = per_noise(rows, data, man)
     return result
 
 
@@ -141,6 +144,34 @@ def per_voice(rows, data, man):
     return {v: {"clips": n, "keyword_accuracy": k / n} for v, (n, k) in sorted(out.items())}
 
 
+def unknown_kinds(words):
+    """unknown_words() pooled by the kind of word: the other Speech Commands words,
+    the keywords' near misses (make_sc10.CONFUSABLE) and the rest (common words):
+    per kind, the clips and the share rejected (not called a keyword)."""
+    out = {}
+    for w, r in words.items():
+        kind = "speech_commands" if w in SC_OTHER else "near_miss" if w in CONFUSABLE else "other"
+        n, called = out.get(kind, (0, 0.0))
+        out[kind] = (n + r["clips"], called + r["clips"] * r["called_a_keyword"])
+    return {k: {"clips": n, "rejected": 1 - c / n} for k, (n, c) in sorted(out.items())}
+
+
+def per_noise(rows, data, man):
+    """Keyword accuracy and the share called _unknown_ per noise kind and SNR
+    of the clip as generated (manifest columns noise, snr_db; "clean" without
+    noise); {} without a manifest."""
+    out = {}
+    for r in rows:
+        m = man.get(os.path.relpath(r["file"], data)) if "error" not in r else None
+        if m is None or m["label"].startswith("_"):
+            continue
+        key = (m["noise"], float(m["snr_db"])) if m.get("noise") else ("", 0.0)
+        n, right, unknown = out.get(key, (0, 0, 0))
+        out[key] = (n + 1, right + (r["label"] == m["label"]), unknown + (r["label"] == "_unknown_"))
+    return {f"{k[0]} {k[1]:g} dB" if k[0] else "clean": {"clips": n, "keyword_accuracy": a / n, "called_unknown": u / n}
+            for k, (n, a, u) in sorted(out.items())}
+
+
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.94, 0.96, 0.98)
 SWEEP_SMOOTHING = (2, 3, 5)
 
@@ -177,6 +208,12 @@ def main() -> int:
         for v, r in c["halfwords"].items():
             print(f"  half-keyword {v}: {r['called_the_keyword']:.3f} called the keyword, "
                   f"{r['called_a_keyword']:.3f} a keyword ({r['clips']} clips)")
+        if c["unknown_kinds"]:
+            print("  _unknown_ rejected by kind of word: " + ", ".join(
+                f"{k} {r['rejected']:.3f} ({r['clips']})" for k, r in c["unknown_kinds"].items()))
+        if c["per_noise"]:
+            print("  keywords right by noise: " + ", ".join(
+                f"{k} {r['keyword_accuracy']:.2f} ({r['clips']})" for k, r in c["per_noise"].items()))
         worst = sorted(c["unknown_words"].items(), key=lambda kv: -kv[1]["called_a_keyword"])[:12]
         if worst:
             print("  _unknown_ words most often called a keyword: " + ", ".join(
