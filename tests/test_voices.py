@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The synthetic data's voice pool: reserved voices are refused by name, and the
 splits are voice-disjoint (no voice group in two splits); make_sc10.py's
---near-miss clips leave every other clip as it was, and merge_sets.py joins
-such a folder to a dataset, refusing what would break the splits."""
+--near-miss and --accent clips leave every other clip as it was, and
+merge_sets.py joins such a folder to a dataset, refusing what would break the
+splits. The accented keywords are read as given and are no _unknown_ word."""
 
 import csv
 import os
@@ -92,6 +93,24 @@ class Splits(unittest.TestCase):
                 self.assertFalse({w for w in said if v.reads_as_keyword(w)}, v.id)
                 self.assertGreater(len(said), 10, v.id)
 
+    def test_accents_read_as_given_and_are_no_unknown_word(self):
+        def phonemes(voice, text):
+            out = subprocess.run(["espeak-ng", "-q", "-x", "-v", voice, text], capture_output=True, text=True,
+                                 check=True).stdout
+            return out.replace(" ", "").replace("\n", "")
+        def bare(ph):  # without stress marks
+            return ph.replace("'", "").replace(",", "")
+        words = sorted(set(make_sc10.UNKNOWN_WORDS) | set(make_sc10.CONFUSABLE))
+        for name in vc.ESPEAK_ENGLISH:
+            said = {bare(phonemes(name, w)): w for w in words}
+            for kw, alts in vc.ACCENT_PHONEMES.items():
+                for ph in alts:
+                    # espeak-ng stops at a phoneme name it does not know ("AI" gives "r")
+                    self.assertEqual(phonemes(name, f"[[{ph}]]"), ph, (name, kw))
+                    self.assertNotIn(bare(ph), said, (name, kw, ph))
+        # the check can fail: [ap] is how they read "app"
+        self.assertEqual(bare(phonemes("en-us", "app")), "ap")
+
     def _manifest(self, rows, lists, more_fields=()):
         d = tempfile.mkdtemp()
         with open(os.path.join(d, "manifest.csv"), "w", newline="") as f:
@@ -147,15 +166,15 @@ def read_lists(d):
 
 class NearMissAndMerge(unittest.TestCase):
     """Three small generations side by side: A (keywords, _unknown_, _silence_), B (A's
-    arguments plus --near-miss 8) and C (the near misses alone); then A + C merged."""
+    arguments plus --near-miss 8 --accent 6) and C (those alone); then A + C merged."""
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp()
         gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
         runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
-                "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8"],
-                "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8"]}
+                "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6"],
+                "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"]}
         procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
                                       "--seed", "5"] + a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for k, a in runs.items()}
@@ -172,25 +191,36 @@ class NearMissAndMerge(unittest.TestCase):
     def test_near_miss_clips(self):
         self.assertFalse(self.errors)
         a, b, c = (read_manifest(self.d(k)) for k in "abc")
-        self.assertEqual(len(c), 8)
+        self.assertEqual(len(c), 14)
         self.assertEqual(set(b), set(a) | set(c))  # the near misses are added, nothing else changes
         for path, row in a.items():
-            self.assertFalse(make_sc10.is_near_miss(path), path)
+            self.assertFalse(make_sc10.is_near_miss(path) or make_sc10.is_accent(path), path)
             self.assertEqual(row, b[path], path)
             with open(os.path.join(self.d("a"), path), "rb") as fa, open(os.path.join(self.d("b"), path), "rb") as fb:
                 self.assertEqual(fa.read(), fb.read(), path)
         latin = {v.id for v in vc.VOICES if v.script in vc.LATIN}
+        english = {f"espeak-ng:{n}" for n in vc.ESPEAK_ENGLISH}
         for path, row in c.items():
             self.assertEqual(row, b[path], path)
-            self.assertTrue(path.startswith("_unknown_/") and make_sc10.is_near_miss(path), path)
-            self.assertIn(row["word"], make_sc10.CONFUSABLE)
-            self.assertIn(f"{row['engine']}:{row['voice']}", latin)
-            self.assertEqual(row["split"], vc.split_of({v.id: v for v in vc.VOICES}[f"{row['engine']}:{row['voice']}"]))
+            voice = f"{row['engine']}:{row['voice']}"
+            if make_sc10.is_accent(path):
+                self.assertFalse(make_sc10.is_near_miss(path), path)
+                self.assertTrue(path.startswith(row["word"] + "/") and row["label"] == row["word"], row)
+                self.assertIn(row["text"][2:-2], vc.ACCENT_PHONEMES[row["word"]])
+                self.assertIn(voice, english)
+            else:
+                self.assertTrue(path.startswith("_unknown_/") and make_sc10.is_near_miss(path), path)
+                self.assertIn(row["word"], make_sc10.CONFUSABLE)
+                self.assertIn(voice, latin)
+            self.assertEqual(row["split"], vc.split_of({v.id: v for v in vc.VOICES}[voice]))
+        self.assertEqual(sum(map(make_sc10.is_accent, c)), 6)
         self.assertFalse(make_sc10.is_near_miss("_unknown_/0a7c2a8d_nohash_0.wav"))  # a real clip's name
         with open(os.path.join(self.d("b"), "README.txt")) as f:
             near = [l for l in f.read().splitlines() if l.startswith("Near-miss _unknown_ clips")]
         self.assertEqual(len(near), 1)
         self.assertTrue(near[0].endswith(": 8"), near)
+        with open(os.path.join(self.d("b"), "README.txt")) as f:
+            self.assertIn("Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): 6", f.read())
 
     def test_merge_equals_one_generation(self):
         self.assertFalse(self.errors)
@@ -202,7 +232,8 @@ class NearMissAndMerge(unittest.TestCase):
         self.assertEqual(read_manifest(out), read_manifest(self.d("b")))
         for path in read_manifest(self.d("b")):
             self.assertTrue(os.path.samefile(os.path.join(out, path),
-                                             os.path.join(self.d("c" if make_sc10.is_near_miss(path) else "a"), path)))
+                                             os.path.join(self.d("c" if make_sc10.is_near_miss(path) or make_sc10.is_accent(path)
+                                                        else "a"), path)))
 
     def test_merge_refuses(self):
         self.assertFalse(self.errors)

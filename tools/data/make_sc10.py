@@ -69,6 +69,11 @@ generators of their own (label code NEAR_CODE), so they leave every other clip
 as it was: a folder of them alone (--per-word 0 --unknown 0 --silence 0) can be
 merged into an existing dataset with tools/data/merge_sets.py.
 
+--accent N adds N more keyword clips in the same way (label code ACCENT_CODE,
+"<spk8>_a<index>_nohash_0.wav"): a keyword drawn at random, said by an English
+espeak-ng voice of the clip's split through one of its accented pronunciations
+(voices.ACCENT_PHONEMES, given as phonemes, [[...]]).
+
 Resuming: clips are made in shards of SHARD whose results are kept in
 OUT/parts/; the same command run again after an interruption continues after
 the last finished shard.
@@ -151,6 +156,8 @@ CONFUSABLE = NEAR_MISS + ("yell less mess "       # yes
 assert not set(CONFUSABLE) & set(KEYWORDS) and len(set(CONFUSABLE)) == len(CONFUSABLE)
 NEAR = "_near_"              # task label of a --near-miss clip (an _unknown_ clip)
 NEAR_CODE = 1001             # its SeedSequence label code
+ACCENT = "_accent_"          # task label of an --accent clip (a keyword clip)
+ACCENT_CODE = 1002           # its SeedSequence label code
 
 P_NO_VARIANT = 0.05          # espeak-ng clips rendered with the bare voice
 RATE_RANGE = (110, 220)      # espeak-ng -s
@@ -186,6 +193,7 @@ G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None}
 # ----------------------------------------------------------------------------- splits
 
 NEAR_PREFIX = "n"            # a --near-miss clip's index is written n<index>
+ACCENT_PREFIX = "a"          # an --accent clip's index is written a<index>
 
 
 def clip_name(speaker_id: str, index: int, prefix: str = "") -> str:
@@ -196,6 +204,11 @@ def is_near_miss(path: str) -> bool:
     """Whether a clip's name is clip_name's for a --near-miss clip: <spk8>_n<index>_nohash_0.wav
     (a real Speech Commands name, <speaker>_nohash_<n>.wav, is not)."""
     return re.fullmatch(rf"[0-9a-f]{{8}}_{NEAR_PREFIX}\d+_nohash_0\.wav", os.path.basename(path)) is not None
+
+
+def is_accent(path: str) -> bool:
+    """Whether a clip's name is clip_name's for an --accent clip: <spk8>_a<index>_nohash_0.wav."""
+    return re.fullmatch(rf"[0-9a-f]{{8}}_{ACCENT_PREFIX}\d+_nohash_0\.wav", os.path.basename(path)) is not None
 
 
 def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
@@ -411,10 +424,13 @@ def synthesize(spk: dict, text: str) -> np.ndarray:
     return load_16k(out)
 
 
-def draw_voice(rng: np.random.Generator, split: str, latin_only: bool = False) -> "vc.Voice":
+def draw_voice(rng: np.random.Generator, split: str, latin_only: bool = False,
+               english_espeak: bool = False) -> "vc.Voice":
     """A voice of `split`: a family by FAMILY_WEIGHTS (among those the split has), then a voice of it;
-    with latin_only, among the voices that read Latin script."""
-    pool = [v for v in G["voices"][split] if v.script in vc.LATIN or not latin_only]
+    with latin_only, among the voices that read Latin script; with english_espeak, among
+    espeak-ng's English voices."""
+    pool = [v for v in G["voices"][split] if (v.script in vc.LATIN or not latin_only)
+            and (not english_espeak or (v.engine == "espeak-ng" and v.script == "english"))]
     fams = sorted({v.family for v in pool})
     w = np.array([vc.FAMILY_WEIGHTS[f] for f in fams])
     fam = fams[int(rng.choice(len(fams), p=w / w.sum()))]
@@ -422,8 +438,9 @@ def draw_voice(rng: np.random.Generator, split: str, latin_only: bool = False) -
     return cands[int(rng.integers(len(cands)))]
 
 
-def draw_speaker(rng: np.random.Generator, split: str, latin_only: bool = False) -> dict:
-    v = draw_voice(rng, split, latin_only)
+def draw_speaker(rng: np.random.Generator, split: str, latin_only: bool = False,
+                 english_espeak: bool = False) -> dict:
+    v = draw_voice(rng, split, latin_only, english_espeak)
     spk = dict(engine=v.engine, voice=v.name, variant="", obj=v)
     if v.engine == "flite":
         spk.update(rate=round(float(rng.uniform(*STRETCH_RANGE)), 2), pitch=int(rng.integers(F0_RANGE[0], F0_RANGE[1] + 1)))
@@ -467,13 +484,20 @@ def draw_other_word(rng: np.random.Generator, v: "vc.Voice", label: str) -> str:
 
 def render_word(rng: np.random.Generator, label: str, split: str, fails: list, max_s: float = MAX_WORD_S):
     """Draw a speaker of `split` and a word for `label` (the keyword, an unknown word the
-    voice can read, or for NEAR a CONFUSABLE word said by a Latin-script voice), render,
-    warp and trim it; returns (spk, word, audio, tempo, warp) or None after 6 tries."""
+    voice can read, for NEAR a CONFUSABLE word said by a Latin-script voice, for ACCENT a
+    keyword said by an English espeak-ng voice in an accent of vc.ACCENT_PHONEMES), render,
+    warp and trim it; returns (spk, word, text, audio, tempo, warp) or None after 6 tries."""
     for _ in range(6):
-        spk = draw_speaker(rng, split, latin_only=label == NEAR)
+        spk = draw_speaker(rng, split, latin_only=label == NEAR, english_espeak=label == ACCENT)
         v = spk["obj"]
-        word = draw_other_word(rng, v, label) if label in (UNKNOWN, NEAR) else label
-        x = trim(synthesize(spk, v.text_for(word)))
+        if label == ACCENT:
+            word = KEYWORDS[int(rng.integers(len(KEYWORDS)))]
+            alts = vc.ACCENT_PHONEMES[word]
+            text = f"[[{alts[int(rng.integers(len(alts)))]}]]"
+        else:
+            word = draw_other_word(rng, v, label) if label in (UNKNOWN, NEAR) else label
+            text = v.text_for(word)
+        x = trim(synthesize(spk, text))
         wf = float(rng.uniform(*WARP_RANGE)) if rng.random() < P_WARP else 1.0
         if wf != 1.0 and len(x):
             x = trim(warp(x, wf))
@@ -490,7 +514,7 @@ def render_word(rng: np.random.Generator, label: str, split: str, fails: list, m
             if not (MIN_WORD_S * SR <= len(x) <= max_s * SR):
                 fails.append((speaker_id(spk), "tempo failed"))
                 continue
-        return spk, word, x, tempo, wf
+        return spk, word, text, x, tempo, wf
     return None
 
 
@@ -502,15 +526,16 @@ def draw_split(rng: np.random.Generator) -> str:
 # ----------------------------------------------------------------------------- clip makers
 
 def make_speech_clip(seed: int, label: str, index: int) -> dict:
-    """Clip `index` of `label` (a keyword, UNKNOWN, or NEAR: an UNKNOWN clip of a near-miss word)."""
-    code = NEAR_CODE if label == NEAR else LABELS.index(label)
+    """Clip `index` of `label` (a keyword, UNKNOWN, NEAR: an UNKNOWN clip of a near-miss word,
+    or ACCENT: a keyword clip in an accent)."""
+    code = NEAR_CODE if label == NEAR else ACCENT_CODE if label == ACCENT else LABELS.index(label)
     rng = clip_rng(seed, code, index)
     split = draw_split(rng)
     fails = []
     got = render_word(rng, label, split, fails)
     if got is None:
         return dict(row=None, fails=fails, error=f"{label}/{index}: could not render it with a {split} voice")
-    spk, word, w, tempo, wf = got
+    spk, word, text, w, tempo, wf = got
 
     guard = min(int(0.02 * SR), (CLIP - len(w)) // 2)  # keep >= 20 ms (when possible) from the clip edges
     offset = int(rng.integers(guard, CLIP - len(w) - guard + 1))
@@ -536,14 +561,14 @@ def make_speech_clip(seed: int, label: str, index: int) -> dict:
         mix *= np.float32(0.98 / peak(mix))
     level = db(peak(x) * g)
 
-    name = clip_name(speaker_id(spk), index, NEAR_PREFIX if label == NEAR else "")
-    label = UNKNOWN if label == NEAR else label
+    name = clip_name(speaker_id(spk), index, {NEAR: NEAR_PREFIX, ACCENT: ACCENT_PREFIX}.get(label, ""))
+    label = {NEAR: UNKNOWN, ACCENT: word}.get(label, label)
     rel = f"{label}/{name}"
     write_wav(os.path.join(G["out"], rel), to_pcm16(rng, mix))
     row = dict(path=rel, label=label, split=split, engine=spk["engine"], voice=spk["voice"],
                variant=spk["variant"], rate=spk["rate"], pitch=spk["pitch"], snr_db="" if snr is None else snr,
                reverb=rev, band=band, level_dbfs=f"{level:.1f}", offset_s=f"{offset / SR:.4f}", word=word,
-               word_dur_s=f"{len(w) / SR:.4f}", tempo=f"{tempo:.3f}", noise=noise_kind, text=spk["obj"].text_for(word),
+               word_dur_s=f"{len(w) / SR:.4f}", tempo=f"{tempo:.3f}", noise=noise_kind, text=text,
                warp=f"{wf:.3f}")
     return dict(row=row, fails=fails, error=None)
 
@@ -601,7 +626,7 @@ def bank_word(seed: int, index: int):
     got = render_word(rng, UNKNOWN, "training", [], max_s=2.0)  # training voices only
     if got is None:
         return None
-    return (got[2] / max(peak(got[2]), 1e-9)).astype(np.float32)
+    return (got[3] / max(peak(got[3]), 1e-9)).astype(np.float32)
 
 
 def do_task(task):
@@ -658,6 +683,9 @@ def main():
     ap.add_argument("--near-miss", type=int, default=0, metavar="N",
                     help="N more _unknown_ clips, each a near miss of a keyword (CONFUSABLE) said by a "
                          "Latin-script voice; drawn from their own seeds, so adding them changes no other clip")
+    ap.add_argument("--accent", type=int, default=0, metavar="N",
+                    help="N more keyword clips, each said by an English espeak-ng voice in an accent "
+                         "(voices.ACCENT_PHONEMES); drawn from their own seeds like --near-miss")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
     for tool in ("espeak-ng", "flite", "sox", "text2wave"):
@@ -709,7 +737,9 @@ def main():
         counts[UNKNOWN], counts[SILENCE] = args.unknown, args.silence
         if args.near_miss:
             counts[NEAR] = args.near_miss
-        order = LABELS + [NEAR]
+        if args.accent:
+            counts[ACCENT] = args.accent
+        order = LABELS + [NEAR, ACCENT]
         tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))]
         # interleave labels so that progress and load are even
         tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
@@ -790,6 +820,8 @@ def main():
         *[f"{sp} voices: " + " ".join(v.id for v in G["voices"][sp]) for sp in vc.SPLITS],
         f"Near-miss _unknown_ clips (--near-miss, names <spk8>_n<index>_nohash_0.wav): "
         f"{sum(1 for r in rows if is_near_miss(r['path']))}",
+        f"Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): "
+        f"{sum(1 for r in rows if is_accent(r['path']))}",
         f"espeak-ng variants: {len(G['variants'])}. Clips per engine: " + ", ".join(f"{k} {v}" for k, v in sorted(eng.items())),
         "Skipped (did not render): " + (", ".join(skipped) if skipped else "none"),
         "",

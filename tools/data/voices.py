@@ -89,6 +89,27 @@ OVERRIDES = {
                                          off="ऑफ्", stop="स्टॉप्"),
 }
 
+# Accented pronunciations of the keywords for the English espeak-ng voices
+# (make_sc10.py --accent): espeak-ng phoneme input ([[...]], its English phoneme
+# names), one vowel or consonant changed the way English accents change it: the
+# GOAT vowel as [o:], [VU] (close to southern British [@U]) or [0U], PRICE as
+# [OI] or [0I], MOUTH as [a:U] or [EU], LOT as [A:] or [O:], STRUT as [U] or
+# [@], DRESS raised. Each must stay the keyword, never an _unknown_ word ([ap]
+# is "app"): every English voice reads each as given, and none as it reads a
+# word of make_sc10.UNKNOWN_WORDS or CONFUSABLE (tests/test_voices.py).
+ACCENT_PHONEMES = {
+    "yes": ["j'Es", "j'es", "j'Is"],
+    "no": ["n'oU", "n'o:", "n'VU", "n'0U"],
+    "up": ["'Vp", "'Up", "'@p"],
+    "down": ["d'aUn", "d'a:Un", "d'EUn"],
+    "left": ["l'Eft", "l'eft"],
+    "right": ["r'aIt", "r'OIt", "r'0It"],
+    "on": ["'0n", "'A:n", "'O:n"],
+    "off": ["'0f", "'O:f", "'A:f"],
+    "stop": ["st'0p", "st'A:p", "st'O:p"],
+    "go": ["g'oU", "g'o:", "g'VU", "g'0U"],
+}
+
 # Other words for voices that cannot read Latin script (none is close to a keyword).
 NATIVE_UNKNOWN = {
     "cyrillic": "привет дом вода один два три четыре пять время город работа книга окно сегодня хорошо "
@@ -209,6 +230,7 @@ def _check_tables():
     assert len(groups) == len(set(groups)), "a group in two held-out splits"
     known = {v.group for v in VOICES}
     assert set(groups) <= known, f"unknown held-out groups {set(groups) - known}"
+    assert set(ACCENT_PHONEMES) == set(KEYWORDS)
     for script, table in RESPELL.items():
         assert not table or set(table) == set(KEYWORDS), script
     ids = {v.id for v in VOICES}
