@@ -200,15 +200,20 @@ def clip_name(speaker_id: str, index: int, prefix: str = "") -> str:
     return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{prefix}{index:05d}_nohash_0.wav"
 
 
-def is_near_miss(path: str) -> bool:
-    """Whether a clip's name is clip_name's for a --near-miss clip: <spk8>_n<index>_nohash_0.wav
+def _named_with(path: str, prefix: str) -> bool:
+    """Whether a clip's name is clip_name's with this index prefix: <spk8>_<prefix><index>_nohash_0.wav
     (a real Speech Commands name, <speaker>_nohash_<n>.wav, is not)."""
-    return re.fullmatch(rf"[0-9a-f]{{8}}_{NEAR_PREFIX}\d+_nohash_0\.wav", os.path.basename(path)) is not None
+    return re.fullmatch(rf"[0-9a-f]{{8}}_{prefix}\d+_nohash_0\.wav", os.path.basename(path)) is not None
+
+
+def is_near_miss(path: str) -> bool:
+    """Whether a clip is a --near-miss clip, by its name."""
+    return _named_with(path, NEAR_PREFIX)
 
 
 def is_accent(path: str) -> bool:
-    """Whether a clip's name is clip_name's for an --accent clip: <spk8>_a<index>_nohash_0.wav."""
-    return re.fullmatch(rf"[0-9a-f]{{8}}_{ACCENT_PREFIX}\d+_nohash_0\.wav", os.path.basename(path)) is not None
+    """Whether a clip is an --accent clip, by its name."""
+    return _named_with(path, ACCENT_PREFIX)
 
 
 def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
