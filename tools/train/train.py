@@ -63,7 +63,7 @@ PRESETS = {
     "demo": dict(_DEMO, patch_features="logpower"),
     # Wider (D 96, H 192): about twice the parameters and compute of "demo".
     "demo-wide": _WIDE,
-    # "demo-wide" with six layers instead of four: about 1.5 times its parameters and compute.
+    # "demo-wide" with six layers instead of four: about 1.4 times its parameters and compute.
     "demo-deep": dict(_WIDE, n_layers=6),
     # "demo" with linear patch features (the model shipped before; learns far slower).
     "demo-linear": dict(_DEMO),
