@@ -65,11 +65,11 @@ list files hold the splits, and tools/data/check_splits.py verifies them.
 --near-miss N adds N more _unknown_ clips, each a near miss of a keyword
 (CONFUSABLE: "yet", "nope", "goal", "good", "call", ...) said by a Latin-script
 voice of the clip's split, named "<spk8>_n<index>_nohash_0.wav" and drawn from
-generators of their own (label code NEAR_CODE), so they leave every other clip
+generators of their own (label code EXTRA[NEAR]), so they leave every other clip
 as it was: a folder of them alone (--per-word 0 --unknown 0 --silence 0) can be
 merged into an existing dataset with tools/data/merge_sets.py.
 
---accent N adds N more keyword clips in the same way (label code ACCENT_CODE,
+--accent N adds N more keyword clips in the same way (label code EXTRA[ACCENT],
 "<spk8>_a<index>_nohash_0.wav"): a keyword drawn at random, said by an English
 espeak-ng voice of the clip's split through one of its accented pronunciations
 (voices.ACCENT_PHONEMES, given as phonemes, [[...]]).
@@ -155,9 +155,10 @@ CONFUSABLE = NEAR_MISS + ("yell less mess "       # yes
                           "good call cold code coat low").split()  # go
 assert not set(CONFUSABLE) & set(KEYWORDS) and len(set(CONFUSABLE)) == len(CONFUSABLE)
 NEAR = "_near_"              # task label of a --near-miss clip (an _unknown_ clip)
-NEAR_CODE = 1001             # its SeedSequence label code
 ACCENT = "_accent_"          # task label of an --accent clip (a keyword clip)
-ACCENT_CODE = 1002           # its SeedSequence label code
+# The extra task labels: their SeedSequence label code and the prefix of a clip's
+# index in its name (clip_name), e.g. <spk8>_n<index>_nohash_0.wav.
+EXTRA = {NEAR: (1001, "n"), ACCENT: (1002, "a")}
 
 P_NO_VARIANT = 0.05          # espeak-ng clips rendered with the bare voice
 RATE_RANGE = (110, 220)      # espeak-ng -s
@@ -192,10 +193,6 @@ G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None}
 
 # ----------------------------------------------------------------------------- splits
 
-NEAR_PREFIX = "n"            # a --near-miss clip's index is written n<index>
-ACCENT_PREFIX = "a"          # an --accent clip's index is written a<index>
-
-
 def clip_name(speaker_id: str, index: int, prefix: str = "") -> str:
     return f"{hashlib.sha1(speaker_id.encode('utf-8')).hexdigest()[:8]}_{prefix}{index:05d}_nohash_0.wav"
 
@@ -208,12 +205,12 @@ def _named_with(path: str, prefix: str) -> bool:
 
 def is_near_miss(path: str) -> bool:
     """Whether a clip is a --near-miss clip, by its name."""
-    return _named_with(path, NEAR_PREFIX)
+    return _named_with(path, EXTRA[NEAR][1])
 
 
 def is_accent(path: str) -> bool:
     """Whether a clip is an --accent clip, by its name."""
-    return _named_with(path, ACCENT_PREFIX)
+    return _named_with(path, EXTRA[ACCENT][1])
 
 
 def clip_rng(seed: int, code: int, index: int) -> np.random.Generator:
@@ -533,7 +530,7 @@ def draw_split(rng: np.random.Generator) -> str:
 def make_speech_clip(seed: int, label: str, index: int) -> dict:
     """Clip `index` of `label` (a keyword, UNKNOWN, NEAR: an UNKNOWN clip of a near-miss word,
     or ACCENT: a keyword clip in an accent)."""
-    code = NEAR_CODE if label == NEAR else ACCENT_CODE if label == ACCENT else LABELS.index(label)
+    code, prefix = EXTRA[label] if label in EXTRA else (LABELS.index(label), "")
     rng = clip_rng(seed, code, index)
     split = draw_split(rng)
     fails = []
@@ -566,7 +563,7 @@ def make_speech_clip(seed: int, label: str, index: int) -> dict:
         mix *= np.float32(0.98 / peak(mix))
     level = db(peak(x) * g)
 
-    name = clip_name(speaker_id(spk), index, {NEAR: NEAR_PREFIX, ACCENT: ACCENT_PREFIX}.get(label, ""))
+    name = clip_name(speaker_id(spk), index, prefix)
     label = {NEAR: UNKNOWN, ACCENT: word}.get(label, label)
     rel = f"{label}/{name}"
     write_wav(os.path.join(G["out"], rel), to_pcm16(rng, mix))

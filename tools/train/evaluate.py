@@ -109,14 +109,22 @@ def manifest(data):
         return {r["path"]: r for r in csv.DictReader(f)}
 
 
+def described(rows, data, man):
+    """The classify rows that ran and that the manifest (`man`, from manifest())
+    lists, each with its manifest row: (row, manifest row)."""
+    for r in rows:
+        m = man.get(os.path.relpath(r["file"], data)) if "error" not in r else None
+        if m is not None:
+            yield r, m
+
+
 def unknown_words(rows, data, man):
     """For the _unknown_ clips of a dataset with a manifest (`man`, from manifest()):
     per word said, the clips, the share called a keyword and the keyword it is
     called most."""
-    word = {p: r.get("word", "") for p, r in man.items() if r["label"] == "_unknown_"}
     out = {}
-    for r in rows:
-        w = word.get(os.path.relpath(r["file"], data)) if "error" not in r else None
+    for r, m in described(rows, data, man):
+        w = m.get("word", "") if m["label"] == "_unknown_" else ""
         if not w:
             continue
         n, called = out.get(w, (0, {}))
@@ -130,17 +138,13 @@ def unknown_words(rows, data, man):
 def per_voice(rows, data, man):
     """Keyword accuracy per voice (engine:voice) from the dataset's manifest (`man`,
     from manifest()), if any."""
-    voice = {p: f"{r['engine']}:{r['voice']}" for p, r in man.items()}
     out = {}
-    for r in rows:
-        if "error" in r:
+    for r, m in described(rows, data, man):
+        if m["label"].startswith("_"):
             continue
-        rel = os.path.relpath(r["file"], data)
-        truth = rel.split("/")[0]
-        if truth.startswith("_") or rel not in voice:
-            continue
-        n, k = out.get(voice[rel], (0, 0))
-        out[voice[rel]] = (n + 1, k + (r["label"] == truth))
+        voice = f"{m['engine']}:{m['voice']}"
+        n, k = out.get(voice, (0, 0))
+        out[voice] = (n + 1, k + (r["label"] == m["label"]))
     return {v: {"clips": n, "keyword_accuracy": k / n} for v, (n, k) in sorted(out.items())}
 
 
@@ -161,9 +165,8 @@ def per_noise(rows, data, man):
     of the clip as generated (manifest columns noise, snr_db; "clean" without
     noise); {} without a manifest."""
     out = {}
-    for r in rows:
-        m = man.get(os.path.relpath(r["file"], data)) if "error" not in r else None
-        if m is None or m["label"].startswith("_"):
+    for r, m in described(rows, data, man):
+        if m["label"].startswith("_"):
             continue
         key = (m["noise"], float(m["snr_db"])) if m.get("noise") else ("", 0.0)
         n, right, unknown = out.get(key, (0, 0, 0))
