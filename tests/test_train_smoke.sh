@@ -37,7 +37,7 @@ grep -q "resumed at step 100" "$T/resume.log"
 # a run stopped (--stop-at) and resumed draws the same batches and augmentations, so its losses are those
 # of the run in one go, to the printed digit
 AUG="--preset smoke --steps 20 --batch 16 --warmup 5 --max-per-class 2 --eval-every 10 --threads 1 --seed 7
-     --noise-prob 0.5 --speed-prob 0.5 --warp-prob 0.5 --mask-prob 0.5"
+     --noise-prob 0.5 --speed-prob 0.5 --color-prob 0.5 --warp-prob 0.5 --mask-prob 0.5"
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/whole" $AUG >/dev/null
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/split" $AUG --stop-at 10 >"$T/stop.log"
 grep -q "stopped at step 10 of 20" "$T/stop.log"
@@ -152,6 +152,47 @@ for f in train.SPEED_RANGE + (1.0,):
     assert abs(dur - 2000 / f) < 12 and abs(mid - 8000) < 8, (f, dur, mid)
     assert abs(pitch - 440 * f) < 2, (f, pitch)
 print("change_speed: duration and pitch scale with the factor")
+PY
+# --color-prob: recolor moves the formants of a vowel by the factor and keeps its
+# pitch, timing and RMS; a tilt moves energy between low and high bands; 1, 0 is
+# the identity
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import numpy as np
+from tools.train import train
+sr, f0 = 16000, 120
+hz = np.fft.rfftfreq(sr, 1 / sr)
+pulses = np.zeros(sr)
+pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
+formants = (700, 1200, 2600)
+x = np.fft.irfft(np.fft.rfft(pulses) * sum(1 / (1 + ((hz - f) / 80) ** 2) for f in formants), sr).astype(np.float32)
+x *= 0.3 / np.abs(x).max()
+x[:2000] = x[-2000:] = 0
+def band_db(v, lo, hi):
+    p = np.abs(np.fft.rfft(v)) ** 2
+    return 10 * np.log10(p[(hz >= lo) & (hz < hi)].sum() + 1e-12)
+def pitch(v):
+    ac = np.correlate(v[4000:12000], v[4000:12000], "full")[7999:]
+    return sr / (np.argmax(ac[40:400]) + 40)
+y = train.recolor(x, 1.0, 0.0)
+assert y.dtype == np.float32 and len(y) == sr and np.abs(y - x).max() < 1e-5, "recolor(1, 0) is not the identity"
+for a in train.FORMANT_RANGE:
+    y = train.recolor(x, a, 0.0)
+    assert len(y) == sr and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
+    assert abs(pitch(y) - pitch(x)) < 1, (a, pitch(x), pitch(y))
+    assert np.abs(y[:1500]).max() < 1e-3 * np.abs(y).max(), "recolor smeared sound into the silence"
+    for f in formants:
+        # the energy near f now sits near a * f: the band around a * f gains, and
+        # against the band around f by far more
+        at_new = band_db(y, a * f - 60, a * f + 60) - band_db(x, a * f - 60, a * f + 60)
+        at_old = band_db(y, f - 60, f + 60) - band_db(x, f - 60, f + 60)
+        assert at_new > 5 and at_new - at_old > 10, (a, f, at_new, at_old)
+def f1_to_f3_db(v):
+    return band_db(v, 2540, 2660) - band_db(v, 640, 760)
+for t in train.TILT_RANGE:
+    y = train.recolor(x, 1.0, t)
+    change = f1_to_f3_db(y) - f1_to_f3_db(x)
+    assert abs(change - t * np.log2(2600 / 700)) < 1, (t, change)
+print("recolor: formants move by the factor, pitch and level stay; tilt as asked")
 PY
 # --warp-prob / --mask-prob: a warped filter responds at factor x its frequency; the
 # augmentation leaves evaluation (and so the converted model) untouched

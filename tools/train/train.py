@@ -223,6 +223,48 @@ def change_speed(clip: np.ndarray, factor: float) -> np.ndarray:
     return out
 
 
+FORMANT_RANGE = (0.86, 1.18)  # --color-prob: spectral-envelope warp factors (formants move, pitch stays)
+TILT_RANGE = (-3.0, 3.0)      # --color-prob: spectral tilt, dB per octave about 1 kHz
+COLOR_HOP = 128               # 8 ms hop of 32 ms frames (sqrt-Hann analysis and synthesis) ...
+COLOR_FRAME = 4 * COLOR_HOP   # ... a quarter-frame hop, which recolor's overlap-add assumes
+COLOR_LIFTER = 40             # cepstral coefficients kept for the envelope (2.5 ms: below the pitch period of voices up to 400 Hz)
+COLOR_MAX_GAIN_DB = 20.0      # the envelope change is kept within this, so near-silent bands are not blown up
+
+
+def recolor(clip: np.ndarray, formant: float, tilt_db: float) -> np.ndarray:
+    """The clip with its spectral envelope warped in frequency by `formant` (its
+    formants move from f to formant * f; its harmonics, so its pitch, and its
+    timing stay) and tilted by `tilt_db` dB per octave about 1 kHz, at the
+    clip's RMS. Frame by frame (short-time Fourier transform), the envelope is
+    the liftered cepstrum of the log magnitude; each frame's spectrum is scaled
+    by warped envelope / envelope (within +-COLOR_MAX_GAIN_DB) and the frames are
+    overlap-added. A speaker change that speed and filter warping cannot make:
+    a different vocal tract at the same pitch (--color-prob)."""
+    n, frame, hop = len(clip), COLOR_FRAME, COLOR_HOP
+    padded = np.concatenate([np.zeros(frame, np.float32), clip, np.zeros(frame, np.float32)])
+    count = (len(padded) - frame) // hop + 1
+    win = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame))  # sqrt of a periodic Hann
+    frames = padded[np.arange(count)[:, None] * hop + np.arange(frame)[None, :]] * win
+    spec = np.fft.rfft(frames, axis=1)
+    log_mag = np.log(np.abs(spec) + 1e-7)
+    cep = np.fft.irfft(log_mag, frame, axis=1)
+    cep[:, COLOR_LIFTER:frame - COLOR_LIFTER + 1] = 0.0
+    env = np.fft.rfft(cep, axis=1).real
+    bins = np.arange(env.shape[1], dtype=np.float64)
+    warped = np.stack([np.interp(bins / formant, bins, e) for e in env])
+    hz = np.maximum(bins * SR / frame, 62.5)
+    gain = warped - env + tilt_db / 20 * np.log(10) * np.log2(hz / 1000.0)
+    limit = COLOR_MAX_GAIN_DB / 20 * np.log(10)
+    out_frames = np.fft.irfft(spec * np.exp(np.clip(gain, -limit, limit)), frame, axis=1) * win
+    quarters = out_frames.reshape(count, 4, hop)  # frame = 4 hops: overlap-add the four quarters
+    out = np.zeros((count + 3, hop))
+    for k in range(4):
+        out[k:k + count] += quarters[:, k]
+    out = out.ravel()[frame:frame + n] / 2.0  # a periodic Hann at a quarter-frame hop sums to 2
+    before, after = float(np.sqrt(np.mean(clip * clip))), float(np.sqrt(np.mean(out * out)))
+    return (out * (before / after if after > 1e-12 else 0.0)).astype(np.float32)
+
+
 SPLICE_FRAME = 160       # 10 ms frames for finding a word's extent
 SPLICE_FLOOR_DB = -20.0  # a frame is speech within this of the loudest frame
 SPLICE_CUT = (0.35, 0.65)  # where the word is cut, as a share of its extent
@@ -301,11 +343,12 @@ def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
 
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
-               speed_prob: float = 0.0, splice_prob: float = 0.0):
+               speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0):
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
     voice where there is one (splice_pool), labelled _unknown_ (splice_pair); with
+    probability color_prob its formants are moved and its spectrum tilted (recolor); with
     probability speed_prob the target second is played 0.88-1.12x as fast, and
     with probability noise_prob noise is added to it."""
     b = len(idx)
@@ -324,6 +367,8 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
                 spliced = splice_pair(target, other, bool(rng.random() < 0.5), rng)
                 if spliced is not None:
                     target, y[i] = spliced, ds.labels.index(UNKNOWN)
+        if train and color_prob > 0 and rng.random() < color_prob:
+            target = recolor(target, float(rng.uniform(*FORMANT_RANGE)), float(rng.uniform(*TILT_RANGE)))
         if train and speed_prob > 0 and rng.random() < speed_prob:
             target = change_speed(target, float(rng.uniform(*SPEED_RANGE)))
         shift = int(rng.integers(-1600, 1601)) if train else 0
@@ -604,6 +649,10 @@ def main() -> int:
     ap.add_argument("--speed-prob", type=float, default=0.0, metavar="P",
                     help=f"play a training example {SPEED_RANGE[0]}-{SPEED_RANGE[1]}x as fast (tempo and pitch) "
                          "with probability P (on-the-fly augmentation; default 0)")
+    ap.add_argument("--color-prob", type=float, default=0.0, metavar="P",
+                    help=f"move a training example's formants by {FORMANT_RANGE[0]}-{FORMANT_RANGE[1]}x at the same "
+                         f"pitch and tilt its spectrum by {TILT_RANGE[0]:+g} to {TILT_RANGE[1]:+g} dB per octave with "
+                         "probability P (speaker augmentation; default 0)")
     ap.add_argument("--warp-prob", type=float, default=0.0, metavar="P",
                     help=f"frequency-warp the log-power front end's filters by {WARP_RANGE[0]}-{WARP_RANGE[1]} for a "
                          "quarter of the batch with probability P (vocal-tract-length augmentation; default 0)")
@@ -652,7 +701,7 @@ def main() -> int:
         ap.error("--extra-share needs --extra-data")
     if not 0.0 <= args.label_smoothing < 1.0:
         ap.error(f"--label-smoothing {args.label_smoothing}: must be at least 0 and below 1")
-    for name in ("noise_prob", "speed_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
+    for name in ("noise_prob", "speed_prob", "color_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
         if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -771,7 +820,7 @@ def main() -> int:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
         x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob,
-                          splice_prob=args.splice_prob)
+                          splice_prob=args.splice_prob, color_prob=args.color_prob)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
         loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=args.label_smoothing)
