@@ -251,7 +251,14 @@ def recolor(clip: np.ndarray, formant: float, tilt_db: float) -> np.ndarray:
     cep[:, COLOR_LIFTER:frame - COLOR_LIFTER + 1] = 0.0
     env = np.fft.rfft(cep, axis=1).real
     bins = np.arange(env.shape[1], dtype=np.float64)
-    warped = np.stack([np.interp(bins / formant, bins, e) for e in env])
+    # Every frame's envelope is read at the same positions bins / formant: linear
+    # interpolation between neighbouring bins, held at the last bin past the end
+    # (what np.interp does, to the bit).
+    pos, last = bins / formant, env.shape[1] - 1
+    lo = np.minimum(np.floor(pos).astype(np.int64), last)
+    hi = np.minimum(lo + 1, last)
+    frac = np.where(pos >= last, 0.0, pos - lo)
+    warped = (env[:, hi] - env[:, lo]) * frac + env[:, lo]
     hz = np.maximum(bins * SR / frame, 62.5)
     gain = warped - env + tilt_db / 20 * np.log(10) * np.log2(hz / 1000.0)
     limit = COLOR_MAX_GAIN_DB / 20 * np.log(10)
