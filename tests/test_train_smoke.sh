@@ -135,6 +135,39 @@ if $PY "$ROOT/tools/train/train.py" --data "$T/data" --out "$T/wa3" --preset smo
     --weight-average 1 2>"$T/wa3.err"; then
   echo "--weight-average 1 accepted"; exit 1
 fi
+# soup.py: the weighted mean of every floating-point tensor of two runs of one
+# configuration (integer counters from the first); the soup converts and passes the
+# runtime's self-test; checkpoints of another configuration or labels are refused
+$PY "$ROOT/tools/train/soup.py" -o "$T/soup.pt" "$T/run/last.pt" "$T/wa/last.pt" --weights 1 3 >"$T/soup.log"
+$PY - "$T/run/last.pt" "$T/wa/last.pt" "$T/soup.pt" <<'PY'
+import sys
+import torch
+a, b, s = (torch.load(p)["model"] for p in sys.argv[1:4])
+floats = [k for k, v in a.items() if v.is_floating_point()]
+assert floats and any(not torch.equal(a[k], b[k]) for k in floats), "the two runs have the same weights"
+for k, v in s.items():
+    assert v.dtype == a[k].dtype, k
+    if v.is_floating_point():
+        assert torch.allclose(v.double(), (a[k].double() + 3 * b[k].double()) / 4, rtol=1e-6, atol=1e-7), k
+    else:
+        assert torch.equal(v, a[k]), k
+print(f"soup.py: {len(floats)} tensors averaged 1:3")
+PY
+$PY "$ROOT/tools/convert/mega_convert.py" "$T/soup.pt" -o "$T/soup.mega" >/dev/null
+"$KS" selftest -m "$T/soup.mega"
+$PY - "$T/run/last.pt" "$T/other.pt" "$T/relabel.pt" <<'PY'
+import sys
+import torch
+ck = torch.load(sys.argv[1])
+torch.save(dict(ck, config=dict(ck["config"], n_layers=ck["config"]["n_layers"] + 1)), sys.argv[2])
+torch.save(dict(ck, labels=list(reversed(ck["labels"]))), sys.argv[3])
+PY
+for bad in "other.pt:configuration differs" "relabel.pt:labels differ" "soup.log:cannot read it"; do
+  if $PY "$ROOT/tools/train/soup.py" -o "$T/bad_soup.pt" "$T/run/last.pt" "$T/${bad%%:*}" 2>"$T/soup.err"; then
+    echo "soup.py accepted ${bad%%:*}"; exit 1
+  fi
+  grep -q "${bad#*:}" "$T/soup.err"
+done
 grep -q "must be between 0 and 1" "$T/wa3.err"
 # --speed-prob: change_speed keeps the length and the word's centre, and scales
 # its duration and pitch by the factor
