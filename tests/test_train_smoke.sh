@@ -162,6 +162,25 @@ ck = torch.load(sys.argv[1])
 torch.save(dict(ck, config=dict(ck["config"], n_layers=ck["config"]["n_layers"] + 1)), sys.argv[2])
 torch.save(dict(ck, labels=list(reversed(ck["labels"]))), sys.argv[3])
 PY
+# soup.py --greedy: every candidate scored; the best first; the soup written is the
+# mean of the checkpoints it names
+$PY "$ROOT/tools/train/soup.py" -o "$T/greedy.pt" "$T/run/last.pt" "$T/wa/last.pt" "$T/ftm/last.pt" \
+    --greedy "$T/data" >"$T/greedy.log"
+$PY - "$T/greedy.log" "$T/greedy.pt" <<'PY'
+import re, sys
+import torch
+log = open(sys.argv[1]).read()
+score = {m[0]: float(m[1]) for m in re.findall(r"^soup.py: (\S+\.pt): ([0-9.]+)$", log, re.M)}
+assert len(score) == 3, log
+kept = re.search(r"^soup.py: greedy soup of \d+: (.*) \(([0-9.]+)\)$", log, re.M)
+names = kept[1].split()
+assert names[0] == max(score, key=score.get) and float(kept[2]) >= max(score.values()), log
+got, parts = torch.load(sys.argv[2])["model"], [torch.load(n)["model"] for n in names]
+for k, v in got.items():
+    if v.is_floating_point():
+        assert torch.allclose(v.double(), sum(p[k].double() for p in parts) / len(parts), rtol=1e-6, atol=1e-7), k
+print(f"soup.py --greedy: kept {len(names)} of 3")
+PY
 for bad in "other.pt:configuration differs" "relabel.pt:labels differ" "soup.log:cannot read it"; do
   if $PY "$ROOT/tools/train/soup.py" -o "$T/bad_soup.pt" "$T/run/last.pt" "$T/${bad%%:*}" 2>"$T/soup.err"; then
     echo "soup.py accepted ${bad%%:*}"; exit 1

@@ -2,6 +2,7 @@
 """Average the weights of several checkpoints of one model ("model soup").
 
     soup.py -o OUT.pt A.pt B.pt [C.pt ...] [--weights 1 1 2]
+    soup.py -o OUT.pt A.pt B.pt [C.pt ...] --greedy DATA [--extra-val DIR ...]
 
 The checkpoints must share the configuration and the labels, as runs continued
 from one parent (--init) do: their weights then lie in one basin, and their
@@ -10,12 +11,23 @@ of the state dict (BatchNorm running statistics too) becomes the weighted mean;
 integer tensors (BatchNorm's batch counters) are taken from the first
 checkpoint. OUT.pt is a checkpoint that evaluate, tune_detection, mega_convert
 and train.py --init read like any other (without optimizer state: it cannot be
---resumed)."""
+--resumed).
+
+--greedy DATA (a "greedy soup"): the checkpoints are candidates. Each is scored
+by its accuracy on the validation split of DATA (and of every --extra-val
+folder), as train.py scores checkpoints; in order of that score, best first,
+each joins the soup (equal weights) if the soup's score does not drop. The
+scores are printed; OUT.pt is the soup kept. Validation data only: never pass
+a testing split."""
 
 import argparse
+import os
 import sys
 
-import torch
+if not __package__:  # run as a file, not with -m: import the tools package from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import torch  # noqa: E402
 
 
 def soup(checkpoints, weights):
@@ -47,6 +59,32 @@ def soup(checkpoints, weights):
             "soup": [(name, w) for (name, _), w in zip(checkpoints, weights)]}
 
 
+def accuracy(ck, val) -> float:
+    """train.py's validation accuracy of the checkpoint dict ck on the Dataset val."""
+    from tools.convert import mega_torch as mt
+    from tools.train import train
+    model = mt.MegaKWS(mt.MegaConfig(**ck["config"]))
+    mt.load_weights(model, mt.strip_fairseq_names(ck["model"]))
+    return train.evaluate(model, val)[0]
+
+
+def greedy(checkpoints, val, log=print):
+    """(kept names, their soup, its score): candidates in order of their own score,
+    each kept if the soup with it scores at least as well as without."""
+    score = {name: accuracy(ck, val) for name, ck in checkpoints}
+    for name, _ in checkpoints:
+        log(f"{name}: {score[name]:.4f}")
+    order = sorted(checkpoints, key=lambda c: -score[c[0]])  # stable: ties keep the command's order
+    kept, best, best_soup = [order[0]], score[order[0][0]], order[0][1]
+    for cand in order[1:]:
+        trial = soup(kept + [cand], [1.0] * (len(kept) + 1))
+        s = accuracy(trial, val)
+        log(f"+ {cand[0]}: {s:.4f} ({'kept' if s >= best else 'left out'})")
+        if s >= best:
+            kept, best, best_soup = kept + [cand], s, trial
+    return [name for name, _ in kept], best_soup, best
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -54,7 +92,16 @@ def main() -> int:
     ap.add_argument("-o", "--out", required=True, help="the averaged checkpoint to write")
     ap.add_argument("--weights", type=float, nargs="+",
                     help="one non-negative weight per checkpoint (default: all equal)")
+    ap.add_argument("--greedy", metavar="DATA",
+                    help="greedy soup, scored on the validation split of this dataset folder")
+    ap.add_argument("--extra-val", action="append", default=[], metavar="DIR",
+                    help="with --greedy: the validation split of this folder joins the scoring (repeatable)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for --greedy (default 1)")
     args = ap.parse_args()
+    if args.greedy and args.weights:
+        ap.error("--greedy weighs the checkpoints it keeps equally: leave out --weights")
+    if args.extra_val and not args.greedy:
+        ap.error("--extra-val needs --greedy")
     if len(args.checkpoints) < 2:
         ap.error("give at least two checkpoints")
     weights = args.weights or [1.0] * len(args.checkpoints)
@@ -75,13 +122,31 @@ def main() -> int:
             return 1
         loaded.append((path, ck))
     try:
-        out = soup(loaded, weights)
-    except ValueError as e:
+        out = soup(loaded, weights)  # also checks that the checkpoints match
+        if args.greedy:
+            from tools.train import train
+            torch.set_num_threads(args.threads)
+            classes = "kws12" if len(loaded[0][1]["labels"]) == 12 else "sc10"
+            val = None
+            for folder in [args.greedy] + args.extra_val:
+                part = train.Dataset(folder, classes, "validation", 0, 1)
+                if part.labels != loaded[0][1]["labels"]:
+                    raise ValueError(f"{folder}: its labels {part.labels} are not the checkpoints'")
+                if val is None:
+                    val = part
+                else:
+                    val.extend(part)
+            if not len(val):
+                raise ValueError(f"{args.greedy}: no validation clips")
+            names, out, best = greedy(loaded, val, log=lambda m: print(f"soup.py: {m}", flush=True))
+            print(f"soup.py: greedy soup of {len(names)}: {' '.join(names)} ({best:.4f})")
+    except (ValueError, OSError) as e:
         print(f"soup.py: {e}", file=sys.stderr)
         return 1
     torch.save(out, args.out)
-    print(f"soup.py: {args.out}: the average of {len(loaded)} checkpoints, weights "
-          + " ".join(f"{w:g}" for w in weights))
+    if not args.greedy:
+        print(f"soup.py: {args.out}: the average of {len(loaded)} checkpoints, weights "
+              + " ".join(f"{w:g}" for w in weights))
     return 0
 
 
