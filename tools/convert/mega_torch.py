@@ -494,6 +494,20 @@ def load_weights(model: MegaKWS, weights: dict) -> None:
     model.load_state_dict({k: given[k] for k in expected}, strict=False)
 
 
+def model_from_config_checkpoint(ckpt: dict) -> MegaKWS:
+    """The model of one of our checkpoint dicts ({'config', 'model', ...}), in training
+    mode; ValueError for an unsupported option or a tensor that does not fit."""
+    known = {f.name for f in dataclasses.fields(MegaConfig)}
+    unknown = sorted(set(ckpt["config"]) - known)
+    if unknown:
+        raise ValueError(f"option {unknown[0]} in the checkpoint config is not supported")
+    cfg = MegaConfig(**ckpt["config"])
+    cfg.check()
+    model = MegaKWS(cfg)
+    load_weights(model, strip_fairseq_names(ckpt["model"]))
+    return model
+
+
 def load_checkpoint(path: str):
     """Returns (model in eval mode, float32, with weights; source format; extra dict)."""
     try:
@@ -504,14 +518,7 @@ def load_checkpoint(path: str):
         raise ValueError(f"{path}: not a checkpoint (expected a dict with a 'model' state dict)")
     # ours first: training checkpoints also keep their command-line args
     if "config" in ckpt:
-        known = {f.name for f in dataclasses.fields(MegaConfig)}
-        unknown = sorted(set(ckpt["config"]) - known)
-        if unknown:
-            raise ValueError(f"option {unknown[0]} in the checkpoint config is not supported")
-        cfg = MegaConfig(**ckpt["config"])
-        cfg.check()
-        model = MegaKWS(cfg)
-        load_weights(model, strip_fairseq_names(ckpt["model"]))
+        model = model_from_config_checkpoint(ckpt)
         fmt, extra = "mega-kws", ckpt
     elif "args" in ckpt and ckpt["args"] is not None:
         cfg = config_from_fairseq_args(ckpt["args"], ckpt["model"])

@@ -30,8 +30,9 @@ if not __package__:  # run as a file, not with -m: import the tools package from
 import torch  # noqa: E402
 
 
-def soup(checkpoints, weights):
-    """The averaged checkpoint dict; ValueError when the checkpoints do not match."""
+def check_match(checkpoints):
+    """ValueError unless the (name, checkpoint dict) pairs share configuration,
+    labels, tensor names and shapes."""
     first = checkpoints[0]
     for name, ck in checkpoints[1:]:
         if ck.get("config") != first[1].get("config"):
@@ -40,13 +41,19 @@ def soup(checkpoints, weights):
             raise ValueError(f"{name}: its labels differ from {first[0]}'s")
         if ck["model"].keys() != first[1]["model"].keys():
             raise ValueError(f"{name}: its tensors differ from {first[0]}'s")
-    total = float(sum(weights))
-    out = {}
-    for key, ref in first[1]["model"].items():
-        for name, ck in checkpoints[1:]:
+        for key, ref in first[1]["model"].items():
             if ck["model"][key].shape != ref.shape:
                 raise ValueError(f"{name}: {key} has shape {tuple(ck['model'][key].shape)}, "
                                  f"{first[0]} {tuple(ref.shape)}")
+
+
+def soup(checkpoints, weights):
+    """The averaged checkpoint dict; ValueError when the checkpoints do not match."""
+    check_match(checkpoints)
+    first = checkpoints[0]
+    total = float(sum(weights))
+    out = {}
+    for key, ref in first[1]["model"].items():
         if not ref.is_floating_point():
             out[key] = ref.clone()
             continue
@@ -61,11 +68,9 @@ def soup(checkpoints, weights):
 
 def accuracy(ck, val) -> float:
     """train.py's validation accuracy of the checkpoint dict ck on the Dataset val."""
-    from tools.convert import mega_torch as mt
+    from tools.convert import mega_torch
     from tools.train import train
-    model = mt.MegaKWS(mt.MegaConfig(**ck["config"]))
-    mt.load_weights(model, mt.strip_fairseq_names(ck["model"]))
-    return train.evaluate(model, val)[0]
+    return train.evaluate(mega_torch.model_from_config_checkpoint(ck), val)[0]
 
 
 def greedy(checkpoints, val, log=print):
@@ -122,20 +127,19 @@ def main() -> int:
             return 1
         loaded.append((path, ck))
     try:
-        out = soup(loaded, weights)  # also checks that the checkpoints match
-        if args.greedy:
+        if not args.greedy:
+            out = soup(loaded, weights)
+        else:
             from tools.train import train
+            check_match(loaded)
             torch.set_num_threads(args.threads)
-            classes = "kws12" if len(loaded[0][1]["labels"]) == 12 else "sc10"
-            val = None
-            for folder in [args.greedy] + args.extra_val:
-                part = train.Dataset(folder, classes, "validation", 0, 1)
-                if part.labels != loaded[0][1]["labels"]:
-                    raise ValueError(f"{folder}: its labels {part.labels} are not the checkpoints'")
-                if val is None:
-                    val = part
-                else:
-                    val.extend(part)
+            labels = loaded[0][1]["labels"]
+            classes = "kws12" if len(labels) == 12 else "sc10"
+            val = train.Dataset(args.greedy, classes, "validation", 0, 1)
+            if val.labels != labels:
+                raise ValueError(f"the checkpoints' labels {labels} are not train.py's {val.labels}")
+            for folder in args.extra_val:
+                val.extend(train.Dataset(folder, classes, "validation", 0, 1))
             if not len(val):
                 raise ValueError(f"{args.greedy}: no validation clips")
             names, out, best = greedy(loaded, val, log=lambda m: print(f"soup.py: {m}", flush=True))
