@@ -237,5 +237,52 @@ class UnpackTest(TempDirTest):
         self.assertIn("misses the file's self-test", r.stderr)
 
 
+class RunningMeanTest(unittest.TestCase):
+    """train.py --patch-norm running_mean: the blocked running mean is the recursion, and the
+    normalized front end stays causal (what it gives a token does not depend on later audio)."""
+
+    def test_blocked_mean_is_the_recursion(self):
+        torch.manual_seed(0)
+        x, init = torch.randn(3, 301, 5) * 4 - 10, torch.randn(5)
+        prev, ref = init.double(), []
+        for t in range(x.shape[1]):
+            prev = prev + 0.02 * (x[:, t].double() - prev)
+            ref.append(prev)
+        ref = torch.stack(ref, 1)
+        for block in (1, 7, 128, 400):
+            with self.subTest(block=block):
+                got = mega_torch.running_mean(x, 0.02, init, block=block).double()
+                self.assertLess(float((got - ref).abs().max()), 5e-5)  # float32 rounding at about 10
+
+    def cmn_model(self):
+        cfg = mega_torch.MegaConfig(embed_dim=8, hidden_dim=16, ffn_hidden_dim=16, z_dim=4, n_dim=2, n_layers=1,
+                                    chunk_size=5, truncation=20, patch_kernel=40, patch_stride=16,
+                                    window_chunks=2, classifier_dim=8, n_classes=4, patch_features="logpower",
+                                    patch_norm="running_mean", patch_norm_decay=0.05)
+        torch.manual_seed(1)
+        model = mega_torch.MegaKWS(cfg)
+        with torch.no_grad():
+            model.embed_tokens.norm_init.normal_(-8, 1)
+        return model.eval()
+
+    def test_normalized_front_end_is_causal_and_learns_its_start(self):
+        model = self.cmn_model()
+        s = torch.randn(2, 16 * 5 * 6) * 0.1
+        whole = model.embed_tokens(s)
+        half = model.embed_tokens(s[:, :16 * 5 * 3])
+        torch.testing.assert_close(half, whole[:, :half.shape[1]], rtol=1e-5, atol=1e-5)
+        model.embed_tokens(s).sum().backward()
+        self.assertGreater(float(model.embed_tokens.norm_init.grad.abs().sum()), 0.0)
+
+    def test_bad_options_are_named(self):
+        for kw, needle in ((dict(patch_norm="cmvn"), "option patch_norm = 'cmvn'"),
+                           (dict(patch_norm="running_mean", patch_norm_decay=1.0), "patch_norm_decay = 1.0"),
+                           (dict(patch_norm="running_mean"), "needs patch_features = 'logpower'")):
+            with self.subTest(**kw), self.assertRaises(ValueError) as e:
+                features = "linear" if kw.get("patch_norm_decay") is None else "logpower"
+                mega_torch.MegaConfig(patch_features=features, **kw).check()
+            self.assertIn(needle, str(e.exception))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -118,6 +118,9 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     the (name, array) list just before it is written.
     """
     cfg = model.cfg
+    if cfg.patch_norm != "none":
+        raise ConvertError(f"option patch_norm = {cfg.patch_norm!r} (train.py --patch-norm) is not in the .mega "
+                           "format yet: the runtime cannot run this model")
     if len(labels) != cfg.n_classes:
         raise ConvertError(f"--labels has {len(labels)} labels but the model has {cfg.n_classes} classes")
     tensors = file_tensors(model)

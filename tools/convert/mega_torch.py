@@ -19,6 +19,7 @@ import torch.nn.functional as F
 ATTENTION_FNS = ("laplace", "softmax", "relu2")
 NORM_TYPES = ("batchnorm", "layernorm", "scalenorm", "rmsnorm")
 PATCH_FEATURES = ("linear", "logpower")
+PATCH_NORMS = ("none", "running_mean")
 ACTIVATIONS = ("silu", "relu", "gelu", "gelu_accurate", "linear")
 
 LAPLACE_MU = 0.707107
@@ -49,6 +50,8 @@ class MegaConfig:
     patch_stride: int = 1
     patch_features: str = "linear"  # "linear" (official) or "logpower" (see PatchEmbedding)
     patch_log_eps: float = 1e-6
+    patch_norm: str = "none"        # "running_mean": log-power features less their running mean
+    patch_norm_decay: float = 0.01  # weight of each new token in that mean (0.01: about 1 s at 100 tokens/s)
     window_chunks: int = 16
     sample_rate: int = 16000
 
@@ -68,6 +71,12 @@ class MegaConfig:
             raise ValueError(f"option patch_features = {self.patch_features!r} is not supported (supported: {', '.join(PATCH_FEATURES)})")
         if self.patch_features == "logpower" and not self.patch_log_eps > 0:
             raise ValueError(f"option patch_log_eps = {self.patch_log_eps} must be > 0")
+        if self.patch_norm not in PATCH_NORMS:
+            raise ValueError(f"option patch_norm = {self.patch_norm!r} is not supported (supported: {', '.join(PATCH_NORMS)})")
+        if self.patch_norm != "none" and self.patch_features != "logpower":
+            raise ValueError(f"option patch_norm = {self.patch_norm!r} needs patch_features = 'logpower'")
+        if self.patch_norm != "none" and not 0 < self.patch_norm_decay < 1:
+            raise ValueError(f"option patch_norm_decay = {self.patch_norm_decay} must be between 0 and 1")
         if self.attention_fn not in ATTENTION_FNS:
             raise ValueError(f"option attention_fn = {self.attention_fn!r} is not supported (supported: {', '.join(ATTENTION_FNS)})")
         if self.norm_type not in NORM_TYPES:
@@ -155,31 +164,69 @@ class PatchEmbedding(nn.Module):
     features "linear": y = conv(x) + bias, D filters of k taps.
     features "logpower": 2D filters; y_j = scale_j * log(a_j^2 + b_j^2 + eps) + bias_j,
     with a_j, b_j the outputs of filters j and D + j (a learnable, quadrature-initialized
-    short-time power spectrum, so the level of the input is a shift, not a factor)."""
+    short-time power spectrum, so the level of the input is a shift, not a factor).
+    norm "running_mean" (logpower only): the log power less its running mean,
+    y_j(t) = scale_j * (p_j(t) - m_j(t)) + bias_j, m_j(t) = m_j(t-1) + decay * (p_j(t) - m_j(t-1)),
+    m_j(-1) = norm_init_j (learned): a causal per-channel mean normalization of the
+    spectrum (the channel's and, over a word or two, the voice's average colour)."""
 
     def __init__(self, dim: int, kernel: int, stride: int, features: str = "linear", eps: float = 1e-6,
-                 sample_rate: int = 16000):
+                 sample_rate: int = 16000, norm: str = "none", norm_decay: float = 0.01):
         super().__init__()
         self.kernel, self.stride, self.features, self.eps = kernel, stride, features, eps
+        self.norm, self.norm_decay = norm, norm_decay
         if features == "logpower":
             self.weight = nn.Parameter(quadrature_filterbank(dim, kernel, sample_rate))
             self.scale = nn.Parameter(torch.full((dim,), 0.2))
             self.bias = nn.Parameter(torch.zeros(dim))
+            if norm == "running_mean":
+                self.norm_init = nn.Parameter(torch.zeros(dim))
         else:
             self.weight = nn.Parameter(torch.randn(dim, kernel) / math.sqrt(kernel))
             self.bias = nn.Parameter(torch.randn(dim) * 0.1)
 
+    def log_power(self, s: torch.Tensor, weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """(B, T) -> (B, T/stride, D): log(a^2 + b^2 + eps) of the 2D filters `weight`
+        (default: this embedding's own)."""
+        padded = F.pad(s, (self.kernel - self.stride, 0)).unsqueeze(1)  # (B, 1, T + k - s)
+        y = F.conv1d(padded, (self.weight if weight is None else weight).unsqueeze(1), None, stride=self.stride)
+        a, b = y.chunk(2, dim=1)
+        return torch.log(a * a + b * b + self.eps).transpose(1, 2)
+
+    def finish(self, power: torch.Tensor) -> torch.Tensor:
+        """Log power (B, T, D) -> embedding: less its running mean if normalized, then scale and bias."""
+        if self.norm == "running_mean":
+            power = power - running_mean(power, self.norm_decay, self.norm_init)
+        return (power * self.scale + self.bias).contiguous()
+
     def forward(self, s: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T/stride, D)
         if self.features == "linear" and self.kernel == 1 and self.stride == 1:
             return s.unsqueeze(-1) * self.weight[:, 0] + self.bias
-        padded = F.pad(s, (self.kernel - self.stride, 0)).unsqueeze(1)  # (B, 1, T + k - s)
         if self.features == "linear":
+            padded = F.pad(s, (self.kernel - self.stride, 0)).unsqueeze(1)  # (B, 1, T + k - s)
             y = F.conv1d(padded, self.weight.unsqueeze(1), self.bias, stride=self.stride)  # (B, D, T/s)
             return y.transpose(1, 2).contiguous()
-        y = F.conv1d(padded, self.weight.unsqueeze(1), None, stride=self.stride)  # (B, 2D, T/s)
-        a, b = y.chunk(2, dim=1)
-        power = torch.log(a * a + b * b + self.eps)
-        return (power.transpose(1, 2) * self.scale + self.bias).contiguous()
+        return self.finish(self.log_power(s))
+
+
+def running_mean(x: torch.Tensor, decay: float, init: torch.Tensor, block: int = 128) -> torch.Tensor:
+    """m(t) = m(t-1) + decay * (x(t) - m(t-1)) along dim 1 of x (B, T, D), m(-1) = init (D):
+    in blocks of `block` tokens, each one matrix product with the recursion's weights
+    (a Python loop over tokens would be far too slow for hour-long recordings)."""
+    n = min(block, x.shape[1])
+    k = torch.arange(n, dtype=torch.float64)
+    lag = k[:, None] - k[None, :]
+    keep = 1.0 - decay
+    weights = torch.where(lag >= 0, decay * keep ** lag.clamp(min=0), torch.zeros(())).to(x.dtype)  # (n, n)
+    carry = (keep ** (k + 1)).to(x.dtype)[:, None]                                                  # (n, 1)
+    prev = init.to(x.dtype).expand(x.shape[0], x.shape[2])
+    out = []
+    for a in range(0, x.shape[1], n):
+        t = min(n, x.shape[1] - a)
+        m = torch.matmul(weights[:t, :t], x[:, a:a + t]) + carry[:t] * prev[:, None, :]
+        out.append(m)
+        prev = m[:, -1]
+    return torch.cat(out, dim=1)
 
 
 def quadrature_filterbank(dim: int, kernel: int, sample_rate: int = 16000) -> torch.Tensor:
@@ -349,7 +396,8 @@ class MegaKWS(nn.Module):
         self.cfg = cfg
         self.input_mean, self.input_std = input_mean, input_std
         self.embed_tokens = PatchEmbedding(cfg.embed_dim, cfg.patch_kernel, cfg.patch_stride,
-                                           cfg.patch_features, cfg.patch_log_eps, cfg.sample_rate)
+                                           cfg.patch_features, cfg.patch_log_eps, cfg.sample_rate,
+                                           cfg.patch_norm, cfg.patch_norm_decay)
         self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
         self.final_norm = SeqNorm(cfg.norm_type, cfg.embed_dim, cfg.norm_eps) if cfg.prenorm else None
         dims = [cfg.embed_dim] + [cfg.classifier_dim] * cfg.classifier_layers

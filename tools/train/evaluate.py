@@ -3,6 +3,7 @@
 
   evaluate.py --ks build/keyword_spotter --model MODEL.mega --data DIR [--split testing]
               [--stream stream.wav --stream-labels stream.csv [--sweep]] [--json-out results.json]
+  evaluate.py --checkpoint RUN/best.pt --data DIR [--split validation] [--json-out results.json]
 
 Clip accuracy: `keyword_spotter classify --json` on every clip of the split
 (1 s clips, classified as one window), with a confusion matrix.
@@ -10,6 +11,8 @@ Streaming: `keyword_spotter scan --json` over a continuous recording, scored
 against its labels: recall of keyword occurrences, false alarms overall and
 per hour of keyword-free audio. --sweep adds the trade-off over thresholds
 and smoothing (scan --threshold T --smoothing H), one table row per threshold.
+--checkpoint measures clips in PyTorch instead, for a model the runtime
+cannot load (train.py --patch-norm); the same figures, within float rounding.
 """
 import argparse
 import csv
@@ -41,11 +44,15 @@ def clip_accuracy(ks, model, data, split):
     if missing:
         print(f"evaluate.py: {len(missing)} clip(s) of {data}'s {split} list missing, e.g. {missing[0]}; "
               "counted as errors", file=sys.stderr)
-    rows = []
-    for i in range(0, len(files), 200):
-        rows += run_json([ks, "classify", "-m", model, "--json"] + [os.path.join(data, f) for f in files[i:i + 200]])
-    info = subprocess.run([ks, "info", "-m", model], capture_output=True, text=True).stdout
-    labels = [l for l in info.split("labels", 1)[1].split("\n", 1)[0].strip().split(",")]
+    paths = [os.path.join(data, f) for f in files]
+    if ks is None:  # model is a checkpoint: classified in PyTorch
+        rows, labels = torch_rows(model, paths)
+    else:
+        rows = []
+        for i in range(0, len(paths), 200):
+            rows += run_json([ks, "classify", "-m", model, "--json"] + paths[i:i + 200])
+        info = subprocess.run([ks, "info", "-m", model], capture_output=True, text=True).stdout
+        labels = [l for l in info.split("labels", 1)[1].split("\n", 1)[0].strip().split(",")]
     idx = {l: i for i, l in enumerate(labels)}
     conf = [[0] * len(labels) for _ in labels]
     errors = len(missing)
@@ -78,6 +85,37 @@ def clip_accuracy(ks, model, data, split):
     result["unknown_kinds"] = unknown_kinds(result["unknown_words"])
     result["per_noise"] = per_noise(rows, data, man)
     return result
+
+
+def torch_rows(checkpoint, paths, batch=64):
+    """classify's rows for a training checkpoint (or a .mega file, unpacked), run
+    in PyTorch: each clip fitted to one second and classified as one window from
+    a fresh state, as classify does. For models the runtime cannot load yet."""
+    import numpy as np
+    import torch
+    from tools.train import train
+    ck = train.load_init(checkpoint)
+    if ck is None:
+        sys.exit(1)
+    from tools.convert import mega_torch
+    if "config" in ck:
+        model = mega_torch.model_from_config_checkpoint(ck)
+    else:  # unpacked .mega
+        from tools.convert import mega_unpack
+        with open(checkpoint, "rb") as f:
+            model = mega_unpack.unpack(f.read())[0]
+    model.eval()
+    window = model.cfg.window_samples
+    if window != train.SR:
+        sys.exit(f"evaluate.py: {checkpoint}: a window of {window} samples, not one second")
+    rows = []
+    with torch.no_grad():
+        for i in range(0, len(paths), batch):
+            part = paths[i:i + batch]
+            x = np.stack([train.fit_second(train.read_wav(p)) for p in part]).astype(np.float32) / 32768.0
+            pred = model(torch.from_numpy(x)).argmax(dim=1).tolist()
+            rows += [{"file": p, "label": ck["labels"][k]} for p, k in zip(part, pred)]
+    return rows, list(ck["labels"])
 
 
 def halfwords(rows, data):
@@ -188,8 +226,10 @@ def stream_eval(ks, model, wav, csv_path, extra=()):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ks", required=True, help="path to keyword_spotter")
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--ks", help="path to keyword_spotter")
+    ap.add_argument("--model", help="the .mega model keyword_spotter runs")
+    ap.add_argument("--checkpoint", help="instead of --ks and --model: a training checkpoint (or .mega file), "
+                                         "clips classified in PyTorch (--data only)")
     ap.add_argument("--data")
     ap.add_argument("--split", default="testing", choices=["training", "validation", "testing"])
     ap.add_argument("--stream")
@@ -197,9 +237,13 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true", help="with --stream: the recall / false-alarm trade-off")
     ap.add_argument("--json-out")
     args = ap.parse_args()
+    if args.checkpoint and (args.ks or args.model or args.stream):
+        ap.error("--checkpoint replaces --ks and --model, and measures clips only (--data)")
+    if not args.checkpoint and not (args.ks and args.model):
+        ap.error("give --ks and --model, or --checkpoint")
     result = {}
     if args.data:
-        c = clip_accuracy(args.ks, args.model, args.data, args.split)
+        c = clip_accuracy(None if args.checkpoint else args.ks, args.checkpoint or args.model, args.data, args.split)
         result["clips"] = c
         print(f"{args.split}: {c['clips']} clips, accuracy {c['accuracy']:.4f}"
               + (f"; {c['errors']} clip(s) not classified (missing or unreadable)" if c["errors"] else ""))

@@ -440,10 +440,7 @@ class SpeakerAugment:
         if factor == 1.0:
             return self.plain(s)
         emb = self.emb
-        padded = F.pad(s, (emb.kernel - emb.stride, 0)).unsqueeze(1)
-        y = F.conv1d(padded, warp_filters(emb.weight, factor).unsqueeze(1), None, stride=emb.stride)
-        a, b = y.chunk(2, dim=1)
-        return (torch.log(a * a + b * b + emb.eps).transpose(1, 2) * emb.scale + emb.bias).contiguous()
+        return emb.finish(emb.log_power(s, warp_filters(emb.weight, factor)))
 
     def forward(self, s: torch.Tensor) -> torch.Tensor:
         if not self.emb.training:
@@ -610,6 +607,23 @@ def load_init(path):
         return None
 
 
+def init_running_mean(model, ds: Dataset, rng: np.random.Generator, keep_function: bool, n: int = 256):
+    """Sets the running mean's starting value (embed_tokens.norm_init) to the mean log
+    power of n training inputs, so the normalization starts where it removes a typical
+    spectrum. keep_function (a checkpoint trained without it): the bias absorbs
+    scale * that mean, so the model computes what the checkpoint did while the running
+    mean stays at its start."""
+    emb = model.embed_tokens
+    x, _ = make_batch(ds, rng.choice(len(ds), size=min(n, len(ds)), replace=False), rng, train=False)
+    with torch.no_grad():
+        mean = emb.log_power(model.scale_input(x)).mean(dim=(0, 1))
+        emb.norm_init.copy_(mean)
+        if keep_function:
+            emb.bias.add_(emb.scale * mean)
+    print(f"running mean: decay {emb.norm_decay}, starting value set from {len(x)} training inputs "
+          f"(mean {float(mean.mean()):.2f})", flush=True)
+
+
 def save(path, model, opt, step, best, labels, args, rngs, best_key=None, average=None):
     """rngs: the batch and the feature-augmentation generators, whose states
     --resume restores so that a resumed run draws what the whole run would."""
@@ -695,6 +709,12 @@ def main() -> int:
                     help="keep an exponential moving average of the weights (and BatchNorm statistics) with "
                          "this decay per step, e.g. 0.999; validation, the kept checkpoint (best.pt) and "
                          "so the converted model use the average (default: off)")
+    ap.add_argument("--patch-norm", choices=mt.PATCH_NORMS, default="none",
+                    help="running_mean: the log-power features less their running mean per channel "
+                         "(a streaming cepstral-mean-style normalization; needs a log-power preset)")
+    ap.add_argument("--patch-norm-decay", type=float, default=0.01, metavar="A",
+                    help="with --patch-norm running_mean: weight of each new token in the mean (default 0.01, "
+                         "about 1 s at 100 tokens/s)")
     ap.add_argument("--init", metavar="CKPT",
                     help="start from this checkpoint's weights (same preset) with a fresh optimizer "
                          "and schedule: fine-tuning, e.g. on more data; a .mega model file works too "
@@ -752,8 +772,13 @@ def main() -> int:
         print(f"hard examples: {len(hard)} windows, {hard.summary()}, drawn {args.hard_share:.0%} of the time",
               flush=True)
 
-    cfg = mt.MegaConfig(**PRESETS[args.preset], n_classes=len(train.labels), bidirectional=False)
-    model = mt.MegaKWS(cfg)
+    cfg = mt.MegaConfig(**PRESETS[args.preset], n_classes=len(train.labels), bidirectional=False,
+                        patch_norm=args.patch_norm, patch_norm_decay=args.patch_norm_decay)
+    try:
+        model = mt.MegaKWS(cfg)
+    except ValueError as e:
+        print(f"train.py: preset {args.preset}: {e}", file=sys.stderr)
+        return 1
     # Adam moves every weight by about lr per step, whatever its size: the front-end
     # filters (about 0.01 each) get a proportionally smaller rate, or the first
     # steps would wipe out their filterbank initialization.
@@ -788,14 +813,22 @@ def main() -> int:
         if ck.get("labels") != train.labels:
             print(f"train.py: {args.init} has labels {ck.get('labels')}, this run {train.labels}", file=sys.stderr)
             return 1
+        weights = dict(ck["model"])
+        fresh_norm = cfg.patch_norm != "none" and "embed_tokens.norm_init" not in weights
+        if fresh_norm:  # a checkpoint without the normalization: start it where it changes nothing yet
+            weights["embed_tokens.norm_init"] = model.embed_tokens.norm_init.detach()
         try:
-            model.load_state_dict(ck["model"])
+            model.load_state_dict(weights)
         except RuntimeError as e:
             print(f"train.py: {args.init} does not fit preset {args.preset}: {e}", file=sys.stderr)
             return 1
+        if fresh_norm:
+            init_running_mean(model, train, np.random.default_rng(args.seed + 2), keep_function=True)
         val_acc = ck.get("best_val")
         print(f"initialized from {args.init} (its step {ck.get('step')}, validation accuracy "
               f"{'unknown' if val_acc is None else f'{val_acc:.4f}'})", flush=True)
+    elif cfg.patch_norm != "none":
+        init_running_mean(model, train, np.random.default_rng(args.seed + 2), keep_function=False)
     average = None
     if args.weight_average is not None:
         average = WeightAverage(model, args.weight_average)
