@@ -15,8 +15,8 @@
 
 namespace mega {
 
-// Bump with a new entry in mega_model.fbs's version history. 2: PatchFeatures::LogPower
-constexpr uint32_t kSchemaVersion = 2;
+// Bump with a new entry in mega_model.fbs's version history. 3: PatchNorm::RunningMean
+constexpr uint32_t kSchemaVersion = 3;
 
 constexpr char kFileIdentifier[4] = {'M', 'E', 'G', 'A'};  // the FlatBuffer's, at bytes 4..7
 

@@ -70,6 +70,7 @@ struct ModelWeights {
   const float* embed_w = nullptr;  // (D, k); log_power: (2D, k)
   const float* embed_g = nullptr;  // (D) log_power scale; null for linear
   const float* embed_b = nullptr;  // (D)
+  const float* embed_m0 = nullptr;  // (D) log_power running mean's start; null: no running mean
   std::vector<LayerWeights> layers;
   bool has_final_norm = false;
   NormWeights final_norm;

@@ -65,6 +65,12 @@ TEST(ModelFile, PatchFeaturesAndTheSchemaTheyNeed) {
   EXPECT_EQ(lp->info().schema_version, 2u);
   EXPECT_EQ(lp->hparams().patch_features, mega::PatchFeatures::log_power);
   EXPECT_FLOAT_EQ(lp->hparams().patch_log_eps, 1e-6f);
+  EXPECT_EQ(lp->hparams().patch_norm, mega::PatchNorm::off);
+  auto ln = mega::Model::load(mega_test::fixture_path("tiny_lognorm.mega"), &err);
+  ASSERT_TRUE(ln) << err;
+  EXPECT_EQ(ln->info().schema_version, 3u);
+  EXPECT_EQ(ln->hparams().patch_norm, mega::PatchNorm::running_mean);
+  EXPECT_FLOAT_EQ(ln->hparams().patch_norm_decay, 0.05f);
 }
 
 TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
@@ -75,12 +81,14 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
   };
   const Case cases[] = {
       {"bad_identifier.mega", mega::Status::bad_model, "not a .mega model file"},
-      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 3 is newer"},
+      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 4 is newer"},
       {"bad_missing_tensor.mega", mega::Status::bad_model, "missing tensor 'layers.1.mega_layer.h_proj.bias'"},
       {"bad_wrong_shape.mega", mega::Status::bad_model,
        "tensor 'layers.0.mega_layer.v_proj.weight' has shape [8, 12], expected [12, 8]"},
       {"bad_nan_weight.mega", mega::Status::bad_model, "tensor 'layers.0.nffn.fc1.weight' contains a non-finite"},
       {"bad_extra_tensor.mega", mega::Status::bad_model, "unexpected tensor 'layers.0.mega_layer.rotary.alpha'"},
+      {"bad_norm_decay.mega", mega::Status::bad_model, "patch_norm_decay must be between 0 and 1"},
+      {"bad_norm_linear.mega", mega::Status::bad_model, "patch_norm running_mean needs log_power patch features"},
   };
   for (const Case& c : cases) {
     Result r = load_file(mega_test::fixture_path(c.file));

@@ -124,12 +124,16 @@ $PY "$ROOT/tools/train/evaluate.py" --checkpoint "$T/cmn/last.pt" --data "$T/dat
     --json-out "$T/cmn.json" >/dev/null
 $PY -c "import json, sys; c = json.load(open(sys.argv[1]))['clips']; assert c['clips'] > 0 and c['errors'] == 0, c" \
     "$T/cmn.json"
-# the runtime cannot run it yet: the converter says so and writes nothing
-if $PY "$ROOT/tools/convert/mega_convert.py" "$T/cmn/last.pt" -o "$T/cmn.mega" 2>"$T/cmn-convert.log"; then
-  echo "a --patch-norm checkpoint was converted"; exit 1
-fi
-grep -q "option patch_norm = 'running_mean' (train.py --patch-norm) is not in the .mega format yet" "$T/cmn-convert.log"
-[ ! -e "$T/cmn.mega" ]
+# it converts (schema 3), passes the runtime's self-test, and the runtime classifies the clips
+# as PyTorch does
+$PY "$ROOT/tools/convert/mega_convert.py" "$T/cmn/last.pt" -o "$T/cmn.mega" >"$T/cmn-convert.log"
+grep -q "less their running mean (decay 0.02)" "$T/cmn-convert.log"
+"$KS" selftest -m "$T/cmn.mega"
+"$KS" info -m "$T/cmn.mega" | grep -q "schema version *3"
+$PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/cmn.mega" --data "$T/data" --split validation \
+    --json-out "$T/cmn-ks.json" >/dev/null
+$PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
+    "$T/cmn.json" "$T/cmn-ks.json"
 # evaluate.py --checkpoint classifies as the runtime does: the same confusion matrix as
 # keyword_spotter on the model converted from the same checkpoint
 $PY "$ROOT/tools/train/evaluate.py" --checkpoint "$T/smoke.mega" --data "$T/data" --split training \

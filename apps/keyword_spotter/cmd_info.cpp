@@ -33,8 +33,12 @@ int cmd_info(const Params& p) {
   std::printf("norm             %s (%s)\n", norm[int(h.norm_type)], h.prenorm ? "prenorm" : "postnorm");
   std::printf("activation       %s; classifier %d x %d, %s\n", act[int(h.activation)], h.classifier_layers,
               h.classifier_dim, act[int(h.classifier_activation)]);
-  std::printf("embedding        patch kernel %d, stride %d, %s\n", h.patch_kernel, h.patch_stride,
+  std::printf("embedding        patch kernel %d, stride %d, %s", h.patch_kernel, h.patch_stride,
               h.patch_features == mega::PatchFeatures::log_power ? "log-power features" : "linear");
+  if (h.patch_norm == mega::PatchNorm::running_mean) {
+    std::printf(" less their running mean (decay %g)", double(h.patch_norm_decay));
+  }
+  std::printf("\n");
   std::printf("window           %d chunks = %.3f s at %d Hz\n", h.window_chunks,
               double(h.window_samples()) / h.sample_rate, h.sample_rate);
   if (in.input_scaling) {

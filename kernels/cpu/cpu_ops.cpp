@@ -67,6 +67,7 @@ void CpuOps::layout(A& a) {
     simd_ema_scratch_[t] = a.template take<double>(ema_scratch_doubles(int32_t(N)));
   }
   sum_ = a.template take<double>(D);
+  embed_mean_ = w_->embed_m0 ? a.template take<float>(D) : nullptr;
   head_a_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
   head_b_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
 }
@@ -94,6 +95,7 @@ bool CpuOps::init(const HParams& hp, const ModelWeights& w, bool optimized, int3
   std::memset(block_, 0, block_bytes_);
   Arena carve(block_);
   layout(carve);
+  clear_state();
   if (!optimized && hp.truncation > 0) {
     for (size_t l = 0; l < layers_.size(); ++l) ema_lag_kernel(w.layers[l].ema, layers_[l].ref_kernel);
   }
@@ -106,6 +108,7 @@ void CpuOps::clear_state() {
     std::fill(ls.h, ls.h + D * N, 0.0);
     std::fill(ls.ring, ls.ring + K * D, 0.0f);
   }
+  if (embed_mean_) std::copy(w_->embed_m0, w_->embed_m0 + D, embed_mean_);
 }
 
 const NormWeights& CpuOps::norm_weights(NormSite site, int32_t layer) const {
@@ -152,6 +155,8 @@ void CpuOps::run_units(const P& params, int32_t n_units, void (*kernel)(const P&
 }
 
 // Tokens of x from scaled samples laid out as [k - s context | n_tok * s].
+// With a running mean (PatchNorm), a stream carries it from span to span; a
+// clip (not streaming) starts it afresh.
 Status CpuOps::embed(const Span& span) {
   const int32_t D = hp_.embed_dim, kk = hp_.patch_kernel, s = hp_.patch_stride;
   const auto dot = [kk](const float* w, const float* win) {
@@ -159,6 +164,9 @@ Status CpuOps::embed(const Span& span) {
     for (int32_t i = 0; i < kk; ++i) acc += w[i] * win[i];
     return acc;
   };
+  float* mean = embed_mean_;
+  if (mean && !span.streaming) std::copy(w_->embed_m0, w_->embed_m0 + D, mean);
+  const float decay = hp_.patch_norm_decay;
   for (int64_t j = 0; j < span.n_tok; ++j) {
     const float* win = span.samples + j * s;
     float* xt = x_ + j * D;
@@ -166,10 +174,16 @@ Status CpuOps::embed(const Span& span) {
       const float a = dot(w_->embed_w + int64_t(d) * kk, win);
       if (w_->embed_g == nullptr) {
         xt[d] = a + w_->embed_b[d];
-      } else {  // log power of the filter pair (d, D + d)
-        const float b = dot(w_->embed_w + int64_t(D + d) * kk, win);
-        xt[d] = w_->embed_g[d] * std::log(a * a + b * b + hp_.patch_log_eps) + w_->embed_b[d];
+        continue;
       }
+      // log power of the filter pair (d, D + d), less its running mean if any
+      const float b = dot(w_->embed_w + int64_t(D + d) * kk, win);
+      float p = std::log(a * a + b * b + hp_.patch_log_eps);
+      if (mean) {
+        mean[d] += decay * (p - mean[d]);
+        p -= mean[d];
+      }
+      xt[d] = w_->embed_g[d] * p + w_->embed_b[d];
     }
   }
   return Status::ok;

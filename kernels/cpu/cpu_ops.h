@@ -96,6 +96,7 @@ class CpuOps final : public StreamOps {
   float* attn_partial_ = nullptr;                 // fused attention: the split last block's halves
   double* simd_ema_scratch_[kMaxThreads] = {};  // per thread: SIMD causal EMA
   double* sum_ = nullptr;                         // (D) the span's pooled sum
+  float* embed_mean_ = nullptr;                   // (D) the log power's running mean (PatchNorm), or null
   float *head_a_ = nullptr, *head_b_ = nullptr;
   float* trace_ = nullptr;
   int64_t trace_tokens_ = 0, trace_offset_ = 0;

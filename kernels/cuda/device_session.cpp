@@ -348,6 +348,10 @@ Status Session<T>::clear_state(int32_t b) {
   }
   CUDA_CHECK(zero(bf.pool + int64_t(b) * dm.w * dm.d, sizeof(double) * size_t(dm.w * dm.d)));
   CUDA_CHECK(zero(bf.total + int64_t(b) * dm.d, sizeof(double) * size_t(dm.d)));
+  if (dm.patch_norm) {  // the running mean back to its start
+    CUDA_CHECK(cudaMemcpyAsync(bf.embed_mean + int64_t(b) * dm.d, plan_.w.embed_m0, sizeof(float) * size_t(dm.d),
+                               cudaMemcpyDeviceToDevice, plan_.stream));
+  }
   return Status::ok;
 }
 

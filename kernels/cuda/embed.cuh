@@ -4,7 +4,10 @@
 // reads samples [j*s, j*s + k) of its block. k = s = 1 is the official
 // per-sample embedding. With g set (PatchFeatures::LogPower) there are 2d
 // filters and feature c is g[c] * log(a^2 + b^2 + eps) + b[c], a and b the
-// outputs of filters c and d + c.
+// outputs of filters c and d + c. With m0 set (PatchNorm::RunningMean) the log
+// power p first loses its running mean, m += decay * (p - m); p -= m, which
+// each stream carries in `mean` from step to step: one work item per (stream,
+// channel) then walks its tokens in order, as the CPU does.
 #pragma once
 
 #include <math.h>
@@ -25,33 +28,66 @@ struct EmbedParams {
   const float* g = nullptr;        // (d) log-power scale; null: linear
   const float* b = nullptr;        // (d)
   float eps = 0.0f;                // log power
+  const float* m0 = nullptr;       // (d) running mean's start; null: no running mean
+  float* mean = nullptr;           // (n_streams, d) each stream's running mean
+  const int64_t* chunk_index = nullptr;  // per stream: chunk 0 starts the mean afresh
+  bool streaming = true;           // false: a clip, started afresh
+  float decay = 0.0f;
   T* x = nullptr;                  // (n_streams * n_tok, d)
   int32_t n_streams = 0;
   int64_t n_tok = 0;
   int32_t d = 0, k = 1, s = 1;
 };
 
+// Work items: output elements, or (stream, channel) columns with a running mean.
 template <typename T>
-int64_t embed_size(const EmbedParams<T>& p) { return int64_t(p.n_streams) * p.n_tok * p.d; }
+int64_t embed_size(const EmbedParams<T>& p) {
+  return int64_t(p.n_streams) * (p.m0 ? 1 : p.n_tok) * p.d;
+}
 
-// One output element; idx in [0, embed_size). Same summation order as the CPU.
+// Filter row w against the k samples at win. Same summation order as the CPU.
+MEGA_HD inline float embed_dot(const float* w, const float* win, int32_t k) {
+  float acc = 0.0f;
+  for (int32_t i = 0; i < k; ++i) acc += w[i] * win[i];
+  return acc;
+}
+
+// Log power of filter pair (c, d + c) over the window of token j of stream b.
+template <typename T>
+MEGA_HD inline float embed_log_power(const EmbedParams<T>& p, int64_t b, int64_t j, int32_t c) {
+  const float* win = p.samples + b * p.stream_stride + j * p.s;
+  const float a = embed_dot(p.w + int64_t(c) * p.k, win, p.k);
+  const float q = embed_dot(p.w + int64_t(p.d + c) * p.k, win, p.k);
+  return logf(a * a + q * q + p.eps);
+}
+
+// Channel c of stream b over all its tokens, with the running mean.
+template <typename T>
+MEGA_HD inline void embed_column(const EmbedParams<T>& p, int64_t b, int32_t c) {
+  const bool fresh = !p.streaming || p.chunk_index[b] == 0;
+  float m = fresh ? p.m0[c] : p.mean[b * p.d + c];
+  for (int64_t j = 0; j < p.n_tok; ++j) {
+    const float lp = embed_log_power(p, b, j, c);
+    m += p.decay * (lp - m);
+    st(p.x + (b * p.n_tok + j) * p.d + c, p.g[c] * (lp - m) + p.b[c]);
+  }
+  p.mean[b * p.d + c] = m;
+}
+
+// Work item idx in [0, embed_size).
 template <typename T>
 MEGA_HD inline void embed_element(const EmbedParams<T>& p, int64_t idx) {
   const int32_t c = int32_t(idx % p.d);
   const int64_t row = idx / p.d;
+  if (p.m0) {
+    embed_column(p, row, c);
+    return;
+  }
   const int64_t b = row / p.n_tok, j = row % p.n_tok;
-  const float* win = p.samples + b * p.stream_stride + j * p.s;
-  const auto dot = [&](const float* w) {
-    float acc = 0.0f;
-    for (int32_t i = 0; i < p.k; ++i) acc += w[i] * win[i];
-    return acc;
-  };
-  const float a = dot(p.w + int64_t(c) * p.k);
   if (p.g == nullptr) {
-    st(p.x + idx, a + p.b[c]);
+    st(p.x + idx, embed_dot(p.w + int64_t(c) * p.k, p.samples + b * p.stream_stride + j * p.s, p.k) + p.b[c]);
   } else {
-    const float q = dot(p.w + int64_t(p.d + c) * p.k);
-    st(p.x + idx, p.g[c] * logf(a * a + q * q + p.eps) + p.b[c]);
+    st(p.x + idx, p.g[c] * embed_log_power(p, b, j, c) + p.b[c]);
   }
 }
 

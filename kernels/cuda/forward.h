@@ -183,6 +183,11 @@ class GpuOps final : public mega::Ops {
     ep.g = w_.embed_g;
     ep.b = w_.embed_b;
     ep.eps = dm_.patch_eps;
+    ep.m0 = w_.embed_m0;
+    ep.mean = bf_.embed_mean;
+    ep.chunk_index = sp.chunk_index;
+    ep.streaming = sp.streaming;
+    ep.decay = dm_.patch_norm_decay;
     ep.x = bf_.x;
     ep.n_streams = sp.n_streams;
     ep.n_tok = sp.n_tok;

@@ -24,6 +24,8 @@ struct Dims {
   int32_t n_layers = 0, n_classes = 0, cdim = 0;
   int32_t patch_k = 1, patch_s = 1;
   float patch_eps = 0.0f;  // log-power features (WeightsDev::embed_g set)
+  bool patch_norm = false;  // log power less its running mean (WeightsDev::embed_m0 set)
+  float patch_norm_decay = 0.0f;
   int64_t ctx = 0;            // k - s samples of left context per stream
   int64_t chunk_samples = 0;  // C * s
   bool bidir = false, prenorm = true, has_final_norm = false;
@@ -56,6 +58,8 @@ inline Dims make_dims(const HParams& hp, const ModelWeights& md) {
   dm.patch_k = hp.patch_kernel;
   dm.patch_s = hp.patch_stride;
   dm.patch_eps = hp.patch_log_eps;
+  dm.patch_norm = md.embed_m0 != nullptr;
+  dm.patch_norm_decay = hp.patch_norm_decay;
   dm.ctx = hp.patch_kernel - hp.patch_stride;
   dm.chunk_samples = hp.chunk_samples();
   dm.bidir = hp.ema_direction == EmaDirection::bidirectional;
@@ -120,6 +124,7 @@ struct Buffers {
   float* h = nullptr;         // n_layers x (n_streams, d, N), untruncated
   double* pool = nullptr;     // (n_streams, W, d)
   double* total = nullptr;    // (n_streams, d)
+  float* embed_mean = nullptr;  // (n_streams, d) the log power's running mean (Dims::patch_norm)
   float* head_scratch = nullptr;
   float* logits = nullptr;    // (n_streams, n_classes)
   int64_t* zero_index = nullptr;  // (n_streams) zeros: the clip path's chunk indices
@@ -157,6 +162,7 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->h = a.take<float>(dm.k == 0 ? int64_t(dm.n_layers) * S * dm.d * dm.n : 0);
   b->pool = a.take<double>(S * dm.w * dm.d);
   b->total = a.take<double>(S * dm.d);
+  b->embed_mean = a.take<float>(dm.patch_norm ? S * dm.d : 0);
   const int32_t sd = dm.d > dm.cdim ? dm.d : dm.cdim;
   b->head_scratch = a.take<float>(S * 2 * sd);
   b->logits = a.take<float>(S * dm.n_classes);
@@ -201,6 +207,7 @@ struct WeightsDev {
   const float* embed_w = nullptr;
   const float* embed_g = nullptr;  // log-power scale; null: linear features
   const float* embed_b = nullptr;
+  const float* embed_m0 = nullptr;  // running mean's start; null: none
   std::vector<LayerDev> layers;   // sized at creation
   NormDev final_norm;
   const HeadLayer* head = nullptr;  // classifier layers + projection, in device memory
@@ -286,6 +293,7 @@ void pack_weights(WeightPacker& pk, const ModelWeights& md, const Dims& dm, Weig
   w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_g ? 2 : 1) * dm.d * dm.patch_k);
   w->embed_g = md.embed_g ? pk.floats(md.embed_g, dm.d) : nullptr;
   w->embed_b = pk.floats(md.embed_b, dm.d);
+  w->embed_m0 = md.embed_m0 ? pk.floats(md.embed_m0, dm.d) : nullptr;
   w->layers.resize(md.layers.size());
   for (size_t l = 0; l < md.layers.size(); ++l) {
     const LayerWeights& L = md.layers[l];

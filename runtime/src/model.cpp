@@ -233,6 +233,7 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   hp->patch_kernel = h->patch_kernel();
   hp->patch_stride = h->patch_stride();
   hp->patch_log_eps = h->patch_log_eps();
+  hp->patch_norm_decay = h->patch_norm_decay();
   hp->window_chunks = h->window_chunks();
   constexpr int64_t kMaxDim = 1 << 14;
   bool ok = check_range(err, "embed_dim", hp->embed_dim, 1, kMaxDim) &&
@@ -269,6 +270,17 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   if (hp->patch_features == PatchFeatures::log_power &&
       !(hp->patch_log_eps > 0.0f && std::isfinite(hp->patch_log_eps))) {
     return err->set(Status::bad_model, "hyper-parameter patch_log_eps must be a positive number");
+  }
+  const int32_t pnorm = h->patch_norm();
+  if (pnorm < 0 || pnorm > 1) return err->set(Status::unsupported_model, "unknown patch_norm " + std::to_string(pnorm));
+  hp->patch_norm = PatchNorm(pnorm);
+  if (hp->patch_norm == PatchNorm::running_mean) {
+    if (hp->patch_features != PatchFeatures::log_power) {
+      return err->set(Status::bad_model, "patch_norm running_mean needs log_power patch features");
+    }
+    if (!(hp->patch_norm_decay > 0.0f && hp->patch_norm_decay < 1.0f)) {
+      return err->set(Status::bad_model, "hyper-parameter patch_norm_decay must be between 0 and 1");
+    }
   }
   hp->ema_direction = EmaDirection(dir);
   hp->attention_fn = AttentionFn(attn);
@@ -491,6 +503,7 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   md->embed_w = tt.get("embed_tokens.weight", {log_power ? 2 * d : d, hp.patch_kernel});
   if (log_power) md->embed_g = tt.get("embed_tokens.scale", {d});
   md->embed_b = tt.get("embed_tokens.bias", {d});
+  if (hp.patch_norm == PatchNorm::running_mean) md->embed_m0 = tt.get("embed_tokens.norm_init", {d});
   md->layers.resize(size_t(hp.n_layers));
   for (int32_t i = 0; i < hp.n_layers && !err->failed(); ++i) {
     LayerWeights& L = md->layers[size_t(i)];

@@ -24,7 +24,8 @@ import torch  # noqa: E402
 
 from tools.convert import mega_format, mega_torch  # noqa: E402
 from tools.convert.generated import (DType, EmaDirection, AttentionFn, NormType, Activation,  # noqa: E402
-                                     Pooling, PatchFeatures, HParams, Tensor, Detection, Provenance, SelfTest, Model)
+                                     Pooling, PatchFeatures, PatchNorm, HParams, Tensor, Detection, Provenance,
+                                     SelfTest, Model)
 
 CONVERTER_VERSION = "0.1.0"
 
@@ -39,11 +40,15 @@ _ACT = {"silu": Activation.Activation.SiLU, "relu": Activation.Activation.ReLU,
         "gelu": Activation.Activation.GELU, "gelu_accurate": Activation.Activation.GELUTanh,
         "linear": Activation.Activation.Linear}
 _PATCH = {"linear": PatchFeatures.PatchFeatures.Linear, "logpower": PatchFeatures.PatchFeatures.LogPower}
+_PATCH_NORM = {"none": PatchNorm.PatchNorm.Off, "running_mean": PatchNorm.PatchNorm.RunningMean}
 
 
 def min_schema_version(cfg) -> int:
     """The oldest schema that describes cfg: files stay readable by older runtimes
-    unless they use something those runtimes would misread (schema 2: LogPower)."""
+    unless they use something those runtimes would misread (schema 2: LogPower;
+    3: PatchNorm RunningMean)."""
+    if cfg.patch_norm != "none":
+        return 3
     return 2 if cfg.patch_features != "linear" else 1
 
 
@@ -118,9 +123,6 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     the (name, array) list just before it is written.
     """
     cfg = model.cfg
-    if cfg.patch_norm != "none":
-        raise ConvertError(f"option patch_norm = {cfg.patch_norm!r} (train.py --patch-norm) is not in the .mega "
-                           "format yet: the runtime cannot run this model")
     if len(labels) != cfg.n_classes:
         raise ConvertError(f"--labels has {len(labels)} labels but the model has {cfg.n_classes} classes")
     tensors = file_tensors(model)
@@ -209,6 +211,8 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     HParams.AddWindowChunks(b, cfg.window_chunks)
     HParams.AddPatchFeatures(b, _PATCH[cfg.patch_features])
     HParams.AddPatchLogEps(b, cfg.patch_log_eps)
+    HParams.AddPatchNorm(b, _PATCH_NORM[cfg.patch_norm])
+    HParams.AddPatchNormDecay(b, cfg.patch_norm_decay)
     hp_off = HParams.End(b)
 
     Model.Start(b)
@@ -266,7 +270,8 @@ def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits) -> 
         f"attention     : {cfg.attention_fn}, norm {cfg.norm_type} ({'prenorm' if cfg.prenorm else 'postnorm'}), "
         f"activation {cfg.activation}",
         f"embedding     : patch kernel {cfg.patch_kernel}, stride {cfg.patch_stride}, features {cfg.patch_features}"
-        + (f" (eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logpower" else ""),
+        + (f" (eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logpower" else "")
+        + (f", less their running mean (decay {cfg.patch_norm_decay:g})" if cfg.patch_norm != "none" else ""),
         f"window        : {cfg.window_chunks} chunks = {cfg.window_samples / cfg.sample_rate:.3f} s at {cfg.sample_rate} Hz",
         f"input scaling : " + (f"(x - {input_mean}) / ({input_std} + 1e-5)" if input_mean is not None else "none"),
         f"labels        : {','.join(labels)}",

@@ -622,6 +622,8 @@ def randomize_for_testing(model: MegaKWS, seed: int) -> None:
                 new = normal(shape, 4.0 / (math.sqrt(shape[1]) * cfg.chunk_size))
             elif name == "embed_tokens.scale":
                 new = uniform(shape, 0.1, 0.5)
+            elif name == "embed_tokens.norm_init":  # about where the log power of a test input sits
+                new = normal(shape, 1.0, mean=-2.0)
             elif name == "sentence_projection_layer.weight":
                 new = normal(shape, 0.2 / math.sqrt(shape[1]))  # logits of order 10, as trained models have
             elif leaf == "weight" and p.dim() == 2:

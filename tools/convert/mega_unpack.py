@@ -67,7 +67,8 @@ def unpack(data: bytes):
         classifier_activation=_inverse(mc._ACT, hp.ClassifierActivation(), "classifier_activation"),
         n_classes=hp.NClasses(), patch_kernel=hp.PatchKernel(), patch_stride=hp.PatchStride(),
         patch_features=_inverse(mc._PATCH, hp.PatchFeatures(), "patch_features"),
-        patch_log_eps=hp.PatchLogEps(), window_chunks=hp.WindowChunks(), sample_rate=m.SampleRate())
+        patch_log_eps=hp.PatchLogEps(), patch_norm=_inverse(mc._PATCH_NORM, hp.PatchNorm(), "patch_norm"),
+        patch_norm_decay=hp.PatchNormDecay(), window_chunks=hp.WindowChunks(), sample_rate=m.SampleRate())
     try:
         cfg.check()
     except ValueError as e:

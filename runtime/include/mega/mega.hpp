@@ -38,6 +38,9 @@ enum class NormType : int32_t { batch_norm = 0, layer_norm = 1, scale_norm = 2, 
 enum class Activation : int32_t { silu = 0, relu = 1, gelu = 2, gelu_tanh = 3, linear = 4 };
 // What the patch embedding computes per window (formats/mega_model.fbs, PatchFeatures).
 enum class PatchFeatures : int32_t { linear = 0, log_power = 1 };
+// What is done to log-power features before their scale and bias (PatchNorm):
+// running_mean subtracts each channel's causal running mean.
+enum class PatchNorm : int32_t { off = 0, running_mean = 1 };
 
 // Everything the spec names; counts of tokens unless said otherwise.
 struct HParams {
@@ -63,6 +66,8 @@ struct HParams {
   int32_t patch_stride = 1;    // samples per token (s)
   PatchFeatures patch_features = PatchFeatures::linear;
   float patch_log_eps = 1e-6f;  // log_power: log(a^2 + b^2 + eps)
+  PatchNorm patch_norm = PatchNorm::off;
+  float patch_norm_decay = 0.01f;  // running_mean: m += decay * (p - m) per token
   int32_t window_chunks = 0;   // W
   int32_t sample_rate = 16000;
 

@@ -14,4 +14,4 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from mega.fb import (Activation, AttentionFn, Detection, DType, EmaDirection, HParams,  # noqa: E402,F401
-                     Model, NormType, PatchFeatures, Pooling, Provenance, SelfTest, Tensor)
+                     Model, NormType, PatchFeatures, PatchNorm, Pooling, Provenance, SelfTest, Tensor)

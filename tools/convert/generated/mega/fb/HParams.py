@@ -196,7 +196,21 @@ class HParams(object):
             return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
         return 1e-6
 
-def HParamsStart(builder): builder.StartObject(24)
+    # HParams
+    def PatchNorm(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(52))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # HParams
+    def PatchNormDecay(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(54))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.01
+
+def HParamsStart(builder): builder.StartObject(26)
 def Start(builder):
     return HParamsStart(builder)
 def HParamsAddEmbedDim(builder, embedDim): builder.PrependInt32Slot(0, embedDim, 0)
@@ -271,6 +285,12 @@ def AddPatchFeatures(builder, patchFeatures):
 def HParamsAddPatchLogEps(builder, patchLogEps): builder.PrependFloat32Slot(23, patchLogEps, 1e-6)
 def AddPatchLogEps(builder, patchLogEps):
     return HParamsAddPatchLogEps(builder, patchLogEps)
+def HParamsAddPatchNorm(builder, patchNorm): builder.PrependInt8Slot(24, patchNorm, 0)
+def AddPatchNorm(builder, patchNorm):
+    return HParamsAddPatchNorm(builder, patchNorm)
+def HParamsAddPatchNormDecay(builder, patchNormDecay): builder.PrependFloat32Slot(25, patchNormDecay, 0.01)
+def AddPatchNormDecay(builder, patchNormDecay):
+    return HParamsAddPatchNormDecay(builder, patchNormDecay)
 def HParamsEnd(builder): return builder.EndObject()
 def End(builder):
     return HParamsEnd(builder)
