@@ -1,4 +1,4 @@
-// Patch embedding kernel: one thread per output element (embed.cuh).
+// Patch embedding kernels: one thread per output element, then, with a running mean, one per (stream, channel) (embed.cuh).
 #include "embed.cuh"
 #include "launch.cuh"
 
@@ -6,7 +6,9 @@ namespace mega::gpu {
 
 template <typename T>
 int launch_embed(const EmbedParams<T>& p, CUstream_st* stream) {
-  return launch_each<EmbedParams<T>, embed_element<T>>(p, embed_size(p), stream);
+  const int e = launch_each<EmbedParams<T>, embed_element<T>>(p, embed_size(p), stream);
+  if (e != int(cudaSuccess)) return e;
+  return launch_each<EmbedParams<T>, embed_column<T>>(p, embed_column_size(p), stream);
 }
 
 template int launch_embed<float>(const EmbedParams<float>&, CUstream_st*);

@@ -6,8 +6,9 @@
 // filters and feature c is g[c] * log(a^2 + b^2 + eps) + b[c], a and b the
 // outputs of filters c and d + c. With m0 set (PatchNorm::RunningMean) the log
 // power p first loses its running mean, m += decay * (p - m); p -= m, which
-// each stream carries in `mean` from step to step: one work item per (stream,
-// channel) then walks its tokens in order, as the CPU does.
+// each stream carries in `mean` from step to step: the log powers go to a
+// float scratch (one work item per element, as without it), then one work item
+// per (stream, channel) walks its tokens in order, as the CPU does.
 #pragma once
 
 #include <math.h>
@@ -30,6 +31,7 @@ struct EmbedParams {
   float eps = 0.0f;                // log power
   const float* m0 = nullptr;       // (d) running mean's start; null: no running mean
   float* mean = nullptr;           // (n_streams, d) each stream's running mean
+  float* power = nullptr;          // (n_streams * n_tok, d) scratch: the log powers
   const int64_t* chunk_index = nullptr;  // per stream: chunk 0 starts the mean afresh
   bool streaming = true;           // false: a clip, started afresh
   float decay = 0.0f;
@@ -39,11 +41,13 @@ struct EmbedParams {
   int32_t d = 0, k = 1, s = 1;
 };
 
-// Work items: output elements, or (stream, channel) columns with a running mean.
+// Work items: output elements (with a running mean: log powers into p.power) ...
 template <typename T>
-int64_t embed_size(const EmbedParams<T>& p) {
-  return int64_t(p.n_streams) * (p.m0 ? 1 : p.n_tok) * p.d;
-}
+int64_t embed_size(const EmbedParams<T>& p) { return int64_t(p.n_streams) * p.n_tok * p.d; }
+
+// ... then, with a running mean, (stream, channel) columns (embed_column).
+template <typename T>
+int64_t embed_column_size(const EmbedParams<T>& p) { return p.m0 ? int64_t(p.n_streams) * p.d : 0; }
 
 // Filter row w against the k samples at win. Same summation order as the CPU.
 MEGA_HD inline float embed_dot(const float* w, const float* win, int32_t k) {
@@ -61,34 +65,36 @@ MEGA_HD inline float embed_log_power(const EmbedParams<T>& p, int64_t b, int64_t
   return logf(a * a + q * q + p.eps);
 }
 
-// Channel c of stream b over all its tokens, with the running mean.
-template <typename T>
-MEGA_HD inline void embed_column(const EmbedParams<T>& p, int64_t b, int32_t c) {
-  const bool fresh = !p.streaming || p.chunk_index[b] == 0;
-  float m = fresh ? p.m0[c] : p.mean[b * p.d + c];
-  for (int64_t j = 0; j < p.n_tok; ++j) {
-    const float lp = embed_log_power(p, b, j, c);
-    m += p.decay * (lp - m);
-    st(p.x + (b * p.n_tok + j) * p.d + c, p.g[c] * (lp - m) + p.b[c]);
-  }
-  p.mean[b * p.d + c] = m;
-}
-
 // Work item idx in [0, embed_size).
 template <typename T>
 MEGA_HD inline void embed_element(const EmbedParams<T>& p, int64_t idx) {
   const int32_t c = int32_t(idx % p.d);
   const int64_t row = idx / p.d;
-  if (p.m0) {
-    embed_column(p, row, c);
-    return;
-  }
   const int64_t b = row / p.n_tok, j = row % p.n_tok;
-  if (p.g == nullptr) {
+  if (p.m0) {
+    p.power[idx] = embed_log_power(p, b, j, c);
+  } else if (p.g == nullptr) {
     st(p.x + idx, embed_dot(p.w + int64_t(c) * p.k, p.samples + b * p.stream_stride + j * p.s, p.k) + p.b[c]);
   } else {
     st(p.x + idx, p.g[c] * embed_log_power(p, b, j, c) + p.b[c]);
   }
+}
+
+// Work item idx in [0, embed_column_size): channel c of stream b over its
+// tokens' log powers, with the running mean.
+template <typename T>
+MEGA_HD inline void embed_column(const EmbedParams<T>& p, int64_t idx) {
+  const int32_t c = int32_t(idx % p.d);
+  const int64_t b = idx / p.d;
+  const bool fresh = !p.streaming || p.chunk_index[b] == 0;
+  float m = fresh ? p.m0[c] : p.mean[idx];
+  for (int64_t j = 0; j < p.n_tok; ++j) {
+    const int64_t at = (b * p.n_tok + j) * p.d + c;
+    const float lp = p.power[at];
+    m += p.decay * (lp - m);
+    st(p.x + at, p.g[c] * (lp - m) + p.b[c]);
+  }
+  p.mean[idx] = m;
 }
 
 template <typename T>

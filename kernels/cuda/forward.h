@@ -185,6 +185,7 @@ class GpuOps final : public mega::Ops {
     ep.eps = dm_.patch_eps;
     ep.m0 = w_.embed_m0;
     ep.mean = bf_.embed_mean;
+    ep.power = bf_.embed_power;
     ep.chunk_index = sp.chunk_index;
     ep.streaming = sp.streaming;
     ep.decay = dm_.patch_norm_decay;

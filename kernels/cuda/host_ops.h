@@ -88,7 +88,10 @@ class HostOps {
     }
     return Status::ok;
   }
-  Status embed(const EmbedParams<float>& p) { return each(embed_size(p), p, embed_element<float>); }
+  Status embed(const EmbedParams<float>& p) {
+    MEGA_TRY(each(embed_size(p), p, embed_element<float>));
+    return each(embed_column_size(p), p, embed_column<float>);
+  }
   Status norm(const NormParams<float>& p) { return each(norm_size(p), p, norm_element<float>); }
   Status bias_act(const BiasActParams<float>& p) { return each(p.rows * p.cols, p, bias_act_element<float>); }
   Status split(const SplitParams<float>& p) { return each(p.rows * p.g.cols(), p, split_element<float>); }

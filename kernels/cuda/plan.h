@@ -125,6 +125,7 @@ struct Buffers {
   double* pool = nullptr;     // (n_streams, W, d)
   double* total = nullptr;    // (n_streams, d)
   float* embed_mean = nullptr;  // (n_streams, d) the log power's running mean (Dims::patch_norm)
+  float* embed_power = nullptr; // (rows, d) the log powers before it (Dims::patch_norm)
   float* head_scratch = nullptr;
   float* logits = nullptr;    // (n_streams, n_classes)
   int64_t* zero_index = nullptr;  // (n_streams) zeros: the clip path's chunk indices
@@ -163,6 +164,7 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->pool = a.take<double>(S * dm.w * dm.d);
   b->total = a.take<double>(S * dm.d);
   b->embed_mean = a.take<float>(dm.patch_norm ? S * dm.d : 0);
+  b->embed_power = a.take<float>(dm.patch_norm ? r * dm.d : 0);
   const int32_t sd = dm.d > dm.cdim ? dm.d : dm.cdim;
   b->head_scratch = a.take<float>(S * 2 * sd);
   b->logits = a.take<float>(S * dm.n_classes);
