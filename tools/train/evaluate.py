@@ -98,13 +98,7 @@ def torch_rows(checkpoint, paths, batch=64):
     if ck is None:
         sys.exit(1)
     from tools.convert import mega_torch
-    if "config" in ck:
-        model = mega_torch.model_from_config_checkpoint(ck)
-    else:  # unpacked .mega
-        from tools.convert import mega_unpack
-        with open(checkpoint, "rb") as f:
-            model = mega_unpack.unpack(f.read())[0]
-    model.eval()
+    model = mega_torch.model_from_config_checkpoint(ck).eval()
     window = model.cfg.window_samples
     if window != train.SR:
         sys.exit(f"evaluate.py: {checkpoint}: a window of {window} samples, not one second")

@@ -600,7 +600,8 @@ def load_init(path):
             from tools.convert import mega_unpack  # the FlatBuffers reader, only needed here
             with open(path, "rb") as f:
                 model, labels, _, _ = mega_unpack.unpack(f.read())
-            return {"model": model.state_dict(), "labels": labels, "step": None, "best_val": None}
+            return {"config": dataclasses.asdict(model.cfg), "model": model.state_dict(), "labels": labels,
+                    "step": None, "best_val": None}
         return torch.load(path, map_location="cpu")
     except Exception as e:  # unreadable, corrupt, or not a model: say which file and why
         print(f"train.py: --init {path}: {e}", file=sys.stderr)
