@@ -120,6 +120,18 @@ grep -q "running mean: decay 0.02, starting value set from 24 training inputs" "
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cmn" $NORM --steps 10 --resume \
     >"$T/cmn2.log"
 grep -q "resumed at step 5" "$T/cmn2.log"
+# the run's --patch-norm and the checkpoint's must agree: one line that says so, for --resume and --init
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cmn" --preset smoke --batch 16 \
+    --max-per-class 2 --threads 1 --steps 12 --resume >"$T/cmn-bad.log" 2>&1; then
+  echo "--resume of a --patch-norm run without it was accepted"; exit 1
+fi
+grep -q "^train.py: --resume .*last.pt does not fit this run's flags (preset smoke): the checkpoint has embed_tokens.norm_init, this run not (--patch-norm differs from the checkpoint's)$" "$T/cmn-bad.log"
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cmn-init" --preset smoke \
+    --init "$T/cmn/last.pt" --max-per-class 2 --threads 1 --steps 1 >"$T/cmn-bad2.log" 2>&1; then
+  echo "--init from a --patch-norm run into one without it was accepted"; exit 1
+fi
+grep -q "^train.py: --init .*does not fit preset smoke: .*(--patch-norm differs from the checkpoint's)$" "$T/cmn-bad2.log"
+[ "$(wc -l <"$T/cmn-bad2.log")" -le 3 ]
 $PY "$ROOT/tools/train/evaluate.py" --checkpoint "$T/cmn/last.pt" --data "$T/data" --split validation \
     --json-out "$T/cmn.json" >/dev/null
 $PY -c "import json, sys; c = json.load(open(sys.argv[1]))['clips']; assert c['clips'] > 0 and c['errors'] == 0, c" \

@@ -35,7 +35,7 @@ class ReservedVoices(unittest.TestCase):
             self.assertFalse(vc.is_reserved(name), name)
 
     def test_pool_has_none(self):
-        for v in vc.VOICES:
+        for v in vc.ALL_VOICES:
             self.assertFalse(vc.is_reserved(v.name), v.id)
         with self.assertRaises(ValueError):
             vc.Voice("festival", "cmu_us_slt_arctic_hts", "x", "english", "natural")
@@ -50,7 +50,7 @@ class ReservedVoices(unittest.TestCase):
 class Splits(unittest.TestCase):
     def test_groups_in_one_split(self):
         split_of_group = {}
-        for v in vc.VOICES:
+        for v in vc.ALL_VOICES:
             self.assertEqual(split_of_group.setdefault(v.group, vc.split_of(v)), vc.split_of(v), v.group)
         for split in vc.SPLITS:
             self.assertTrue(vc.voices_of(split), split)
@@ -59,15 +59,24 @@ class Splits(unittest.TestCase):
         self.assertEqual(groups["flite:kal"], groups["festival:kal_diphone"])
         self.assertEqual(groups["festival:hindi_NSK_diphone"], groups["festival:telugu_NSK_diphone"])
 
+    def test_second_pool_trains(self):
+        # voices added after the first data set: training only, in no other pool, none held out
+        self.assertTrue(vc.MORE_VOICES)
+        self.assertEqual(vc.ALL_VOICES, vc.VOICES + vc.MORE_VOICES)
+        self.assertFalse({v.id for v in vc.VOICES} & {v.id for v in vc.MORE_VOICES})
+        self.assertFalse({v.group for v in vc.VOICES} & {v.group for v in vc.MORE_VOICES})
+        for v in vc.MORE_VOICES:
+            self.assertEqual(vc.split_of(v), "training", v.id)
+
     def test_every_voice_reads_every_keyword(self):
-        for v in vc.VOICES:
+        for v in vc.ALL_VOICES:
             for w in vc.KEYWORDS:
                 self.assertTrue(v.text_for(w), (v.id, w))
             self.assertTrue(vc.unknown_words_for(v, ["bed"]), v.id)
 
     def test_no_unknown_word_is_a_keyword_in_its_voice(self):
         # "of" is how Czech-spelling voices are given "off", "app" how Germanic ones are given "up"
-        by_id = {v.id: v for v in vc.VOICES}
+        by_id = {v.id: v for v in vc.ALL_VOICES}
         self.assertTrue(by_id["espeak-ng:cs"].reads_as_keyword("of"))
         self.assertTrue(by_id["espeak-ng:de"].reads_as_keyword("app"))
         self.assertFalse(by_id["espeak-ng:en-us"].reads_as_keyword("of"))
@@ -82,7 +91,7 @@ class Splits(unittest.TestCase):
         self.assertEqual(by_id["espeak-ng:fr-fr"].text_for("on"), "onne")
         self.assertFalse(by_id["espeak-ng:fr-fr"].reads_as_keyword("one"))
         rng = make_sc10.np.random.default_rng(3)
-        for v in vc.VOICES:
+        for v in vc.ALL_VOICES:
             for label in (make_sc10.UNKNOWN, make_sc10.NEAR):
                 if label == make_sc10.NEAR and v.script not in vc.LATIN:
                     continue
@@ -174,7 +183,8 @@ class NearMissAndMerge(unittest.TestCase):
         gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
         runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
                 "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6"],
-                "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"]}
+                "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"],
+                "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"]}
         procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
                                       "--seed", "5"] + a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for k, a in runs.items()}
@@ -234,6 +244,32 @@ class NearMissAndMerge(unittest.TestCase):
             self.assertTrue(os.path.samefile(os.path.join(out, path),
                                              os.path.join(self.d("c" if make_sc10.is_near_miss(path) or make_sc10.is_accent(path)
                                                         else "a"), path)))
+
+    def test_second_pool(self):
+        # --pool more: the second pool's voices alone, every clip training, mergeable into a base set
+        self.assertFalse(self.errors)
+        m = read_manifest(self.d("m"))
+        self.assertEqual(len(m), 13)
+        more = {v.id for v in vc.MORE_VOICES}
+        for path, row in m.items():
+            self.assertEqual(row["split"], "training", path)
+            self.assertIn(f"{row['engine']}:{row['voice']}", more)
+        self.assertEqual(read_lists(self.d("m")), {"validation": [], "testing": []})
+        out = self.d("a+m")
+        r = subprocess.run([sys.executable, self.merge, "--out", out, self.d("a"), self.d("m")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        check = os.path.join(ROOT, "tools", "data", "check_splits.py")
+        r = subprocess.run([sys.executable, check, out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(read_manifest(out)), len(read_manifest(self.d("a"))) + 13)
+        # _silence_ clips have no voice: --pool more refuses them before making anything
+        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
+        r = subprocess.run([sys.executable, gen, "--out", self.d("m2"), "--pool", "more", "--silence", "2"],
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--silence 0", r.stderr)
+        self.assertFalse(os.path.exists(self.d("m2")))
 
     def test_merge_refuses(self):
         self.assertFalse(self.errors)

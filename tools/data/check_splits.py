@@ -23,7 +23,7 @@ from tools.data import voices as vc  # noqa: E402
 
 
 def check(data: str, warnings=None) -> list:
-    by_id = {v.id: v for v in vc.VOICES}
+    by_id = {v.id: v for v in vc.ALL_VOICES}
     lists = {}
     for split, name in (("validation", "validation_list.txt"), ("testing", "testing_list.txt")):
         with open(os.path.join(data, name)) as f:

@@ -522,6 +522,8 @@ def render_word(rng: np.random.Generator, label: str, split: str, fails: list, m
 
 def draw_split(rng: np.random.Generator) -> str:
     u = rng.random() * 100.0
+    if G.get("training_only"):  # --pool more: every voice of it trains (the draw is kept all the same)
+        return "training"
     return "validation" if u < VAL_PCT else "testing" if u < VAL_PCT + TEST_PCT else "training"
 
 
@@ -688,8 +690,15 @@ def main():
     ap.add_argument("--accent", type=int, default=0, metavar="N",
                     help="N more keyword clips, each said by an English espeak-ng voice in an accent "
                          "(voices.ACCENT_PHONEMES); drawn from their own seeds like --near-miss")
+    ap.add_argument("--pool", choices=sorted(vc.POOLS), default="base",
+                    help="voices: base (the first pool: training, validation and testing voices) or more "
+                         "(voices.MORE_VOICES, added later: training voices only, so every clip is training; "
+                         "merge the folder into a base one with merge_sets.py)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
+    if args.pool == "more" and args.silence:
+        sys.exit("make_sc10: --pool more makes speech clips only; give --silence 0 (the base pool's "
+                 "_silence_ clips have no voice)")
     for tool in ("espeak-ng", "flite", "sox", "text2wave"):
         if shutil.which(tool) is None:
             sys.exit(f"make_sc10: '{tool}' not found (scripts/setup.sh installs the voices: "
@@ -705,7 +714,9 @@ def main():
     try:
         # 1) probe voices and variants; drop the ones that do not render
         variants = espeak_variants()
-        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), 0) for v in vc.VOICES]
+        pool_voices = vc.POOLS[args.pool]
+        G["training_only"] = args.pool == "more"
+        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), 0) for v in pool_voices]
         probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), 0) for v in variants if not vc.is_reserved(v)]
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
         res = list(run_tasks(pool, probes, 4))
@@ -715,11 +726,11 @@ def main():
         bad = [r[0] for r in res if r[1] < MIN_WORD_S]
         for b in bad:
             print(f"skipped (does not render): {b[0]} {b[1]}{'+' + b[2] if b[2] else ''}", flush=True)
-        usable = [v for v in vc.VOICES if (v.engine, v.name, "") not in bad]
+        usable = [v for v in pool_voices if (v.engine, v.name, "") not in bad]
         G["voices"] = {sp: vc.voices_of(sp, usable) for sp in vc.SPLITS}
         G["variants"] = [v for v in variants if not vc.is_reserved(v) and ("espeak-ng", "en-us", v) not in bad]
         for sp in vc.SPLITS:
-            if not G["voices"][sp]:
+            if not G["voices"][sp] and not (G["training_only"] and sp != "training"):
                 sys.exit(f"make_sc10: no {sp} voice renders")
             print(f"{sp} voices ({len(G['voices'][sp])}): {' '.join(v.id for v in G['voices'][sp])}", flush=True)
         print(f"espeak-ng variants: {len(G['variants'])}", flush=True)
@@ -747,7 +758,7 @@ def main():
         tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
         parts = os.path.join(out, "parts")
         os.makedirs(parts, exist_ok=True)
-        run_key = f"seed={args.seed} counts={sorted(counts.items())}"
+        run_key = f"seed={args.seed} counts={sorted(counts.items())}" + ("" if args.pool == "base" else f" pool={args.pool}")
         rows, errors, fails = [], [], {}
         t1, done = time.time(), 0
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None

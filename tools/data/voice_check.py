@@ -60,7 +60,7 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="a markdown table (for docs/voices.md)")
     args = ap.parse_args()
     rows = []
-    for v in vc.VOICES:
+    for v in vc.ALL_VOICES:
         rows.append((v, phones(v)))
     if args.markdown:
         print("| voice | split | script | " + " | ".join(vc.KEYWORDS) + " |")

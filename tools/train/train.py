@@ -608,6 +608,26 @@ def load_init(path):
         return None
 
 
+def state_mismatch(model, weights: dict):
+    """None when `weights` fit `model`, else one line saying what differs (missing and
+    unexpected tensors, shapes), naming --patch-norm when its start value is the difference."""
+    own = model.state_dict()
+    missing = [k for k in own if k not in weights]
+    extra = [k for k in weights if k not in own]
+    shapes = [f"{k} {tuple(weights[k].shape)} (this run {tuple(own[k].shape)})" for k in own
+              if k in weights and tuple(weights[k].shape) != tuple(own[k].shape)]
+    if not (missing or extra or shapes):
+        return None
+
+    def few(names):
+        return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    parts = ([f"this run has {few(missing)}, the checkpoint not"] if missing else []) + \
+        ([f"the checkpoint has {few(extra)}, this run not"] if extra else []) + \
+        ([f"shapes differ: {few(shapes)}"] if shapes else [])
+    hint = " (--patch-norm differs from the checkpoint's)" if "embed_tokens.norm_init" in missing + extra else ""
+    return "; ".join(parts) + hint
+
+
 def init_running_mean(model, ds: Dataset, rng: np.random.Generator, keep_function: bool, n: int = 256):
     """Sets the running mean's starting value (embed_tokens.norm_init) to the mean log
     power of n training inputs, so the normalization starts where it removes a typical
@@ -797,6 +817,11 @@ def main() -> int:
     resumed = None
     if args.resume and os.path.exists(last):
         ck = torch.load(last, map_location="cpu")
+        why = state_mismatch(model, ck["model"])
+        if why:
+            print(f"train.py: --resume {last} does not fit this run's flags (preset {args.preset}): {why}",
+                  file=sys.stderr)
+            return 1
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         step, best = ck["step"], ck["best_val"]
@@ -818,11 +843,11 @@ def main() -> int:
         fresh_norm = cfg.patch_norm != "none" and "embed_tokens.norm_init" not in weights
         if fresh_norm:  # a checkpoint without the normalization: start it where it changes nothing yet
             weights["embed_tokens.norm_init"] = model.embed_tokens.norm_init.detach()
-        try:
-            model.load_state_dict(weights)
-        except RuntimeError as e:
-            print(f"train.py: {args.init} does not fit preset {args.preset}: {e}", file=sys.stderr)
+        why = state_mismatch(model, weights)
+        if why:
+            print(f"train.py: --init {args.init} does not fit preset {args.preset}: {why}", file=sys.stderr)
             return 1
+        model.load_state_dict(weights)
         if fresh_norm:
             init_running_mean(model, train, np.random.default_rng(args.seed + 2), keep_function=True)
         val_acc = ck.get("best_val")
