@@ -204,11 +204,7 @@ VOICES = (
 # that made it still make the same clips: more espeak-ng languages reading the
 # respellings, each checked with tools/data/voice_check.py (docs/voices.md). All of
 # them train (none is held out); make_sc10.py --pool more renders these alone.
-# Left out: languages whose rules mangle a keyword past an override (Maltese,
-# Lule Saami d->t and g->k, Azerbaijani, Kyrgyz and Kalaallisut final stress,
-# Uzbek, Turkmen, Guarani, Hawaiian, Maori, Vietnamese, Kurdish, Haitian, Irish,
-# Scottish Gaelic, Tatar, Bashkir, Belarusian g, Serbian Cyrillic); Mandarin's
-# "latin as English" hands Latin text to en.
+# The languages left out, and why, are listed in docs/voices.md.
 MORE_ESPEAK_ACCENTS = {
     "latin_j": ["bs", "sq", "ltg"],
     "latin_y": ["tn", "om", "qu"],
