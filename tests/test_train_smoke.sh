@@ -37,7 +37,8 @@ grep -q "resumed at step 100" "$T/resume.log"
 # a run stopped (--stop-at) and resumed draws the same batches and augmentations, so its losses are those
 # of the run in one go, to the printed digit
 AUG="--preset smoke --steps 20 --batch 16 --warmup 5 --max-per-class 2 --eval-every 10 --threads 1 --seed 7
-     --noise-prob 0.5 --speed-prob 0.5 --color-prob 0.5 --warp-prob 0.5 --mask-prob 0.5"
+     --noise-prob 0.5 --speed-prob 0.5 --color-prob 0.5 --vowel-prob 0.5 --pitch-prob 0.5 --warp-prob 0.5
+     --mask-prob 0.5"
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/whole" $AUG >/dev/null
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/split" $AUG --stop-at 10 >"$T/stop.log"
 grep -q "stopped at step 10 of 20" "$T/stop.log"
@@ -313,6 +314,75 @@ for t in train.TILT_RANGE:
     change = f1_to_f3_db(y) - f1_to_f3_db(x)
     assert abs(change - t * np.log2(2600 / 700)) < 1, (t, change)
 print("recolor: formants move by the factor, pitch and level stay; tilt as asked")
+PY
+# --vowel-prob: a formant track moves each stretch of a clip by its own factor; a
+# constant track is the single factor; the track stays in range and varies
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import numpy as np
+from tools.train import train
+sr, f0 = 16000, 120
+hz = np.fft.rfftfreq(8000, 1 / sr)
+pulses = np.zeros(sr)
+pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
+hz_full = np.fft.rfftfreq(sr, 1 / sr)
+x = np.fft.irfft(np.fft.rfft(pulses) * (1 / (1 + ((hz_full - 1200) / 80) ** 2)), sr).astype(np.float32)
+x *= 0.3 / np.abs(x).max()
+count = train.color_frames(sr)
+assert np.array_equal(train.recolor(x, np.full(count, 1.1), 1.0), train.recolor(x, 1.1, 1.0)), "a constant track is not the factor"
+track = np.where(np.arange(count) < count // 2, 0.9, 1.15)  # the first half down, the second up
+y = train.recolor(x, track, 0.0)
+def same_shape(a, b):  # equal up to a gain (recolor keeps the whole clip's RMS)
+    g = np.dot(a, b) / np.dot(b, b)
+    return np.abs(a - g * b).max() < 1e-3 * np.abs(a).max()
+# frames 8 ms apart, each 32 ms: samples before 7000 come from frames of the
+# first half only, samples after 9000 from the second half's
+assert same_shape(y[1000:7000], train.recolor(x, 0.9, 0.0)[1000:7000]), "the first half is not moved by 0.9"
+assert same_shape(y[9000:15000], train.recolor(x, 1.15, 0.0)[9000:15000]), "the second half is not moved by 1.15"
+assert not same_shape(y[9000:15000], train.recolor(x, 0.9, 0.0)[9000:15000])
+def peak(v):  # the formant: where the power, summed over one harmonic spacing, is highest
+    p = np.abs(np.fft.rfft(v * np.hanning(len(v)), 8000)) ** 2
+    band = (hz > 900) & (hz < 1500)
+    return hz[band][np.argmax(np.convolve(p[band], np.ones(61), "same"))]
+first, second = peak(y[1000:7000]), peak(y[9000:15000])
+assert second - first > 200, (first, second)
+rng = np.random.default_rng(3)
+for _ in range(20):
+    t = train.formant_track(sr, rng)
+    assert len(t) == count and t.min() >= train.FORMANT_RANGE[0] - 1e-9 and t.max() <= train.FORMANT_RANGE[1] + 1e-9
+    assert t.max() / t.min() > 1.02, "the track does not move"
+print(f"recolor with a formant track: each half moved by its factor (formant near {first:.0f} and {second:.0f} Hz)")
+PY
+# --pitch-prob: shift_pitch moves the pitch of a vowel by the factor and keeps its
+# formants (which plain speed change moves), timing and level
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import numpy as np
+from tools.train import train
+sr, f0 = 16000, 120
+hz = np.fft.rfftfreq(sr, 1 / sr)
+pulses = np.zeros(sr)
+pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
+x = np.fft.irfft(np.fft.rfft(pulses) * sum(1 / (1 + ((hz - f) / 80) ** 2) for f in (700, 1200, 2600)), sr).astype(np.float32)
+x *= 0.3 / np.abs(x).max()
+x[:2000] = x[-2000:] = 0
+def pitch(v):
+    ac = np.correlate(v[5000:11000], v[5000:11000], "full")[5999:]
+    return sr / (np.argmax(ac[25:400]) + 25)
+def envelope_db(v):  # mean power in 200 Hz bands centred 200-3900 Hz, middle of the clip
+    p = np.abs(np.fft.rfft(v[5000:11000] * np.hanning(6000))) ** 2
+    f = np.fft.rfftfreq(6000, 1 / sr)
+    return np.array([10 * np.log10(p[(f >= c - 100) & (f < c + 100)].mean() + 1e-12) for c in range(200, 4000, 100)])
+y = train.shift_pitch(x, 1.0)
+assert y.dtype == np.float32 and len(y) == sr and np.abs(y - x).max() < 1e-4, "shift_pitch(1) is not the identity"
+for a in train.PITCH_RANGE + (1.3,):
+    y = train.shift_pitch(x, a)
+    assert len(y) == sr and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
+    assert abs(pitch(y) / (a * pitch(x)) - 1) < 0.03, (a, pitch(x), pitch(y))
+    on = np.nonzero(np.abs(y) > 1e-3 * np.abs(y).max())[0]
+    assert abs(on[0] - 2000) < 480 and abs(on[-1] - 14000) < 480, (a, on[0], on[-1])
+    kept = np.abs(envelope_db(y) - envelope_db(x)).mean()
+    moved = np.abs(envelope_db(train.change_speed(x, a)) - envelope_db(x)).mean()
+    assert kept < 6 and kept < moved / 2, (a, kept, moved)
+print("shift_pitch: pitch moves by the factor; formants, timing and level stay")
 PY
 # --warp-prob / --mask-prob: a warped filter responds at factor x its frequency; the
 # augmentation leaves evaluation (and so the converted model) untouched

@@ -231,18 +231,25 @@ COLOR_LIFTER = 40             # cepstral coefficients kept for the envelope (2.5
 COLOR_MAX_GAIN_DB = 20.0      # the envelope change is kept within this, so near-silent bands are not blown up
 
 
-def recolor(clip: np.ndarray, formant: float, tilt_db: float) -> np.ndarray:
+def color_frames(n: int) -> int:
+    """How many frames recolor cuts a clip of n samples into (its formant track's length)."""
+    return (n + COLOR_FRAME) // COLOR_HOP + 1
+
+
+def recolor(clip: np.ndarray, formant, tilt_db: float) -> np.ndarray:
     """The clip with its spectral envelope warped in frequency by `formant` (its
     formants move from f to formant * f; its harmonics, so its pitch, and its
     timing stay) and tilted by `tilt_db` dB per octave about 1 kHz, at the
-    clip's RMS. Frame by frame (short-time Fourier transform), the envelope is
+    clip's RMS. `formant` is one factor, or one per frame (color_frames(len(clip))
+    of them, 8 ms apart: formant_track). Frame by frame (short-time Fourier transform), the envelope is
     the liftered cepstrum of the log magnitude; each frame's spectrum is scaled
     by warped envelope / envelope (within +-COLOR_MAX_GAIN_DB) and the frames are
     overlap-added. A speaker change that speed and filter warping cannot make:
     a different vocal tract at the same pitch (--color-prob)."""
     n, frame, hop = len(clip), COLOR_FRAME, COLOR_HOP
     padded = np.concatenate([np.zeros(frame, np.float32), clip, np.zeros(frame, np.float32)])
-    count = (len(padded) - frame) // hop + 1
+    count = color_frames(n)
+    factor = np.broadcast_to(np.asarray(formant, np.float64).reshape(-1, 1), (count, 1))
     win = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame))  # sqrt of a periodic Hann
     frames = padded[np.arange(count)[:, None] * hop + np.arange(frame)[None, :]] * win
     spec = np.fft.rfft(frames, axis=1)
@@ -251,14 +258,15 @@ def recolor(clip: np.ndarray, formant: float, tilt_db: float) -> np.ndarray:
     cep[:, COLOR_LIFTER:frame - COLOR_LIFTER + 1] = 0.0
     env = np.fft.rfft(cep, axis=1).real
     bins = np.arange(env.shape[1], dtype=np.float64)
-    # Every frame's envelope is read at the same positions bins / formant: linear
+    # Each frame's envelope is read at the positions bins / its factor: linear
     # interpolation between neighbouring bins, held at the last bin past the end
     # (what np.interp does, to the bit).
-    pos, last = bins / formant, env.shape[1] - 1
+    pos, last = bins[None, :] / factor, env.shape[1] - 1
     lo = np.minimum(np.floor(pos).astype(np.int64), last)
     hi = np.minimum(lo + 1, last)
     frac = np.where(pos >= last, 0.0, pos - lo)
-    warped = (env[:, hi] - env[:, lo]) * frac + env[:, lo]
+    at_lo = np.take_along_axis(env, lo, axis=1)
+    warped = (np.take_along_axis(env, hi, axis=1) - at_lo) * frac + at_lo
     hz = np.maximum(bins * SR / frame, 62.5)
     gain = warped - env + tilt_db / 20 * np.log(10) * np.log2(hz / 1000.0)
     limit = COLOR_MAX_GAIN_DB / 20 * np.log(10)
@@ -270,6 +278,75 @@ def recolor(clip: np.ndarray, formant: float, tilt_db: float) -> np.ndarray:
     out = out.ravel()[frame:frame + n] / 2.0  # a periodic Hann at a quarter-frame hop sums to 2
     before, after = float(np.sqrt(np.mean(clip * clip))), float(np.sqrt(np.mean(out * out)))
     return (out * (before / after if after > 1e-12 else 0.0)).astype(np.float32)
+
+
+VOWEL_KNOT = 12  # --vowel-prob: a new formant factor every 12 frames (96 ms, about one speech sound)
+
+
+def formant_track(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A formant factor per recolor frame of an n-sample clip for --vowel-prob:
+    factors drawn log-uniformly in FORMANT_RANGE every VOWEL_KNOT frames (from a
+    random phase) and joined linearly in log, so each sound of a word gets a
+    vowel quality of its own, as a new voice's vowels and r differ one by one."""
+    count = color_frames(n)
+    knots = np.arange(-int(rng.integers(VOWEL_KNOT)), count + VOWEL_KNOT, VOWEL_KNOT)
+    logs = rng.uniform(np.log(FORMANT_RANGE[0]), np.log(FORMANT_RANGE[1]), len(knots))
+    return np.exp(np.interp(np.arange(count), knots, logs))
+
+
+PITCH_RANGE = (0.75, 1.8)  # --pitch-prob: pitch factors (drawn log-uniformly); formants and timing stay
+PV_FRAME, PV_HOP = 512, 128  # shift_pitch's phase vocoder: 32 ms frames, 8 ms hop (periodic Hann)
+
+
+def stretch(clip: np.ndarray, factor: float) -> np.ndarray:
+    """The clip made `factor` times as long at the same pitch (a phase vocoder:
+    each output frame's magnitude interpolated between the two nearest input
+    frames; each spectral peak's phase advanced by its measured frequency, and
+    the bins around a peak keep their input phase relative to it, so that a
+    harmonic spread over several bins stays one sinusoid)."""
+    frame, hop = PV_FRAME, PV_HOP
+    padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
+    count = (len(padded) - frame) // hop + 1
+    win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)
+    spec = np.fft.rfft(padded[np.arange(count)[:, None] * hop + np.arange(frame)[None, :]] * win, axis=1)
+    advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame  # a bin's phase advance per hop
+    steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
+    steps = steps[steps < count - 1]  # each output frame between two input frames
+    phase = np.angle(spec[0])
+    out_frames = np.empty((len(steps), frame))
+    bins = np.arange(frame // 2 + 1)
+    for k, t in enumerate(steps):
+        i, a = int(t), t - int(t)
+        mag = (1 - a) * np.abs(spec[i]) + a * np.abs(spec[i + 1])
+        inner = mag[1:-1]
+        peaks = np.nonzero((inner > mag[:-2]) & (inner >= mag[2:]))[0] + 1
+        if len(peaks):  # each bin follows the nearest peak
+            owner = peaks[np.searchsorted((peaks[:-1] + peaks[1:]) / 2, bins)]
+            locked = phase[owner] + np.angle(spec[i]) - np.angle(spec[i])[owner]
+        else:
+            locked = phase
+        out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
+        d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
+        phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
+    out = np.zeros((len(steps) - 1) * hop + frame)
+    for k in range(len(steps)):
+        out[k * hop:k * hop + frame] += out_frames[k]
+    out /= 1.5  # a periodic Hann squared at a quarter-frame hop sums to 1.5
+    start, m = int(round(frame * factor)), int(round(len(clip) * factor))  # input sample p is output p * factor
+    return out[start:start + m]
+
+
+def shift_pitch(clip: np.ndarray, factor: float) -> np.ndarray:
+    """The clip at `factor` times its pitch with its formants, timing and RMS kept
+    (--pitch-prob): stretched `factor` times (stretch), played `factor` times as
+    fast (pitch, formants and timing all move by it), and its formants moved back
+    by 1 / factor (recolor). A man's voice at a woman's or a child's pitch."""
+    n = len(clip)
+    long = stretch(clip, factor)
+    y = recolor(np.interp(np.arange(n) * factor, np.arange(len(long)), long, right=0.0).astype(np.float32),
+                1.0 / factor, 0.0)
+    before, after = float(np.sqrt(np.mean(clip * clip))), float(np.sqrt(np.mean(y * y)))
+    return (y * (before / after if after > 1e-12 else 0.0)).astype(np.float32)
 
 
 SPLICE_FRAME = 160       # 10 ms frames for finding a word's extent
@@ -350,13 +427,16 @@ def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
 
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
-               speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0):
+               speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0,
+               vowel_prob: float = 0.0, pitch_prob: float = 0.0):
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
     voice where there is one (splice_pool), labelled _unknown_ (splice_pair); with
     probability color_prob its formants are moved and its spectrum tilted (recolor); with
-    probability speed_prob the target second is played 0.88-1.12x as fast, and
+    probability vowel_prob its formants are moved by a factor that changes every
+    sound (formant_track); with probability pitch_prob its pitch alone is moved
+    (shift_pitch); with probability speed_prob the target second is played 0.88-1.12x as fast, and
     with probability noise_prob noise is added to it."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
@@ -376,6 +456,10 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
                     target, y[i] = spliced, ds.labels.index(UNKNOWN)
         if train and color_prob > 0 and rng.random() < color_prob:
             target = recolor(target, float(rng.uniform(*FORMANT_RANGE)), float(rng.uniform(*TILT_RANGE)))
+        if train and vowel_prob > 0 and rng.random() < vowel_prob:
+            target = recolor(target, formant_track(len(target), rng), 0.0)
+        if train and pitch_prob > 0 and rng.random() < pitch_prob:
+            target = shift_pitch(target, float(np.exp(rng.uniform(*np.log(PITCH_RANGE)))))
         if train and speed_prob > 0 and rng.random() < speed_prob:
             target = change_speed(target, float(rng.uniform(*SPEED_RANGE)))
         shift = int(rng.integers(-1600, 1601)) if train else 0
@@ -695,6 +779,13 @@ def main() -> int:
                     help=f"move a training example's formants by {FORMANT_RANGE[0]}-{FORMANT_RANGE[1]}x at the same "
                          f"pitch and tilt its spectrum by {TILT_RANGE[0]:+g} to {TILT_RANGE[1]:+g} dB per octave with "
                          "probability P (speaker augmentation; default 0)")
+    ap.add_argument("--vowel-prob", type=float, default=0.0, metavar="P",
+                    help=f"move a training example's formants by a factor that drifts within {FORMANT_RANGE[0]}-"
+                         f"{FORMANT_RANGE[1]}x from one {VOWEL_KNOT * COLOR_HOP * 1000 // SR} ms stretch to the next "
+                         "(each sound its own vowel quality) with probability P (speaker augmentation; default 0)")
+    ap.add_argument("--pitch-prob", type=float, default=0.0, metavar="P",
+                    help=f"move a training example's pitch by {PITCH_RANGE[0]}-{PITCH_RANGE[1]}x, its formants and "
+                         "timing kept, with probability P (speaker augmentation; default 0)")
     ap.add_argument("--warp-prob", type=float, default=0.0, metavar="P",
                     help=f"frequency-warp the log-power front end's filters by {WARP_RANGE[0]}-{WARP_RANGE[1]} for a "
                          "quarter of the batch with probability P (vocal-tract-length augmentation; default 0)")
@@ -749,7 +840,7 @@ def main() -> int:
         ap.error("--extra-share needs --extra-data")
     if not 0.0 <= args.label_smoothing < 1.0:
         ap.error(f"--label-smoothing {args.label_smoothing}: must be at least 0 and below 1")
-    for name in ("noise_prob", "speed_prob", "color_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
+    for name in ("noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
         if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -886,7 +977,8 @@ def main() -> int:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         idx = rng.choice(len(train), size=args.batch, p=p_sample)
         x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob,
-                          splice_prob=args.splice_prob, color_prob=args.color_prob)
+                          splice_prob=args.splice_prob, color_prob=args.color_prob, vowel_prob=args.vowel_prob,
+                          pitch_prob=args.pitch_prob)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
         loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=args.label_smoothing)
