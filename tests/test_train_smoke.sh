@@ -155,6 +155,32 @@ $PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/smoke.mega" --data "$
     --json-out "$T/ks.json" >/dev/null
 $PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
     "$T/pt.json" "$T/ks.json"
+# evaluate.py's trade-off: keyword accuracy at each rejection level, read off a bias on
+# the _unknown_ logit; a level no bias reaches is None; the runtime's logits give the
+# checkpoint's figures
+PYTHONPATH="$ROOT" $PY - "$T/pt.json" "$T/ks.json" <<'PY'
+import json, sys
+from tools.train import evaluate
+labels = ["yes", "no", "_silence_", "_unknown_"]
+idx = {l: i for i, l in enumerate(labels)}
+rows = [{"file": "d/yes/a.wav", "logits": [2.0, 0, 0, 0.5]},   # right until the bias passes 1.5
+        {"file": "d/yes/b.wav", "logits": [1.0, 0, 0, 0.8]},   # right until 0.2
+        {"file": "d/no/c.wav", "logits": [0, 3.0, 0, 0]},      # right until 3
+        {"file": "d/no/d.wav", "logits": [0, 0, 0, 1.0]},      # called _unknown_ from -1
+        {"file": "d/_unknown_/e.wav", "logits": [0, 1.0, 0, 0]},   # rejected from 1
+        {"file": "d/_unknown_/f.wav", "logits": [0.5, 0, 0, 0]},   # from 0.5
+        {"file": "d/_unknown_/g.wav", "logits": [20.0, 0, 0, 0]},  # never (the bias stops at 8)
+        {"file": "d/_silence_/h.wav", "logits": [0, 0, 1.0, 0]},   # _silence_, then _unknown_: always rejected
+        {"file": "d/yes/x.wav", "error": "unreadable"}]
+t = evaluate.rejection_tradeoff(rows, labels, idx)
+assert list(t) == ["0.70", "0.80", "0.90", "0.95"], t
+assert t["0.80"] is None and t["0.90"] is None and t["0.95"] is None, t
+# 3 of 4 rejected (e, f, h) needs a bias above 1; below 1.5 a and c are still right, b and d lost
+assert t["0.70"]["keyword_accuracy"] == 0.5 and t["0.70"]["rejected"] == 0.75 and 1.0 < t["0.70"]["unknown_bias"] < 1.5, t
+a, b = (json.load(open(p))["clips"]["keywords_at_rejection"] for p in sys.argv[1:3])
+assert a.keys() == b.keys() and all((a[k] is None) == (b[k] is None) for k in a), (a, b)
+print("evaluate.py: keyword accuracy at each rejection level")
+PY
 # --init from a .mega model file (mega_unpack.py): the converted weights are loaded
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/smoke.mega" --classes kws12 --out "$T/ftm" \
     --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 >"$T/ftm.log"

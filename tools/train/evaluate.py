@@ -6,7 +6,10 @@
   evaluate.py --checkpoint RUN/best.pt --data DIR [--split validation] [--json-out results.json]
 
 Clip accuracy: `keyword_spotter classify --json` on every clip of the split
-(1 s clips, classified as one window), with a confusion matrix.
+(1 s clips, classified as one window), with a confusion matrix, and the
+keyword accuracy the model would have where 70/80/90/95% of the non-keyword clips
+are rejected (a bias on the _unknown_ logit, for comparing models at equal
+rejection; it changes no model).
 Streaming: `keyword_spotter scan --json` over a continuous recording, scored
 against its labels: recall of keyword occurrences, false alarms overall and
 per hour of keyword-free audio. --sweep adds the trade-off over thresholds
@@ -78,6 +81,7 @@ def clip_accuracy(ks, model, data, split):
               "keyword_accuracy": sum(conf[i][i] for i in kw) / max(1, kw_clips),
               "keyword_to_unknown": (sum(conf[i][unk] for i in kw) / max(1, kw_clips)) if unk is not None else None,
               "rejected": {labels[i]: sum(conf[i][j] for j in other) / max(1, sum(conf[i])) for i in other}}
+    result["keywords_at_rejection"] = rejection_tradeoff(rows, labels, idx)
     man = manifest(data)
     result["per_voice"] = per_voice(rows, data, man)
     result["halfwords"] = halfwords(rows, data)
@@ -85,6 +89,42 @@ def clip_accuracy(ks, model, data, split):
     result["unknown_kinds"] = unknown_kinds(result["unknown_words"])
     result["per_noise"] = per_noise(rows, data, man)
     return result
+
+
+TRADEOFF_REJECTION = (0.70, 0.80, 0.90, 0.95)  # non-keyword rejection levels the trade-off is read at
+TRADEOFF_BIAS = [round(-8 + 0.05 * i, 2) for i in range(321)]  # added to the _unknown_ logit: -8 to +8
+
+
+def rejection_tradeoff(rows, labels, idx):
+    """What the model could do at other operating points, for comparing models that
+    sit at different ones: with a bias b added to the _unknown_ logit (analysis only;
+    no model or runtime setting), the share of keyword clips classified right against
+    the share of _unknown_ and _silence_ clips rejected (any non-keyword label). For each
+    level in TRADEOFF_REJECTION, the best keyword accuracy over the biases that reject at
+    least that share, and that bias (None where no bias reaches it). Rows that failed
+    are left out, as are models without _unknown_ (an empty result)."""
+    import numpy as np
+    if "_unknown_" not in idx:
+        return {}
+    ok = [r for r in rows if "error" not in r]
+    z = np.array([r["logits"] for r in ok], dtype=np.float64)
+    truth = np.array([idx[folder_label(os.path.basename(os.path.dirname(r["file"])), idx)] for r in ok])
+    keyword = np.array([not labels[t].startswith("_") for t in truth], dtype=bool)
+    non_keyword = [i for i, l in enumerate(labels) if l.startswith("_")]
+    if not keyword.any() or keyword.all():
+        return {}
+    out = {}
+    for b in TRADEOFF_BIAS:
+        zb = z.copy()
+        zb[:, idx["_unknown_"]] += b
+        pred = zb.argmax(axis=1)
+        acc = float(np.mean(pred[keyword] == truth[keyword]))
+        rej = float(np.mean(np.isin(pred[~keyword], non_keyword)))
+        for level in TRADEOFF_REJECTION:
+            key = f"{level:.2f}"
+            if rej >= level and (key not in out or acc > out[key]["keyword_accuracy"]):
+                out[key] = {"keyword_accuracy": acc, "rejected": rej, "unknown_bias": b}
+    return {f"{level:.2f}": out.get(f"{level:.2f}") for level in TRADEOFF_REJECTION}
 
 
 def torch_rows(checkpoint, paths, batch=64):
@@ -107,8 +147,9 @@ def torch_rows(checkpoint, paths, batch=64):
         for i in range(0, len(paths), batch):
             part = paths[i:i + batch]
             x = np.stack([train.fit_second(train.read_wav(p)) for p in part]).astype(np.float32) / 32768.0
-            pred = model(torch.from_numpy(x)).argmax(dim=1).tolist()
-            rows += [{"file": p, "label": ck["labels"][k]} for p, k in zip(part, pred)]
+            logits = model(torch.from_numpy(x))
+            rows += [{"file": p, "label": ck["labels"][int(k)], "logits": z.tolist()}
+                     for p, k, z in zip(part, logits.argmax(dim=1), logits)]
     return rows, list(ck["labels"])
 
 
@@ -244,6 +285,10 @@ def main() -> int:
         print("  " + ", ".join(f"{l} {a:.3f}" for l, a in c["per_label"].items()))
         print(f"  keywords: {c['keyword_accuracy']:.4f} right, {c['keyword_to_unknown'] or 0:.4f} called _unknown_; "
               "rejected: " + ", ".join(f"{l} {a:.3f}" for l, a in c["rejected"].items()))
+        if c["keywords_at_rejection"]:
+            print("  keywords right where _unknown_ and _silence_ are rejected >= " + ", ".join(
+                f"{100 * float(k):.0f}%: " + ("-" if v is None else f"{100 * v['keyword_accuracy']:.1f}%")
+                for k, v in c["keywords_at_rejection"].items()) + " (a bias on _unknown_; analysis only)")
         for v, r in c["per_voice"].items():
             print(f"  voice {v}: {r['keyword_accuracy']:.3f} of {r['clips']} keyword clips")
         for v, r in c["halfwords"].items():
