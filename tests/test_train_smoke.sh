@@ -162,17 +162,17 @@ PYTHONPATH="$ROOT" $PY - "$T/pt.json" "$T/ks.json" <<'PY'
 import json, sys
 from tools.train import evaluate
 labels = ["yes", "no", "_silence_", "_unknown_"]
-idx = {l: i for i, l in enumerate(labels)}
-rows = [{"file": "d/yes/a.wav", "logits": [2.0, 0, 0, 0.5]},   # right until the bias passes 1.5
-        {"file": "d/yes/b.wav", "logits": [1.0, 0, 0, 0.8]},   # right until 0.2
-        {"file": "d/no/c.wav", "logits": [0, 3.0, 0, 0]},      # right until 3
-        {"file": "d/no/d.wav", "logits": [0, 0, 0, 1.0]},      # called _unknown_ from -1
-        {"file": "d/_unknown_/e.wav", "logits": [0, 1.0, 0, 0]},   # rejected from 1
-        {"file": "d/_unknown_/f.wav", "logits": [0.5, 0, 0, 0]},   # from 0.5
-        {"file": "d/_unknown_/g.wav", "logits": [20.0, 0, 0, 0]},  # never (the bias stops at 8)
-        {"file": "d/_silence_/h.wav", "logits": [0, 0, 1.0, 0]},   # _silence_, then _unknown_: always rejected
-        {"file": "d/yes/x.wav", "error": "unreadable"}]
-t = evaluate.rejection_tradeoff(rows, labels, idx)
+YES, NO, SIL, UNK = range(4)
+rows = [(YES, [2.0, 0, 0, 0.5]),   # right until the bias passes 1.5
+        (YES, [1.0, 0, 0, 0.8]),   # right until 0.2
+        (NO, [0, 3.0, 0, 0]),      # right until 3
+        (NO, [0, 0, 0, 1.0]),      # called _unknown_ from -1
+        (UNK, [0, 1.0, 0, 0]),     # rejected from 1
+        (UNK, [0.5, 0, 0, 0]),     # from 0.5
+        (UNK, [20.0, 0, 0, 0]),    # never (the bias stops at 8)
+        (SIL, [0, 0, 1.0, 0])]     # _silence_, then _unknown_: always rejected
+t = evaluate.rejection_tradeoff([z for _, z in rows], [y for y, _ in rows], labels)
+assert evaluate.rejection_tradeoff([[1.0, 0, 0]], [0], labels[:3]) == {}  # no _unknown_: nothing to bias
 assert list(t) == ["0.70", "0.80", "0.90", "0.95"], t
 assert t["0.80"] is None and t["0.90"] is None and t["0.95"] is None, t
 # 3 of 4 rejected (e, f, h) needs a bias above 1; below 1.5 a and c are still right, b and d lost

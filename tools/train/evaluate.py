@@ -57,16 +57,17 @@ def clip_accuracy(ks, model, data, split):
         info = subprocess.run([ks, "info", "-m", model], capture_output=True, text=True).stdout
         labels = [l for l in info.split("labels", 1)[1].split("\n", 1)[0].strip().split(",")]
     idx = {l: i for i, l in enumerate(labels)}
-    conf = [[0] * len(labels) for _ in labels]
-    errors = len(missing)
-    for r in rows:
-        if "error" in r:
-            errors += 1
-            continue
-        truth = folder_label(os.path.basename(os.path.dirname(r["file"])), idx)
-        if truth is None:
+    ok = [r for r in rows if "error" not in r]
+    errors = len(missing) + len(rows) - len(ok)
+    truth = []  # each classified clip's true label, as an index into labels
+    for r in ok:
+        t = folder_label(os.path.basename(os.path.dirname(r["file"])), idx)
+        if t is None:
             sys.exit(f"evaluate.py: {r['file']}: its folder is not one of the model's labels {labels}")
-        conf[idx[truth]][idx[r["label"]]] += 1
+        truth.append(idx[t])
+    conf = [[0] * len(labels) for _ in labels]
+    for r, t in zip(ok, truth):
+        conf[t][idx[r["label"]]] += 1
     per = {l: conf[i][i] / max(1, sum(conf[i])) for i, l in enumerate(labels)}
     total = sum(map(sum, conf))
     kw = [i for i, l in enumerate(labels) if not l.startswith("_")]
@@ -81,7 +82,7 @@ def clip_accuracy(ks, model, data, split):
               "keyword_accuracy": sum(conf[i][i] for i in kw) / max(1, kw_clips),
               "keyword_to_unknown": (sum(conf[i][unk] for i in kw) / max(1, kw_clips)) if unk is not None else None,
               "rejected": {labels[i]: sum(conf[i][j] for j in other) / max(1, sum(conf[i])) for i in other}}
-    result["keywords_at_rejection"] = rejection_tradeoff(rows, labels, idx)
+    result["keywords_at_rejection"] = rejection_tradeoff([r["logits"] for r in ok], truth, labels)
     man = manifest(data)
     result["per_voice"] = per_voice(rows, data, man)
     result["halfwords"] = halfwords(rows, data)
@@ -95,20 +96,21 @@ TRADEOFF_REJECTION = (0.70, 0.80, 0.90, 0.95)  # non-keyword rejection levels th
 TRADEOFF_BIAS = [round(-8 + 0.05 * i, 2) for i in range(321)]  # added to the _unknown_ logit: -8 to +8
 
 
-def rejection_tradeoff(rows, labels, idx):
+def rejection_tradeoff(logits, truth, labels):
     """What the model could do at other operating points, for comparing models that
     sit at different ones: with a bias b added to the _unknown_ logit (analysis only;
     no model or runtime setting), the share of keyword clips classified right against
     the share of _unknown_ and _silence_ clips rejected (any non-keyword label). For each
     level in TRADEOFF_REJECTION, the best keyword accuracy over the biases that reject at
-    least that share, and that bias (None where no bias reaches it). Rows that failed
-    are left out, as are models without _unknown_ (an empty result)."""
+    least that share, and that bias (None where no bias reaches it). logits: one row
+    per classified clip; truth: its true label's index into labels. A model without
+    _unknown_ gets an empty result."""
     import numpy as np
-    if "_unknown_" not in idx:
+    if "_unknown_" not in labels:
         return {}
-    ok = [r for r in rows if "error" not in r]
-    z = np.array([r["logits"] for r in ok], dtype=np.float64)
-    truth = np.array([idx[folder_label(os.path.basename(os.path.dirname(r["file"])), idx)] for r in ok])
+    unk = labels.index("_unknown_")
+    z = np.array(logits, dtype=np.float64).reshape(len(truth), len(labels))
+    truth = np.asarray(truth, dtype=np.int64)
     keyword = np.array([not labels[t].startswith("_") for t in truth], dtype=bool)
     non_keyword = [i for i, l in enumerate(labels) if l.startswith("_")]
     if not keyword.any() or keyword.all():
@@ -116,7 +118,7 @@ def rejection_tradeoff(rows, labels, idx):
     out = {}
     for b in TRADEOFF_BIAS:
         zb = z.copy()
-        zb[:, idx["_unknown_"]] += b
+        zb[:, unk] += b
         pred = zb.argmax(axis=1)
         acc = float(np.mean(pred[keyword] == truth[keyword]))
         rej = float(np.mean(np.isin(pred[~keyword], non_keyword)))

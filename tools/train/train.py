@@ -226,7 +226,7 @@ def change_speed(clip: np.ndarray, factor: float) -> np.ndarray:
 FORMANT_RANGE = (0.86, 1.18)  # --color-prob: spectral-envelope warp factors (formants move, pitch stays)
 TILT_RANGE = (-3.0, 3.0)      # --color-prob: spectral tilt, dB per octave about 1 kHz
 COLOR_HOP = 128               # 8 ms hop of 32 ms frames (sqrt-Hann analysis and synthesis) ...
-COLOR_FRAME = 4 * COLOR_HOP   # ... a quarter-frame hop, which recolor's overlap-add assumes
+COLOR_FRAME = 4 * COLOR_HOP   # ... a quarter-frame hop, which overlap_add assumes
 COLOR_LIFTER = 40             # cepstral coefficients kept for the envelope (2.5 ms: below the pitch period of voices up to 400 Hz)
 COLOR_MAX_GAIN_DB = 20.0      # the envelope change is kept within this, so near-silent bands are not blown up
 
@@ -234,6 +234,29 @@ COLOR_MAX_GAIN_DB = 20.0      # the envelope change is kept within this, so near
 def color_frames(n: int) -> int:
     """How many frames recolor cuts a clip of n samples into (its formant track's length)."""
     return (n + COLOR_FRAME) // COLOR_HOP + 1
+
+
+def framed(padded: np.ndarray, count: int, frame: int, hop: int) -> np.ndarray:
+    """The first `count` frames of `frame` samples, `hop` apart, of `padded` (one per row)."""
+    return padded[np.arange(count)[:, None] * hop + np.arange(frame)[None, :]]
+
+
+def overlap_add(frames: np.ndarray) -> np.ndarray:
+    """Rows of frames laid a quarter-frame apart and summed (count + 3 quarters
+    long): each quarter of every frame added in one vectorized pass per quarter."""
+    count, frame = frames.shape
+    hop = frame // 4
+    quarters = frames.reshape(count, 4, hop)
+    out = np.zeros((count + 3, hop))
+    for k in range(4):
+        out[k:k + count] += quarters[:, k]
+    return out.ravel()
+
+
+def at_rms(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """y scaled to ref's RMS, as float32 (all zeros where y is silent)."""
+    before, after = float(np.sqrt(np.mean(ref * ref))), float(np.sqrt(np.mean(y * y)))
+    return (y * (before / after if after > 1e-12 else 0.0)).astype(np.float32)
 
 
 def recolor(clip: np.ndarray, formant, tilt_db: float) -> np.ndarray:
@@ -251,8 +274,7 @@ def recolor(clip: np.ndarray, formant, tilt_db: float) -> np.ndarray:
     count = color_frames(n)
     factor = np.broadcast_to(np.asarray(formant, np.float64).reshape(-1, 1), (count, 1))
     win = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame))  # sqrt of a periodic Hann
-    frames = padded[np.arange(count)[:, None] * hop + np.arange(frame)[None, :]] * win
-    spec = np.fft.rfft(frames, axis=1)
+    spec = np.fft.rfft(framed(padded, count, frame, hop) * win, axis=1)
     log_mag = np.log(np.abs(spec) + 1e-7)
     cep = np.fft.irfft(log_mag, frame, axis=1)
     cep[:, COLOR_LIFTER:frame - COLOR_LIFTER + 1] = 0.0
@@ -271,13 +293,8 @@ def recolor(clip: np.ndarray, formant, tilt_db: float) -> np.ndarray:
     gain = warped - env + tilt_db / 20 * np.log(10) * np.log2(hz / 1000.0)
     limit = COLOR_MAX_GAIN_DB / 20 * np.log(10)
     out_frames = np.fft.irfft(spec * np.exp(np.clip(gain, -limit, limit)), frame, axis=1) * win
-    quarters = out_frames.reshape(count, 4, hop)  # frame = 4 hops: overlap-add the four quarters
-    out = np.zeros((count + 3, hop))
-    for k in range(4):
-        out[k:k + count] += quarters[:, k]
-    out = out.ravel()[frame:frame + n] / 2.0  # a periodic Hann at a quarter-frame hop sums to 2
-    before, after = float(np.sqrt(np.mean(clip * clip))), float(np.sqrt(np.mean(out * out)))
-    return (out * (before / after if after > 1e-12 else 0.0)).astype(np.float32)
+    out = overlap_add(out_frames)[frame:frame + n] / 2.0  # a periodic Hann at a quarter-frame hop sums to 2
+    return at_rms(out, clip)
 
 
 VOWEL_KNOT = 12  # --vowel-prob: a new formant factor every 12 frames (96 ms, about one speech sound)
@@ -295,7 +312,7 @@ def formant_track(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 PITCH_RANGE = (0.75, 1.8)  # --pitch-prob: pitch factors (drawn log-uniformly); formants and timing stay
-PV_FRAME, PV_HOP = 512, 128  # shift_pitch's phase vocoder: 32 ms frames, 8 ms hop (periodic Hann)
+PV_FRAME, PV_HOP = 512, 128  # shift_pitch's phase vocoder: 32 ms frames, 8 ms hop (periodic Hann; the quarter-frame hop overlap_add assumes)
 
 
 def stretch(clip: np.ndarray, factor: float) -> np.ndarray:
@@ -308,7 +325,7 @@ def stretch(clip: np.ndarray, factor: float) -> np.ndarray:
     padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
     count = (len(padded) - frame) // hop + 1
     win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)
-    spec = np.fft.rfft(padded[np.arange(count)[:, None] * hop + np.arange(frame)[None, :]] * win, axis=1)
+    spec = np.fft.rfft(framed(padded, count, frame, hop) * win, axis=1)
     advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame  # a bin's phase advance per hop
     steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
     steps = steps[steps < count - 1]  # each output frame between two input frames
@@ -328,10 +345,7 @@ def stretch(clip: np.ndarray, factor: float) -> np.ndarray:
         out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
         d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
         phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
-    out = np.zeros((len(steps) - 1) * hop + frame)
-    for k in range(len(steps)):
-        out[k * hop:k * hop + frame] += out_frames[k]
-    out /= 1.5  # a periodic Hann squared at a quarter-frame hop sums to 1.5
+    out = overlap_add(out_frames) / 1.5  # a periodic Hann squared at a quarter-frame hop sums to 1.5
     start, m = int(round(frame * factor)), int(round(len(clip) * factor))  # input sample p is output p * factor
     return out[start:start + m]
 
@@ -345,8 +359,7 @@ def shift_pitch(clip: np.ndarray, factor: float) -> np.ndarray:
     long = stretch(clip, factor)
     y = recolor(np.interp(np.arange(n) * factor, np.arange(len(long)), long, right=0.0).astype(np.float32),
                 1.0 / factor, 0.0)
-    before, after = float(np.sqrt(np.mean(clip * clip))), float(np.sqrt(np.mean(y * y)))
-    return (y * (before / after if after > 1e-12 else 0.0)).astype(np.float32)
+    return at_rms(y, clip)
 
 
 SPLICE_FRAME = 160       # 10 ms frames for finding a word's extent
