@@ -4,7 +4,7 @@
 # test split and the test stream. Reproduces models/sc10-demo.mega and the
 # figures in docs/models.md.
 #   make_demo_model.sh RUN_DIR DATA_DIR KEYWORD_SPOTTER OUT.mega [REAL_DIR]
-# REAL_DIR (tools/data/fetch_real_sc.py's folder): 20- and 40-minute recordings of its
+# REAL_DIR (tools/data/fetch_real_sc.py's folder): 20-, 40- and 60-minute recordings of its
 # validation-split speakers join the tuning, and its validation clips are
 # measured too.
 set -euo pipefail

@@ -2,10 +2,10 @@
 # The validation figures models are chosen by, for one training run: nothing here
 # touches a test voice or a testing-split speaker.
 #   validate_run.sh RUN_DIR DATA_DIR REAL_DIR KEYWORD_SPOTTER
-# Uses the four validation recordings beside DATA_DIR (recordings.sh) and the
+# Uses the six validation recordings beside DATA_DIR (recordings.sh) and the
 # half-keyword sets halfword-val and halfword-realval there (each made if missing:
 # make_stream.py, make_splices.py). Writes RUN_DIR/validation/: the recall / false-alarm
-# curve on the four recordings pooled (curve.txt), the model converted with defaults
+# curve on the six recordings pooled (curve.txt), the model converted with defaults
 # tuned there (model.mega), and evaluate.py's figures on the validation voices'
 # clips, the real validation speakers' clips and both half-keyword sets (*.json).
 set -euo pipefail
