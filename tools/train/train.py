@@ -1023,7 +1023,7 @@ def main() -> int:
                                                                    stream[2], args.val_max_fa)
                     # (limit met, recall there or else minus the false-alarm rate, accuracy)
                     key = [float(tuned[0]), float(tuned[1]), acc]
-                    msg += (f", stream recall {r['recall']:.4f} at threshold {thr:.2f} smoothing {smoothing} "
+                    msg += (f", stream recall {r['recall']:.4f} at threshold {thr:g} smoothing {smoothing} "
                             f"({r['fa_per_hour_keyword_free']:.1f} false alarms per keyword-free hour"
                             f"{'' if tuned[0] else ', over the limit'})")
                 print(msg, flush=True)
