@@ -3,8 +3,8 @@
 
   ship_rule.py SHIPPED CANDIDATE [CANDIDATE ...]
 
-Each argument is a run folder that validate_run.sh has filled (RUN/validation/:
-curve.txt, voices.json, real.json, halfword-*.json). Everything read here is
+Each argument is a run folder that validate_run.sh has filled; this reads its
+RUN/validation/curve.txt, voices.json and real.json. Everything read here is
 validation data: validation voices, real validation-split speakers, and the
 validation recordings. A candidate passes against the shipped model when
 
@@ -27,8 +27,10 @@ import re
 import sys
 
 CURVE_LINE = re.compile(r"<= (\d+(?:\.\d+)?) per keyword-free hour: recall ([\d.]+)%")
-KEYWORDS_AT_REJECTION = ("0.70", "0.80")
-FA_LIMITS = (5, 10)
+REJECTION_LEVELS = ("0.70", "0.80", "0.90", "0.95")  # evaluate.py's keywords_at_rejection, printed
+KEYWORDS_AT_REJECTION = REJECTION_LEVELS[:2]         # (a) judges these
+CURVE_LIMITS = (5, 10, 20, 50, 100)                  # tune_detection.py --curve's limits, printed
+FA_LIMITS = CURVE_LIMITS[:2]                         # (b) judges these
 EQUAL_REJECTION_SLACK = 1.0   # (a), points
 REAL_SLACK = 1.0              # (c), points
 PER_KEYWORD_SLACK = 5.0       # (d), points
@@ -59,7 +61,7 @@ def read_run(run):
         "keywords": 100 * voices["keyword_accuracy"],
         "unknown_rejected": 100 * voices["rejected"]["_unknown_"],
         "at_rejection": {r: 100 * at[r]["keyword_accuracy"] if at.get(r) else float("nan")
-                         for r in ("0.70", "0.80", "0.90", "0.95")},
+                         for r in REJECTION_LEVELS},
         "curve": read_curve(os.path.join(d, "curve.txt")),
         "real": 100 * real["keyword_accuracy"],
         "per_keyword": {k: 100 * a for k, a in voices["per_label"].items() if not k.startswith("_")},
@@ -90,8 +92,8 @@ def verdict(shipped, cand):
 
 
 def line(name, f):
-    curve = " / ".join(f"{f['curve'][b]:.1f}" if b in f["curve"] else "-" for b in (5, 10, 20, 50, 100))
-    at = " / ".join(f"{f['at_rejection'][r]:.1f}" for r in ("0.70", "0.80", "0.90", "0.95"))
+    curve = " / ".join(f"{f['curve'][b]:.1f}" if b in f["curve"] else "-" for b in CURVE_LIMITS)
+    at = " / ".join(f"{f['at_rejection'][r]:.1f}" for r in REJECTION_LEVELS)
     return (f"{name}: keywords {f['keywords']:.1f}, _unknown_ rejected {f['unknown_rejected']:.1f}, "
             f"near misses rejected {f['near_miss_rejected']:.1f} | keywords at 70/80/90/95% rejection {at} | "
             f"pooled recall at <= 5/10/20/50/100 per hour {curve} | real speakers' keywords {f['real']:.1f}")

@@ -11,12 +11,12 @@ over all their keyword-free time together.
 
 Streaming posteriors come from the PyTorch reference (features of a causal
 model over the whole stream equal the streamed ones); the detector is the
-runtime's (streamscore.detect). Picks, among thresholds (0.30-0.995; steps of
-0.005 from 0.90) x smoothing (1-6 hops), the one with the best recall whose false alarms on
-keyword-free stretches stay under the limit (ties: fewer false alarms, then
-the higher threshold). If none stays under it, the one with the fewest false
-alarms there (ties: the best recall), with a warning: never the loudest
-setting.
+runtime's (streamscore.detect). Picks, among thresholds (0.30-0.995; steps
+of 0.005 from 0.90) x smoothing (1-6 hops), the one with the best recall
+whose false alarms on keyword-free stretches stay under the limit (ties:
+fewer false alarms, then the higher threshold). If none stays under it, the
+one with the fewest false alarms there (ties: the best recall), with a
+warning: never the loudest setting.
 
 --holdout-check asks whether the tuning carries over to audio it did not see:
 the pooled recording is cut in two halves; on each, one shared threshold is
