@@ -26,9 +26,9 @@ $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT" --detection "
 "$KS" selftest -m "$OUT"
 $PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" --data "$DATA" --split testing \
   --stream "$WORK/stream-test60.wav" --stream-labels "$WORK/stream-test60.csv" --json-out "$RUN/eval.json"
-$PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" --data "$DATA" --split testing \
+$PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" \
   --stream "$WORK/stream-testfree150-21.wav" --stream-labels "$WORK/stream-testfree150-21.csv" \
-  --json-out "$RUN/eval-testfree.json" | tail -1
+  --json-out "$RUN/eval-testfree.json" | grep '^stream:'
 # the recall within each false-alarm budget on the two test recordings pooled (measured, not tuned)
 $PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TEST[@]}" --curve | tee "$RUN/test-curve.txt"
 if [ -n "$REAL" ]; then
