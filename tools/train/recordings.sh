@@ -1,5 +1,6 @@
 # Sourced by make_demo_model.sh and validate_run.sh: the continuous recordings
-# detection defaults are tuned and models are chosen on, named in one place.
+# detection defaults are tuned and models are chosen on, and those the chosen model
+# is measured on, named in one place.
 # Needs WORK (where the recordings live), ROOT (the repository) and PY set.
 
 # recording NAME DATA SPLIT MINUTES SEED [MAKE_STREAM_OPTION...]: $WORK/NAME.wav and .csv,
