@@ -625,6 +625,36 @@ if $PY "$ROOT/tools/train/mine_hard.py" --checkpoint "$T/run/last.pt" --stream "
   echo "mine_hard.py accepted a recording of validation voices"; exit 1
 fi
 grep -q "training voices only" "$T/mine_bad.log"
+# --once: recordings that share a played-clips list never play a keyword or word clip twice, and one
+# that would run out writes nothing
+for s in 5 6; do
+  $PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split training --minutes 0.4 --out "$T/once$s.wav" \
+      --labels-out "$T/once$s.csv" --seed $s --once "$T/played.txt" >/dev/null
+done
+$PY - "$T/played.txt" "$T/once5.csv" "$T/once6.csv" <<'PY'
+import csv, sys
+played = open(sys.argv[1]).read().split()
+words = [r["source"] for p in sys.argv[2:] for r in csv.DictReader(open(p)) if r["kind"] in ("keyword", "unknown")]
+assert words and sorted(words) == sorted(played), "the played list is not the recordings' words"
+assert len(set(words)) == len(words), "a clip was played twice"
+print(f"--once: {len(words)} clips, none twice")
+PY
+if $PY "$ROOT/tools/data/make_stream.py" --data "$T/data" --split training --minutes 30 --out "$T/once7.wav" \
+    --labels-out "$T/once7.csv" --seed 7 --once "$T/played.txt" 2>"$T/once7.log"; then
+  echo "make_stream.py --once played clips again"; exit 1
+fi
+grep -q "used up" "$T/once7.log"
+[ ! -e "$T/once7.wav" ] && [ ! -e "$T/once7.csv" ]
+# --only-split: more clips of one split's voices, past an earlier run's indices, that merge into it
+$PY "$ROOT/tools/data/make_sc10.py" --out "$T/valmore" --per-word 1 --unknown 2 --silence 0 --near-miss 2 \
+    --only-split validation --first-index 12 --jobs 2 --seed 3 >/dev/null
+$PY - "$T/valmore" <<'PY'
+import csv, os, sys
+rows = list(csv.DictReader(open(os.path.join(sys.argv[1], "manifest.csv"))))
+assert len(rows) == 14 and all(r["split"] == "validation" for r in rows), [(r["path"], r["split"]) for r in rows]
+assert all(int(r["path"].split("_")[-3].lstrip("n")) >= 12 for r in rows), [r["path"] for r in rows]
+PY
+$PY "$ROOT/tools/data/merge_sets.py" --out "$T/merged" "$T/data" "$T/valmore" >/dev/null
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/fth" \
     --preset smoke --steps 5 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 5 --threads 1 \
     --hard-examples "$T/hard.npz" --hard-share 0.5 >"$T/fth.log"

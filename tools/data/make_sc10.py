@@ -69,6 +69,11 @@ generators of their own (label code EXTRA[NEAR]), so they leave every other clip
 as it was: a folder of them alone (--per-word 0 --unknown 0 --silence 0) can be
 merged into an existing dataset with tools/data/merge_sets.py.
 
+--only-split SPLIT makes only the clips that fall in SPLIT (scanning clip indices
+from --first-index up; the clip at an index is the one a full run makes there):
+for example more clips of the validation voices, past the indices of an
+existing run with the same --seed, to merge into it.
+
 --accent N adds N more keyword clips in the same way (label code EXTRA[ACCENT],
 "<spk8>_a<index>_nohash_0.wav"): a keyword drawn at random, said by an English
 espeak-ng voice of the clip's split through one of its accented pronunciations
@@ -527,6 +532,18 @@ def draw_split(rng: np.random.Generator) -> str:
     return "validation" if u < VAL_PCT else "testing" if u < VAL_PCT + TEST_PCT else "training"
 
 
+def indices_of_split(seed: int, label: str, split: str, first: int, n: int) -> list:
+    """The first `n` clip indices >= `first` of `label` whose clip falls in `split` (a clip draws
+    its split first from its own generator, so this costs one draw per index scanned)."""
+    code = EXTRA[label][0] if label in EXTRA else LABELS.index(label)
+    out, i = [], first
+    while len(out) < n:
+        if draw_split(clip_rng(seed, code, i)) == split:
+            out.append(i)
+        i += 1
+    return out
+
+
 # ----------------------------------------------------------------------------- clip makers
 
 def make_speech_clip(seed: int, label: str, index: int) -> dict:
@@ -694,8 +711,20 @@ def main():
                     help="voices: base (the first pool: training, validation and testing voices) or more "
                          "(voices.MORE_VOICES, added later: training voices only, so every clip is training; "
                          "merge the folder into a base one with merge_sets.py)")
+    ap.add_argument("--only-split", choices=["training", "validation", "testing"], default=None,
+                    help="make only clips whose voice falls in this split: each count is then a number of "
+                         "clips of the split, found by scanning clip indices from --first-index up")
+    ap.add_argument("--first-index", type=int, default=0, metavar="K",
+                    help="with --only-split: scan from clip index K, past the clips an earlier run made "
+                         "with the same --seed, so that the new clips are new (and merge without clashes)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
+    if args.first_index and not args.only_split:
+        sys.exit("make_sc10: --first-index goes with --only-split")
+    if args.only_split and args.pool == "more":
+        sys.exit("make_sc10: --only-split goes with --pool base (every --pool more clip is training)")
+    if args.first_index < 0:
+        sys.exit("make_sc10: --first-index must be >= 0")
     if args.pool == "more" and args.silence:
         sys.exit("make_sc10: --pool more makes speech clips only; give --silence 0 (the base pool's "
                  "_silence_ clips have no voice)")
@@ -753,12 +782,19 @@ def main():
         if args.accent:
             counts[ACCENT] = args.accent
         order = LABELS + [NEAR, ACCENT]
-        tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))]
+        if args.only_split:
+            tasks = [("clip", args.seed, lab, i) for lab in order
+                     for i in indices_of_split(args.seed, lab, args.only_split, args.first_index, counts.get(lab, 0))]
+            counts = {lab: n for lab, n in counts.items() if n}
+        else:
+            tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))]
         # interleave labels so that progress and load are even
         tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
         parts = os.path.join(out, "parts")
         os.makedirs(parts, exist_ok=True)
         run_key = f"seed={args.seed} counts={sorted(counts.items())}" + ("" if args.pool == "base" else f" pool={args.pool}")
+        if args.only_split:
+            run_key += f" only={args.only_split} first={args.first_index}"
         rows, errors, fails = [], [], {}
         t1, done = time.time(), 0
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None

@@ -26,7 +26,10 @@ offset_s, word_dur_s); for clips without a manifest row they are measured on
 the clip itself (5 ms frame energy against the clip's noise floor). With a
 manifest, clips with little added noise (none or SNR >= 20 dB) are preferred
 (--any-noise turns that off); clips are reused only after every eligible clip
-of the label has been used once.
+of the label has been used once. With --once PLAYED.txt no keyword or word
+clip is played twice, within the recording or across the recordings that
+share PLAYED.txt (babble beds and _silence_ clips still reuse clips): one
+clip a model mistakes then counts one false alarm, not one per replay.
 
 The CSV (--labels-out) has one row per event, sorted by time:
 
@@ -107,20 +110,34 @@ def load_split(data: str, split: str):
     return out
 
 
-class Picker:
-    """Draws clips of one class without replacement (preferred ones first), refilling when used up."""
+class UsedUp(Exception):
+    """--once: every clip a class may still play has been played."""
 
-    def __init__(self, rng, paths, preferred):
+
+class Picker:
+    """Draws clips of one class without replacement (preferred ones first), refilling when used up.
+    With once=True it never refills (UsedUp instead); a clip drawn but not placed goes back
+    (put_back)."""
+
+    def __init__(self, rng, paths, preferred, once=False, name=""):
         self.rng, self.paths, self.preferred, self.queue = rng, list(paths), preferred, []
+        self.once, self.name, self.filled = once, name, False
 
     def next(self):
         if not self.queue:
+            if self.once and self.filled:
+                raise UsedUp(f"the {len(self.paths)} {self.name} clips of the split not played before are used up")
             good = [p for p in self.paths if self.preferred(p)]
             rest = [p for p in self.paths if not self.preferred(p)]
             self.rng.shuffle(good)
             self.rng.shuffle(rest)
             self.queue = good if good else rest  # the rest only when no clip is preferred
+            self.filled = True
         return self.queue.pop(0)
+
+    def put_back(self, path):
+        if self.once:
+            self.queue.insert(0, path)
 
 
 def main():
@@ -135,6 +152,11 @@ def main():
     ap.add_argument("--gap-min", type=float, default=1.5)
     ap.add_argument("--gap-max", type=float, default=4.0)
     ap.add_argument("--any-noise", action="store_true", help="do not prefer clips with little added noise")
+    ap.add_argument("--once", metavar="PLAYED.txt",
+                    help="play every keyword and word clip at most once, also across recordings: clips listed "
+                         "in PLAYED.txt (one path per line, if it exists) are not played, and the clips this "
+                         "recording plays are added to it. Fails, writing nothing, when a class runs out. "
+                         "Babble beds and _silence_ clips still reuse clips.")
     args = ap.parse_args()
     t_start = time.time()
     rng = np.random.default_rng(args.seed)
@@ -157,8 +179,16 @@ def main():
         r = manifest.get(p)
         return args.any_noise or r is None or r.get("snr_db", "") == "" or float(r["snr_db"]) >= 20
 
-    pick_kw = {k: Picker(rng, clips[k], low_noise) for k in kw_labels}
-    pick_unk = Picker(rng, unk_paths, low_noise)
+    played = set()
+    if args.once and os.path.exists(args.once):
+        with open(args.once) as f:
+            played = {line.strip() for line in f if line.strip()}
+    fresh = (lambda ps: [p for p in ps if p not in played]) if args.once else list
+    once = bool(args.once)
+    pick_kw = {k: Picker(rng, fresh(clips[k]), low_noise, once, k) for k in kw_labels}
+    pick_unk = Picker(rng, fresh(unk_paths), low_noise, once, "_unknown_")
+    # babble beds draw from every clip of the split (with --once, apart from the words played)
+    pick_babble = Picker(rng, unk_paths, low_noise) if once else pick_unk
     pick_sil = Picker(rng, sil_paths, lambda p: True) if sil_paths else None
 
     kw_order = []
@@ -249,7 +279,7 @@ def main():
         if kind == "babble":
             z = np.zeros(n)
             for _ in range(int(n / SR * 4)):
-                cut = word(pick_unk.next())[0]
+                cut = word(pick_babble.next())[0]
                 p = int(rng.integers(-len(cut) // 2, n))
                 a, b = max(0, p), min(n, p + len(cut))
                 if b > a:
@@ -264,63 +294,75 @@ def main():
         return z * 10 ** (level_db / 20)
 
     xf = int(XFADE_S * SR)
-    for seg in segs:
-        kind, s0, s1 = seg
-        if kind == "active":
-            sub = "active"
-            bk = str(rng.choice(["quiet", "white", "pink", "brown", "hum"], p=[0.3, 0.15, 0.25, 0.15, 0.15]))
-            lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-65, -40)
-        else:
-            sub = str(rng.choice(["speech", "mixed", "noise", "quiet"], p=[0.3, 0.25, 0.3, 0.15]))
-            if sub == "noise":
-                bk = str(rng.choice(["white", "pink", "brown", "hum", "babble"]))
-                lvl = rng.uniform(-45, -22)
-            elif sub == "quiet":
-                bk, lvl = "quiet", rng.uniform(-85, -65)
+
+    def fill_segments(segs):
+        """Bed, words and _silence_ clips of every segment, in order."""
+        for seg in segs:
+            kind, s0, s1 = seg
+            if kind == "active":
+                sub = "active"
+                bk = str(rng.choice(["quiet", "white", "pink", "brown", "hum"], p=[0.3, 0.15, 0.25, 0.15, 0.15]))
+                lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-65, -40)
             else:
-                bk = str(rng.choice(["quiet", "pink", "brown", "hum", "babble"], p=[0.3, 0.25, 0.15, 0.15, 0.15]))
-                lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-60, -38)
-        seg.append(f"{sub}/{bk}")
-        a, b = int(s0 * SR) - xf, int(s1 * SR) + xf
-        z = bed(bk, b - a, lvl)
-        r = np.sin(np.linspace(0, np.pi / 2, 2 * xf))  # equal-power cross-fade
-        z[: 2 * xf] *= r
-        z[-2 * xf:] *= r[::-1]
-        lo, hi = max(a, 0), min(b, total)
-        y[lo:hi] += z[lo - a: hi - a]
+                sub = str(rng.choice(["speech", "mixed", "noise", "quiet"], p=[0.3, 0.25, 0.3, 0.15]))
+                if sub == "noise":
+                    bk = str(rng.choice(["white", "pink", "brown", "hum", "babble"]))
+                    lvl = rng.uniform(-45, -22)
+                elif sub == "quiet":
+                    bk, lvl = "quiet", rng.uniform(-85, -65)
+                else:
+                    bk = str(rng.choice(["quiet", "pink", "brown", "hum", "babble"], p=[0.3, 0.25, 0.15, 0.15, 0.15]))
+                    lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-60, -38)
+            seg.append(f"{sub}/{bk}")
+            a, b = int(s0 * SR) - xf, int(s1 * SR) + xf
+            z = bed(bk, b - a, lvl)
+            r = np.sin(np.linspace(0, np.pi / 2, 2 * xf))  # equal-power cross-fade
+            z[: 2 * xf] *= r
+            z[-2 * xf:] *= r[::-1]
+            lo, hi = max(a, 0), min(b, total)
+            y[lo:hi] += z[lo - a: hi - a]
 
-        # ---- words / silence clips inside the segment
-        def run_words(gap_lo, gap_hi, p_kw):
-            t_on = s0 + EDGE_S + PRE_S + float(rng.uniform(0.2, 1.2))
-            while True:
-                is_kw = rng.random() < p_kw
-                path = pick_kw[next_keyword()].next() if is_kw else pick_unk.next()
-                cut, on, off, _ = word(path)
-                if t_on + (len(cut) / SR - on) > s1 - EDGE_S:
-                    if is_kw:  # not used: it comes first in the next segment
-                        kw_order.append(path.split("/")[0])
-                    break
-                label = path.split("/")[0] if is_kw else "_unknown_"
-                place(path, t_on, "keyword" if is_kw else "unknown", label)
-                t_on += (off - on) + float(rng.uniform(gap_lo, gap_hi))
+            # ---- words / silence clips inside the segment
+            def run_words(gap_lo, gap_hi, p_kw):
+                t_on = s0 + EDGE_S + PRE_S + float(rng.uniform(0.2, 1.2))
+                while True:
+                    is_kw = rng.random() < p_kw
+                    path = pick_kw[next_keyword()].next() if is_kw else pick_unk.next()
+                    cut, on, off, _ = word(path)
+                    if t_on + (len(cut) / SR - on) > s1 - EDGE_S:
+                        if is_kw:  # not used: it comes first in the next segment
+                            kw_order.append(path.split("/")[0])
+                        (pick_kw[path.split("/")[0]] if is_kw else pick_unk).put_back(path)
+                        break
+                    label = path.split("/")[0] if is_kw else "_unknown_"
+                    place(path, t_on, "keyword" if is_kw else "unknown", label)
+                    t_on += (off - on) + float(rng.uniform(gap_lo, gap_hi))
 
-        if sub == "active":
-            run_words(args.gap_min, args.gap_max, 0.8)
-        elif sub == "speech":
-            run_words(0.3, 2.5, 0.0)
-        elif sub == "mixed":
-            run_words(1.0, 4.0, 0.0)
-        if kind == "kf" and sub in ("noise", "quiet") and pick_sil is not None:
-            t_s = s0 + EDGE_S + float(rng.uniform(0, 3))
-            while t_s + 1.0 < s1 - EDGE_S:
-                x = read_clip(os.path.join(args.data, pick_sil.next()))
-                p = int(t_s * SR)
-                f = int(0.05 * SR)
-                x = x.copy()
-                x[:f] *= np.linspace(0, 1, f)
-                x[-f:] *= np.linspace(1, 0, f)
-                y[p: p + len(x)] += x[: total - p]
-                t_s += 1.0 + float(rng.uniform(1, 6))
+            if sub == "active":
+                run_words(args.gap_min, args.gap_max, 0.8)
+            elif sub == "speech":
+                run_words(0.3, 2.5, 0.0)
+            elif sub == "mixed":
+                run_words(1.0, 4.0, 0.0)
+            if kind == "kf" and sub in ("noise", "quiet") and pick_sil is not None:
+                t_s = s0 + EDGE_S + float(rng.uniform(0, 3))
+                while t_s + 1.0 < s1 - EDGE_S:
+                    x = read_clip(os.path.join(args.data, pick_sil.next()))
+                    p = int(t_s * SR)
+                    f = int(0.05 * SR)
+                    x = x.copy()
+                    x[:f] *= np.linspace(0, 1, f)
+                    x[-f:] *= np.linspace(1, 0, f)
+                    y[p: p + len(x)] += x[: total - p]
+                    t_s += 1.0 + float(rng.uniform(1, 6))
+
+    try:
+        fill_segments(segs)
+    except UsedUp as e:
+        sys.exit(f"make_stream: --once: {e}; {args.minutes:g} minutes need more clips (nothing written)")
+    sources = [e[5] for e in events]
+    if once and (len(set(sources)) != len(sources) or played.intersection(sources)):
+        sys.exit("make_stream: --once: a clip was played twice (internal error; nothing written)")
 
     # ---- write
     pk = sc.peak(y)
@@ -337,6 +379,10 @@ def main():
         w.writerow(["kind", "onset_s", "offset_s", "label", "detail", "source"])
         for k, on, off, lab, det, src in rows:
             w.writerow([k, f"{on:.3f}", f"{off:.3f}", lab, det, src])
+
+    if once:
+        with open(args.once, "a") as f:
+            f.writelines(e[5] + "\n" for e in events)
 
     # ---- summary and self-checks
     kws = sorted([e for e in events if e[0] == "keyword"], key=lambda e: e[1])

@@ -18,20 +18,44 @@ listed_recording() {
   list+=(--stream "$WORK/$2.wav" --labels "$WORK/$2.csv")
 }
 
+# valwords DATA: $WORK/valwords, DATA's clips plus more clips of its validation voices (make_sc10.py
+# --only-split validation, in $WORK/valmore), linked, made if missing. The extra clips start at clip
+# index 20000 of make_sc10.py's default seed, past every index DATA's runs used (sc10v: 1,500 per
+# keyword and 6,000 _unknown_; nearmiss2: 12,000 near misses); merge_sets.py refuses any clash.
+valwords() {
+  [ -d "$WORK/valwords" ] && return
+  [ -f "$WORK/valmore/manifest.csv" ] || $PY "$ROOT/tools/data/make_sc10.py" --out "$WORK/valmore" \
+    --only-split validation --first-index 20000 --per-word 250 --unknown 2500 --near-miss 5000 --silence 0 --jobs 2
+  $PY "$ROOT/tools/data/merge_sets.py" --out "$WORK/valwords" "$1" "$WORK/valmore" >/dev/null
+}
+
 # validation_recordings DATA [REAL]: the validation recordings, made if missing and
 # appended to TUNE. The data's splits are voice-disjoint (tools/data/voices.py): these
 # hold only validation voices, and with REAL (tools/data/fetch_real_sc.py's folder) real
 # validation-split speakers too.
 validation_recordings() {
+  # The three of validation voices play each keyword and word clip once, across all three
+  # (make_stream.py --once): a clip a model mistakes counts one false alarm, not one per
+  # replay. (The recordings before them replayed clips up to four times: three clips made 9 of
+  # one model's 21 false alarms.) They draw from valwords, as DATA's validation clips were too
+  # few to play once each. The played list chains them: without it, all three are made again.
+  local played=$WORK/valwords-played.txt once=(stream-once-val60 stream-once-val120-17 stream-once-valfree150-19)
+  valwords "$1"
+  if [ ! -f "$played" ]; then
+    for r in "${once[@]}"; do rm -f "$WORK/$r.wav" "$WORK/$r.csv"; done
+  fi
   # 60 minutes (about 27 of them keyword-free): one false alarm is about 2.2 per hour there
-  listed_recording TUNE stream-val60 "$1" validation 60 7
+  listed_recording TUNE stream-once-val60 "$WORK/valwords" validation 60 7 --once "$played"
   # 120 more minutes: with 60 alone a limit of 5 false alarms per hour came down to two or
   # three of them
-  listed_recording TUNE stream-val120-17 "$1" validation 120 17
+  listed_recording TUNE stream-once-val120-17 "$WORK/valwords" validation 120 17 --once "$played"
   # 150 minutes, 80% keyword-free (120 minutes): with the two above alone (81 keyword-free
   # minutes, 108 with the real ones) a limit of 5 per hour came down to 9 false alarms
-  listed_recording TUNE stream-valfree150-19 "$1" validation 150 19 --keyword-free 0.8
+  listed_recording TUNE stream-once-valfree150-19 "$WORK/valwords" validation 150 19 --keyword-free 0.8 \
+    --once "$played"
   if [ -n "${2:-}" ]; then
+    # Real validation speakers are too few to play each clip once (on, off and go have 2-3
+    # clips each), so these replay clips as before.
     listed_recording TUNE stream-realval20 "$2" validation 20 5
     listed_recording TUNE stream-realval40-18 "$2" validation 40 18
     listed_recording TUNE stream-realvalfree60-20 "$2" validation 60 20 --keyword-free 0.8
