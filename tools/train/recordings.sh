@@ -25,7 +25,7 @@ listed_recording() {
 valwords() {
   [ -d "$WORK/valwords" ] && return
   [ -f "$WORK/valmore/manifest.csv" ] || $PY "$ROOT/tools/data/make_sc10.py" --out "$WORK/valmore" \
-    --only-split validation --first-index 20000 --per-word 250 --unknown 2500 --near-miss 5000 --silence 0 --jobs 2
+    --only-split validation --first-index 20000 --per-word 350 --unknown 2500 --near-miss 5000 --silence 0 --jobs 2
   $PY "$ROOT/tools/data/merge_sets.py" --out "$WORK/valwords" "$1" "$WORK/valmore" >/dev/null
 }
 
