@@ -41,6 +41,10 @@ from typing import Optional
 if not __package__:  # run as a file, not with -m: import the tools package from the repository root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+# Debian's OpenBLAS (the pthread build numpy and torch link here) keeps a worker thread that spins
+# between calls, stealing a core from --threads 1 and from a second run beside it: one thread
+# unless the caller says otherwise (set before numpy or torch loads it).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
