@@ -126,13 +126,15 @@ class Picker:
     def next(self):
         if not self.queue:
             if self.once and self.filled:
-                raise UsedUp(f"the {len(self.paths)} {self.name} clips of the split not played before are used up")
+                raise UsedUp(f"all {self.playable} playable {self.name} clips of the split are used up (of "
+                             f"{len(self.paths)} not played before; noisier ones only play when no clip "
+                             "is quiet, or with --any-noise)")
             good = [p for p in self.paths if self.preferred(p)]
             rest = [p for p in self.paths if not self.preferred(p)]
             self.rng.shuffle(good)
             self.rng.shuffle(rest)
             self.queue = good if good else rest  # the rest only when no clip is preferred
-            self.filled = True
+            self.filled, self.playable = True, len(self.queue)
         return self.queue.pop(0)
 
     def put_back(self, path):
