@@ -121,11 +121,11 @@ class Picker:
 
     def __init__(self, rng, paths, preferred, once=False, name=""):
         self.rng, self.paths, self.preferred, self.queue = rng, list(paths), preferred, []
-        self.once, self.name, self.filled = once, name, False
+        self.once, self.name, self.playable = once, name, None
 
     def next(self):
         if not self.queue:
-            if self.once and self.filled:
+            if self.once and self.playable is not None:
                 raise UsedUp(f"all {self.playable} playable {self.name} clips of the split are used up (of "
                              f"{len(self.paths)} not played before; noisier ones only play when no clip "
                              "is quiet, or with --any-noise)")
@@ -134,7 +134,7 @@ class Picker:
             self.rng.shuffle(good)
             self.rng.shuffle(rest)
             self.queue = good if good else rest  # the rest only when no clip is preferred
-            self.filled, self.playable = True, len(self.queue)
+            self.playable = len(self.queue)
         return self.queue.pop(0)
 
     def put_back(self, path):
@@ -185,10 +185,9 @@ def main():
     if args.once and os.path.exists(args.once):
         with open(args.once) as f:
             played = {line.strip() for line in f if line.strip()}
-    fresh = (lambda ps: [p for p in ps if p not in played]) if args.once else list
     once = bool(args.once)
-    pick_kw = {k: Picker(rng, fresh(clips[k]), low_noise, once, k) for k in kw_labels}
-    pick_unk = Picker(rng, fresh(unk_paths), low_noise, once, "_unknown_")
+    pick_kw = {k: Picker(rng, [p for p in clips[k] if p not in played], low_noise, once, k) for k in kw_labels}
+    pick_unk = Picker(rng, [p for p in unk_paths if p not in played], low_noise, once, "_unknown_")
     # babble beds draw from every clip of the split (with --once, apart from the words played)
     pick_babble = Picker(rng, unk_paths, low_noise) if once else pick_unk
     pick_sil = Picker(rng, sil_paths, lambda p: True) if sil_paths else None
@@ -297,71 +296,65 @@ def main():
 
     xf = int(XFADE_S * SR)
 
-    def fill_segments(segs):
-        """Bed, words and _silence_ clips of every segment, in order."""
-        for seg in segs:
-            kind, s0, s1 = seg
-            if kind == "active":
-                sub = "active"
-                bk = str(rng.choice(["quiet", "white", "pink", "brown", "hum"], p=[0.3, 0.15, 0.25, 0.15, 0.15]))
-                lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-65, -40)
+    for seg in segs:
+        kind, s0, s1 = seg
+        if kind == "active":
+            sub = "active"
+            bk = str(rng.choice(["quiet", "white", "pink", "brown", "hum"], p=[0.3, 0.15, 0.25, 0.15, 0.15]))
+            lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-65, -40)
+        else:
+            sub = str(rng.choice(["speech", "mixed", "noise", "quiet"], p=[0.3, 0.25, 0.3, 0.15]))
+            if sub == "noise":
+                bk = str(rng.choice(["white", "pink", "brown", "hum", "babble"]))
+                lvl = rng.uniform(-45, -22)
+            elif sub == "quiet":
+                bk, lvl = "quiet", rng.uniform(-85, -65)
             else:
-                sub = str(rng.choice(["speech", "mixed", "noise", "quiet"], p=[0.3, 0.25, 0.3, 0.15]))
-                if sub == "noise":
-                    bk = str(rng.choice(["white", "pink", "brown", "hum", "babble"]))
-                    lvl = rng.uniform(-45, -22)
-                elif sub == "quiet":
-                    bk, lvl = "quiet", rng.uniform(-85, -65)
-                else:
-                    bk = str(rng.choice(["quiet", "pink", "brown", "hum", "babble"], p=[0.3, 0.25, 0.15, 0.15, 0.15]))
-                    lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-60, -38)
-            seg.append(f"{sub}/{bk}")
-            a, b = int(s0 * SR) - xf, int(s1 * SR) + xf
-            z = bed(bk, b - a, lvl)
-            r = np.sin(np.linspace(0, np.pi / 2, 2 * xf))  # equal-power cross-fade
-            z[: 2 * xf] *= r
-            z[-2 * xf:] *= r[::-1]
-            lo, hi = max(a, 0), min(b, total)
-            y[lo:hi] += z[lo - a: hi - a]
+                bk = str(rng.choice(["quiet", "pink", "brown", "hum", "babble"], p=[0.3, 0.25, 0.15, 0.15, 0.15]))
+                lvl = rng.uniform(-80, -65) if bk == "quiet" else rng.uniform(-60, -38)
+        seg.append(f"{sub}/{bk}")
+        a, b = int(s0 * SR) - xf, int(s1 * SR) + xf
+        z = bed(bk, b - a, lvl)
+        r = np.sin(np.linspace(0, np.pi / 2, 2 * xf))  # equal-power cross-fade
+        z[: 2 * xf] *= r
+        z[-2 * xf:] *= r[::-1]
+        lo, hi = max(a, 0), min(b, total)
+        y[lo:hi] += z[lo - a: hi - a]
 
-            # ---- words / silence clips inside the segment
-            def run_words(gap_lo, gap_hi, p_kw):
-                t_on = s0 + EDGE_S + PRE_S + float(rng.uniform(0.2, 1.2))
-                while True:
-                    is_kw = rng.random() < p_kw
-                    path = pick_kw[next_keyword()].next() if is_kw else pick_unk.next()
-                    cut, on, off, _ = word(path)
-                    if t_on + (len(cut) / SR - on) > s1 - EDGE_S:
-                        if is_kw:  # not used: it comes first in the next segment
-                            kw_order.append(path.split("/")[0])
-                        (pick_kw[path.split("/")[0]] if is_kw else pick_unk).put_back(path)
-                        break
-                    label = path.split("/")[0] if is_kw else "_unknown_"
-                    place(path, t_on, "keyword" if is_kw else "unknown", label)
-                    t_on += (off - on) + float(rng.uniform(gap_lo, gap_hi))
+        # ---- words / silence clips inside the segment
+        def run_words(gap_lo, gap_hi, p_kw):
+            t_on = s0 + EDGE_S + PRE_S + float(rng.uniform(0.2, 1.2))
+            while True:
+                is_kw = rng.random() < p_kw
+                path = pick_kw[next_keyword()].next() if is_kw else pick_unk.next()
+                cut, on, off, _ = word(path)
+                if t_on + (len(cut) / SR - on) > s1 - EDGE_S:
+                    if is_kw:  # not used: it comes first in the next segment
+                        kw_order.append(path.split("/")[0])
+                    (pick_kw[path.split("/")[0]] if is_kw else pick_unk).put_back(path)
+                    break
+                label = path.split("/")[0] if is_kw else "_unknown_"
+                place(path, t_on, "keyword" if is_kw else "unknown", label)
+                t_on += (off - on) + float(rng.uniform(gap_lo, gap_hi))
 
-            if sub == "active":
-                run_words(args.gap_min, args.gap_max, 0.8)
-            elif sub == "speech":
-                run_words(0.3, 2.5, 0.0)
-            elif sub == "mixed":
-                run_words(1.0, 4.0, 0.0)
-            if kind == "kf" and sub in ("noise", "quiet") and pick_sil is not None:
-                t_s = s0 + EDGE_S + float(rng.uniform(0, 3))
-                while t_s + 1.0 < s1 - EDGE_S:
-                    x = read_clip(os.path.join(args.data, pick_sil.next()))
-                    p = int(t_s * SR)
-                    f = int(0.05 * SR)
-                    x = x.copy()
-                    x[:f] *= np.linspace(0, 1, f)
-                    x[-f:] *= np.linspace(1, 0, f)
-                    y[p: p + len(x)] += x[: total - p]
-                    t_s += 1.0 + float(rng.uniform(1, 6))
+        if sub == "active":
+            run_words(args.gap_min, args.gap_max, 0.8)
+        elif sub == "speech":
+            run_words(0.3, 2.5, 0.0)
+        elif sub == "mixed":
+            run_words(1.0, 4.0, 0.0)
+        if kind == "kf" and sub in ("noise", "quiet") and pick_sil is not None:
+            t_s = s0 + EDGE_S + float(rng.uniform(0, 3))
+            while t_s + 1.0 < s1 - EDGE_S:
+                x = read_clip(os.path.join(args.data, pick_sil.next()))
+                p = int(t_s * SR)
+                f = int(0.05 * SR)
+                x = x.copy()
+                x[:f] *= np.linspace(0, 1, f)
+                x[-f:] *= np.linspace(1, 0, f)
+                y[p: p + len(x)] += x[: total - p]
+                t_s += 1.0 + float(rng.uniform(1, 6))
 
-    try:
-        fill_segments(segs)
-    except UsedUp as e:
-        sys.exit(f"make_stream: --once: {e}; {args.minutes:g} minutes need more clips (nothing written)")
     sources = [e[5] for e in events]
     if once and (len(set(sources)) != len(sources) or played.intersection(sources)):
         sys.exit("make_stream: --once: a clip was played twice (internal error; nothing written)")
@@ -384,7 +377,7 @@ def main():
 
     if once:
         with open(args.once, "a") as f:
-            f.writelines(e[5] + "\n" for e in events)
+            f.writelines(p + "\n" for p in sources)
 
     # ---- summary and self-checks
     kws = sorted([e for e in events if e[0] == "keyword"], key=lambda e: e[1])
@@ -409,4 +402,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except UsedUp as e:  # raised before anything is written
+        sys.exit(f"make_stream: --once: {e}; a recording this long needs more clips (nothing written)")
