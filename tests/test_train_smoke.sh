@@ -45,6 +45,32 @@ grep -q "stopped at step 10 of 20" "$T/stop.log"
 [ "$(wc -l <"$T/split/losses.txt")" = 10 ]
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/split" $AUG --resume >/dev/null
 cmp "$T/whole/losses.txt" "$T/split/losses.txt"
+# --consistency: each drawn clip augmented twice and the two views' predictions pulled together;
+# it resumes as exactly, and the divergence is 0 for equal predictions, ln 2 for sure and different
+# ones, symmetric, and never negative
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cwhole" $AUG --consistency 4 >/dev/null
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/csplit" $AUG --consistency 4 \
+    --stop-at 10 >/dev/null
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/csplit" $AUG --consistency 4 \
+    --resume >/dev/null
+cmp "$T/cwhole/losses.txt" "$T/csplit/losses.txt"
+if cmp -s "$T/cwhole/losses.txt" "$T/whole/losses.txt"; then echo "--consistency changed no loss"; exit 1; fi
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/codd" $AUG --batch 15 \
+    --consistency 1 >"$T/codd.log" 2>&1; then echo "--consistency with an odd batch was accepted"; exit 1; fi
+grep -q "consistency needs an even --batch (two views of each clip), not 15" "$T/codd.log"
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import math
+import torch
+from tools.train import train
+torch.manual_seed(0)
+a, b = torch.randn(64, 12) * 3, torch.randn(64, 12) * 3
+assert abs(float(train.js_divergence(a, a))) < 1e-6
+sure = torch.full((2, 3), -1e4)
+sure[0, 0] = sure[1, 1] = 1e4
+assert abs(float(train.js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
+assert abs(float(train.js_divergence(a, b) - train.js_divergence(b, a))) < 1e-6
+assert 0 < float(train.js_divergence(a, b)) < math.log(2)
+PY
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --extra-val "$T/data" --init "$T/run/last.pt" --classes kws12 \
     --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \

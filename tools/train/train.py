@@ -664,6 +664,14 @@ def evaluate(model, ds: Dataset, batch: int = 128):
     return correct / max(1, len(ds)), confusion
 
 
+def js_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Mean Jensen-Shannon divergence between the softmax of two (B, C) logit
+    tensors: KL of each to their mixture, halved; 0 where they agree, at most ln 2."""
+    pa, pb = F.log_softmax(a, dim=1), F.log_softmax(b, dim=1)
+    mix = torch.logsumexp(torch.stack([pa, pb]), dim=0) - math.log(2.0)
+    return 0.5 * ((pa.exp() * (pa - mix)).sum(dim=1) + (pb.exp() * (pb - mix)).sum(dim=1)).mean()
+
+
 def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share: Optional[float] = None) -> np.ndarray:
     """Per-clip probabilities of being drawn: every class equally likely
     (class-balanced), or, with unknown_share > 0, _unknown_ drawn that share of
@@ -827,6 +835,11 @@ def main() -> int:
                     help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
     ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
                     help="with --hard-examples: the share of each batch drawn from them (default 0.2)")
+    ap.add_argument("--consistency", type=float, default=0.0, metavar="W",
+                    help="draw half a batch of clips and augment each twice (its own pitch, speed, noise, "
+                         "shift, context and warp), and add W times the Jensen-Shannon divergence between "
+                         "the two views' predictions to the loss: the same word in two made-up voices "
+                         "must get the same answer (default 0: off; try 2-10)")
     ap.add_argument("--val-stream", nargs=2, metavar=("WAV", "CSV"),
                     help="a continuous recording of validation voices and its labels (make_stream.py): "
                          "keep the checkpoint with the best recall there at <= --val-max-fa false alarms "
@@ -855,6 +868,13 @@ def main() -> int:
         ap.error(f"--stop-at {args.stop_at}: must be a step of the run, 1 to --steps {args.steps}")
     if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
+    if args.consistency < 0:
+        ap.error(f"--consistency {args.consistency}: must be at least 0")
+    if args.consistency > 0 and (args.batch < 2 or args.batch % 2):
+        ap.error(f"--consistency needs an even --batch (two views of each clip), not {args.batch}")
+    if args.consistency > 0 and (args.hard_examples or args.splice_prob > 0):
+        ap.error("--consistency does not combine with --hard-examples or --splice-prob "
+                 "(both change a clip's label in one view only)")
     if not 0.0 <= args.label_smoothing < 1.0:
         ap.error(f"--label-smoothing {args.label_smoothing}: must be at least 0 and below 1")
     for name in ("noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
@@ -992,13 +1012,19 @@ def main() -> int:
         lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
-        idx = rng.choice(len(train), size=args.batch, p=p_sample)
-        x, y = make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob, speed_prob=args.speed_prob,
-                          splice_prob=args.splice_prob, color_prob=args.color_prob, vowel_prob=args.vowel_prob,
-                          pitch_prob=args.pitch_prob)
+        views = 2 if args.consistency > 0 else 1
+        idx = rng.choice(len(train), size=args.batch // views, p=p_sample)
+        xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
+                                  speed_prob=args.speed_prob, splice_prob=args.splice_prob,
+                                  color_prob=args.color_prob, vowel_prob=args.vowel_prob,
+                                  pitch_prob=args.pitch_prob) for _ in range(views)))
+        x, y = torch.cat(xs), torch.cat(ys)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
-        loss = F.cross_entropy(model.window_logits(x), y, label_smoothing=args.label_smoothing)
+        logits = model.window_logits(x)
+        loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)
+        if views == 2:
+            loss = loss + args.consistency * js_divergence(*logits.chunk(2))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
