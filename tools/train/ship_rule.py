@@ -27,10 +27,9 @@ import re
 import sys
 
 CURVE_LINE = re.compile(r"<= (\d+(?:\.\d+)?) per keyword-free hour: recall ([\d.]+)%")
-REJECTION_LEVELS = ("0.70", "0.80", "0.90", "0.95")  # evaluate.py's keywords_at_rejection, printed
-KEYWORDS_AT_REJECTION = REJECTION_LEVELS[:2]         # (a) judges these
-CURVE_LIMITS = (5, 10, 20, 50, 100)                  # tune_detection.py --curve's limits, printed
-FA_LIMITS = CURVE_LIMITS[:2]                         # (b) judges these
+# the levels and limits printed are whatever evaluate.py and tune_detection.py --curve wrote
+KEYWORDS_AT_REJECTION = ("0.70", "0.80")  # (a) judges these
+FA_LIMITS = (5.0, 10.0)                   # (b) judges these
 EQUAL_REJECTION_SLACK = 1.0   # (a), points
 REAL_SLACK = 1.0              # (c), points
 PER_KEYWORD_SLACK = 5.0       # (d), points
@@ -60,8 +59,7 @@ def read_run(run):
     fig = {
         "keywords": 100 * voices["keyword_accuracy"],
         "unknown_rejected": 100 * voices["rejected"]["_unknown_"],
-        "at_rejection": {r: 100 * at[r]["keyword_accuracy"] if at.get(r) else float("nan")
-                         for r in REJECTION_LEVELS},
+        "at_rejection": {r: 100 * at[r]["keyword_accuracy"] if at[r] else float("nan") for r in sorted(at)},
         "curve": read_curve(os.path.join(d, "curve.txt")),
         "real": 100 * real["keyword_accuracy"],
         "per_keyword": {k: 100 * a for k, a in voices["per_label"].items() if not k.startswith("_")},
@@ -75,13 +73,13 @@ def verdict(shipped, cand):
     """(list of failed parts with reasons, largest per-keyword fall as (keyword, points))."""
     fails = []
     for r in KEYWORDS_AT_REJECTION:
-        if not cand["at_rejection"][r] >= shipped["at_rejection"][r] - EQUAL_REJECTION_SLACK:
-            fails.append(f"(a) at {float(r):.0%} rejection {cand['at_rejection'][r]:.1f} "
-                         f"against {shipped['at_rejection'][r]:.1f}")
+        c, s = (f["at_rejection"].get(r, float("nan")) for f in (cand, shipped))
+        if not c >= s - EQUAL_REJECTION_SLACK:
+            fails.append(f"(a) at {float(r):.0%} rejection {c:.1f} against {s:.1f}")
     for b in FA_LIMITS:
         c, s = cand["curve"].get(b), shipped["curve"].get(b)
         if c is None or s is None or not c > s:
-            fails.append(f"(b) pooled recall at <= {b} per hour {c} against {s}")
+            fails.append(f"(b) pooled recall at <= {b:g} per hour {c} against {s}")
     if not cand["real"] >= shipped["real"] - REAL_SLACK:
         fails.append(f"(c) real speakers' keywords {cand['real']:.1f} against {shipped['real']:.1f}")
     falls = {k: cand["per_keyword"].get(k, float("-inf")) - v for k, v in shipped["per_keyword"].items()}
@@ -92,11 +90,13 @@ def verdict(shipped, cand):
 
 
 def line(name, f):
-    curve = " / ".join(f"{f['curve'][b]:.1f}" if b in f["curve"] else "-" for b in CURVE_LIMITS)
-    at = " / ".join(f"{f['at_rejection'][r]:.1f}" for r in REJECTION_LEVELS)
+    levels, limits = sorted(f["at_rejection"]), sorted(f["curve"])
+    at = " / ".join(f"{f['at_rejection'][r]:.1f}" for r in levels)
+    curve = " / ".join(f"{f['curve'][b]:.1f}" for b in limits)
     return (f"{name}: keywords {f['keywords']:.1f}, _unknown_ rejected {f['unknown_rejected']:.1f}, "
-            f"near misses rejected {f['near_miss_rejected']:.1f} | keywords at 70/80/90/95% rejection {at} | "
-            f"pooled recall at <= 5/10/20/50/100 per hour {curve} | real speakers' keywords {f['real']:.1f}")
+            f"near misses rejected {f['near_miss_rejected']:.1f} | keywords at "
+            f"{'/'.join(f'{float(r):.0%}'[:-1] for r in levels)}% rejection {at} | pooled recall at <= "
+            f"{'/'.join(f'{b:g}' for b in limits)} per hour {curve} | real speakers' keywords {f['real']:.1f}")
 
 
 def main(argv=None):
