@@ -95,7 +95,7 @@ def line(name, f):
     curve = " / ".join(f"{f['curve'][b]:.1f}" for b in limits)
     return (f"{name}: keywords {f['keywords']:.1f}, _unknown_ rejected {f['unknown_rejected']:.1f}, "
             f"near misses rejected {f['near_miss_rejected']:.1f} | keywords at "
-            f"{'/'.join(f'{float(r):.0%}'[:-1] for r in levels)}% rejection {at} | pooled recall at <= "
+            f"{'/'.join(f'{100 * float(r):.0f}' for r in levels)}% rejection {at} | pooled recall at <= "
             f"{'/'.join(f'{b:g}' for b in limits)} per hour {curve} | real speakers' keywords {f['real']:.1f}")
 
 

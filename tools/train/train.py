@@ -1008,11 +1008,11 @@ def main() -> int:
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
     stop = args.stop_at or args.steps  # checked above: 1 to --steps
+    views = 2 if args.consistency > 0 else 1  # --consistency: two augmented views of each drawn clip
     while step < stop:
         lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
-        views = 2 if args.consistency > 0 else 1
         idx = rng.choice(len(train), size=args.batch // views, p=p_sample)
         xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
                                   speed_prob=args.speed_prob, splice_prob=args.splice_prob,
