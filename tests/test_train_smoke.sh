@@ -70,7 +70,42 @@ sure[0, 0] = sure[1, 1] = 1e4
 assert abs(float(train.js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
 assert abs(float(train.js_divergence(a, b) - train.js_divergence(b, a))) < 1e-6
 assert 0 < float(train.js_divergence(a, b)) < math.log(2)
+# --consistency-scope keywords: keyword clips only, keyword columns only (renormalized)
+keywords = torch.tensor([True] * 10 + [False] * 2)
+y = torch.randint(0, 12, (64,))
+y[:2] = torch.tensor([3, 10])
+rows = keywords[y]
+kjs = train.keyword_js_divergence(a, b, y, keywords)
+assert abs(float(kjs - train.js_divergence(a[rows][:, :10], b[rows][:, :10]))) < 1e-6
+assert float(kjs) > 0
+shifted = a.clone()
+shifted[:, 10:] += 7.0  # only _unknown_ and _silence_ differ: nothing to pull together
+shifted[:, :10] += 2.0  # a shift of all keyword logits leaves their renormalized softmax alone
+assert abs(float(train.keyword_js_divergence(a, shifted, y, keywords))) < 1e-5
+assert float(train.keyword_js_divergence(a, b, torch.tensor([10, 11] * 32), keywords)) == 0.0
+# --class-boost: the boosted class is drawn F times as often, relative to the others
+class Fake:
+    labels = ["go", "no", "_unknown_"]
+    y = torch.tensor([0] * 5 + [1] * 20 + [2] * 50).numpy()
+    source = y * 0
+plain = train.sampling_probabilities(Fake, 0.5)
+boosted = train.sampling_probabilities(Fake, 0.5, boost={"go": 2.0})
+share = lambda p: [float(p[Fake.y == c].sum()) for c in range(3)]
+(g0, n0, u0), (g1, n1, u1) = share(plain), share(boosted)
+assert abs(g0 - 0.25) < 1e-9 and abs(n0 - 0.25) < 1e-9 and abs(u0 - 0.5) < 1e-9
+assert abs(g1 / n1 - 2.0) < 1e-9 and abs(u1 / n1 - 2.0) < 1e-9 and abs(g1 + n1 + u1 - 1.0) < 1e-9
 PY
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/ckw" $AUG --consistency 4 \
+    --consistency-scope keywords >/dev/null
+if cmp -s "$T/ckw/losses.txt" "$T/cwhole/losses.txt"; then echo "--consistency-scope keywords changed no loss"; exit 1; fi
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/boost" $AUG --class-boost go=3 >/dev/null
+if cmp -s "$T/boost/losses.txt" "$T/whole/losses.txt"; then echo "--class-boost changed no loss"; exit 1; fi
+for bad in go go=0 go=x zebra=2; do
+  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG --class-boost $bad \
+      >"$T/bad.log" 2>&1; then echo "--class-boost $bad was accepted"; exit 1; fi
+  grep -q -- "--class-boost" "$T/bad.log"
+done
+grep -q "zebra: not a class of this run" "$T/bad.log"
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --extra-val "$T/data" --init "$T/run/last.pt" --classes kws12 \
     --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \

@@ -672,7 +672,20 @@ def js_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return 0.5 * ((pa.exp() * (pa - mix)).sum(dim=1) + (pb.exp() * (pb - mix)).sum(dim=1)).mean()
 
 
-def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share: Optional[float] = None) -> np.ndarray:
+def keyword_js_divergence(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, keywords: torch.Tensor) -> torch.Tensor:
+    """js_divergence over the keyword clips of y only (y holds one label per row;
+    keywords is a bool mask over the classes), of the two views' softmax over the
+    keyword columns alone, renormalized: the views must agree on which keyword it
+    is, while how sure they are that it is a keyword at all is left to the
+    cross-entropy. 0 if the batch has no keyword clip."""
+    rows = keywords[y]
+    if not bool(rows.any()):
+        return a.new_zeros(())
+    return js_divergence(a[rows][:, keywords], b[rows][:, keywords])
+
+
+def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share: Optional[float] = None,
+                           boost: Optional[dict] = None) -> np.ndarray:
     """Per-clip probabilities of being drawn: every class equally likely
     (class-balanced), or, with unknown_share > 0, _unknown_ drawn that share of
     the time and the other classes equally likely in the rest.
@@ -680,7 +693,10 @@ def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share:
     Within a class, clips are equally likely, so a class with few extra
     (real) clips is almost always heard in a synthetic voice. extra_share, if
     given, draws the extra clips of every class that has both kinds that share of
-    the class's time, so that the kind of voice says nothing about the class."""
+    the class's time, so that the kind of voice says nothing about the class.
+
+    boost, if given, maps class names to factors: such a class is drawn that
+    many times as often as it otherwise would be, taken from the others in proportion."""
     counts = np.bincount(ds.y, minlength=len(ds.labels)).astype(np.float64)
     present = counts > 0
     share = present / present.sum()
@@ -690,6 +706,9 @@ def sampling_probabilities(ds: Dataset, unknown_share: float = 0.0, extra_share:
         rest[u] = False
         share = np.where(rest, (1.0 - unknown_share) / max(1, rest.sum()), 0.0)
         share[u] = unknown_share
+    if boost:
+        share = share * np.array([boost.get(name, 1.0) for name in ds.labels])
+        share = share / share.sum()
     p = (share / np.maximum(counts, 1))[ds.y]
     if extra_share is not None:
         n = len(ds.labels)
@@ -840,6 +859,13 @@ def main() -> int:
                          "shift, context and warp), and add W times the Jensen-Shannon divergence between "
                          "the two views' predictions to the loss: the same word in two made-up voices "
                          "must get the same answer (default 0: off; try 2-10)")
+    ap.add_argument("--consistency-scope", choices=("all", "keywords"), default="all",
+                    help="with --consistency: 'all' compares the views over every class and clip; 'keywords' "
+                         "only on keyword clips and over the keyword classes renormalized, so the views must "
+                         "agree on which keyword it is but not on whether it is one (default all)")
+    ap.add_argument("--class-boost", action="append", default=[], metavar="WORD=F",
+                    help="draw class WORD F times as often as the class balance would (F > 0), taken in proportion "
+                         "from the other classes; repeatable, e.g. --class-boost go=2 --class-boost no=1.5")
     ap.add_argument("--val-stream", nargs=2, metavar=("WAV", "CSV"),
                     help="a continuous recording of validation voices and its labels (make_stream.py): "
                          "keep the checkpoint with the best recall there at <= --val-max-fa false alarms "
@@ -875,6 +901,15 @@ def main() -> int:
     if args.consistency > 0 and (args.hard_examples or args.splice_prob > 0):
         ap.error("--consistency does not combine with --hard-examples or --splice-prob "
                  "(both change a clip's label in one view only)")
+    boost = {}
+    for item in args.class_boost:
+        word, _, factor = item.partition("=")
+        try:
+            boost[word] = float(factor)
+        except ValueError:
+            ap.error(f"--class-boost {item}: expected WORD=F with a number F, e.g. go=2")
+        if not boost[word] > 0 or not math.isfinite(boost[word]):
+            ap.error(f"--class-boost {item}: the factor must be a positive number")
     if not 0.0 <= args.label_smoothing < 1.0:
         ap.error(f"--label-smoothing {args.label_smoothing}: must be at least 0 and below 1")
     for name in ("noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
@@ -1002,7 +1037,13 @@ def main() -> int:
     except ValueError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 1
-    p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share)
+    unknown_boost = sorted(set(boost) - set(train.labels))
+    if unknown_boost:
+        print(f"train.py: --class-boost {', '.join(unknown_boost)}: not a class of this run "
+              f"({', '.join(train.labels)})", file=sys.stderr)
+        return 1
+    p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share, boost)
+    keyword_mask = torch.tensor([name not in ("_unknown_", "_silence_") for name in train.labels])
     model.train()
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
@@ -1024,7 +1065,11 @@ def main() -> int:
         logits = model.window_logits(x)
         loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)
         if views == 2:
-            loss = loss + args.consistency * js_divergence(*logits.chunk(2))
+            a, b = logits.chunk(2)
+            if args.consistency_scope == "keywords":
+                loss = loss + args.consistency * keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
+            else:
+                loss = loss + args.consistency * js_divergence(a, b)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
