@@ -96,11 +96,12 @@ assert abs(g0 - 0.25) < 1e-9 and abs(n0 - 0.25) < 1e-9 and abs(u0 - 0.5) < 1e-9
 assert abs(g1 / n1 - 2.0) < 1e-9 and abs(u1 / n1 - 2.0) < 1e-9 and abs(g1 + n1 + u1 - 1.0) < 1e-9
 PY
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/ckw" $AUG --consistency 4 \
-    --consistency-scope keywords >/dev/null
-if cmp -s "$T/ckw/losses.txt" "$T/cwhole/losses.txt"; then echo "--consistency-scope keywords changed no loss"; exit 1; fi
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/boost" $AUG --class-boost go=3 >/dev/null
-if cmp -s "$T/boost/losses.txt" "$T/whole/losses.txt"; then echo "--class-boost changed no loss"; exit 1; fi
-for bad in go go=0 go=x zebra=2; do
+    --consistency-scope keywords --stop-at 5 >/dev/null
+if [ "$(head -n 5 "$T/cwhole/losses.txt")" = "$(cat "$T/ckw/losses.txt")" ]; then echo "--consistency-scope keywords changed no loss"; exit 1; fi
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/boost" $AUG --class-boost go=3 --stop-at 5 \
+    >/dev/null
+if [ "$(head -n 5 "$T/whole/losses.txt")" = "$(cat "$T/boost/losses.txt")" ]; then echo "--class-boost changed no loss"; exit 1; fi
+for bad in go=0 go=x zebra=2; do
   if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG --class-boost $bad \
       >"$T/bad.log" 2>&1; then echo "--class-boost $bad was accepted"; exit 1; fi
   grep -q -- "--class-boost" "$T/bad.log"
