@@ -101,6 +101,9 @@ if [ "$(head -n 5 "$T/cwhole/losses.txt")" = "$(cat "$T/ckw/losses.txt")" ]; the
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/boost" $AUG --class-boost go=3 --stop-at 5 \
     >/dev/null
 if [ "$(head -n 5 "$T/whole/losses.txt")" = "$(cat "$T/boost/losses.txt")" ]; then echo "--class-boost changed no loss"; exit 1; fi
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG --consistency-scope keywords \
+    >"$T/bad.log" 2>&1; then echo "--consistency-scope without --consistency was accepted"; exit 1; fi
+grep -q -- "--consistency-scope keywords needs --consistency W" "$T/bad.log"
 for bad in go=0 go=x zebra=2; do
   if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG --class-boost $bad \
       >"$T/bad.log" 2>&1; then echo "--class-boost $bad was accepted"; exit 1; fi

@@ -898,6 +898,8 @@ def main() -> int:
         ap.error(f"--consistency {args.consistency}: must be at least 0")
     if args.consistency > 0 and (args.batch < 2 or args.batch % 2):
         ap.error(f"--consistency needs an even --batch (two views of each clip), not {args.batch}")
+    if args.consistency_scope != "all" and args.consistency == 0:
+        ap.error(f"--consistency-scope {args.consistency_scope} needs --consistency W (the term it scopes)")
     if args.consistency > 0 and (args.hard_examples or args.splice_prob > 0):
         ap.error("--consistency does not combine with --hard-examples or --splice-prob "
                  "(both change a clip's label in one view only)")
