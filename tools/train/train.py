@@ -1045,7 +1045,7 @@ def main() -> int:
               f"({', '.join(train.labels)})", file=sys.stderr)
         return 1
     p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share, boost)
-    keyword_mask = torch.tensor([name not in ("_unknown_", "_silence_") for name in train.labels])
+    keyword_mask = torch.tensor([name in KEYWORDS for name in train.labels])
     model.train()
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
@@ -1068,10 +1068,9 @@ def main() -> int:
         loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)
         if views == 2:
             a, b = logits.chunk(2)
-            if args.consistency_scope == "keywords":
-                loss = loss + args.consistency * keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
-            else:
-                loss = loss + args.consistency * js_divergence(a, b)
+            divergence = (keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
+                          if args.consistency_scope == "keywords" else js_divergence(a, b))
+            loss = loss + args.consistency * divergence
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
