@@ -184,7 +184,9 @@ class NearMissAndMerge(unittest.TestCase):
         runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
                 "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6"],
                 "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"],
-                "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"]}
+                "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"],
+                "v": ["--per-word", "1", "--unknown", "2", "--silence", "0", "--only-split", "training",
+                      "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"]}
         procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
                                       "--seed", "5"] + a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for k, a in runs.items()}
@@ -270,6 +272,29 @@ class NearMissAndMerge(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--silence 0", r.stderr)
         self.assertFalse(os.path.exists(self.d("m2")))
+
+    def test_some_voices(self):
+        # --voices: clips of the named training voices only, new indices, mergeable into a base set
+        self.assertFalse(self.errors)
+        v = read_manifest(self.d("v"))
+        self.assertEqual(len(v), 12)
+        for path, row in v.items():
+            self.assertEqual((row["engine"], row["voice"], row["split"]), ("festival", "upc_ca_ona_hts", "training"), path)
+        with open(os.path.join(self.d("v"), "README.txt")) as f:
+            self.assertIn("training voices (clips): festival:upc_ca_ona_hts\n", f.read())
+        r = subprocess.run([sys.executable, self.merge, "--out", self.d("a+v"), self.d("a"), self.d("v")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(read_manifest(self.d("a+v"))), len(read_manifest(self.d("a"))) + 12)
+        # refused before anything is made: without --only-split, a voice of another split, a reserved voice
+        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
+        for extra, why in ((["--voices", "festival:pc_diphone"], "goes with --only-split"),
+                           (["--only-split", "training", "--voices", "festival:lp_diphone"], "is a validation voice"),
+                           (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice")):
+            r = subprocess.run([sys.executable, gen, "--out", self.d("v2")] + extra, capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0, extra)
+            self.assertIn(why, r.stderr)
+            self.assertFalse(os.path.exists(self.d("v2")))
 
     def test_merge_refuses(self):
         self.assertFalse(self.errors)

@@ -717,8 +717,24 @@ def main():
     ap.add_argument("--first-index", type=int, default=0, metavar="K",
                     help="with --only-split: scan from clip index K, past the clips an earlier run made "
                          "with the same --seed, so that the new clips are new (and merge without clashes)")
+    ap.add_argument("--voices", default="", metavar="ID,...",
+                    help="with --only-split: draw only these voices of that split (engine:name, as "
+                         "manifest.csv and the README name them, comma-separated), for more clips of "
+                         "voices the pool has few of (festival's female and child voices)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
+    only_voices = [v for v in args.voices.split(",") if v]
+    if only_voices:
+        if not args.only_split:
+            sys.exit("make_sc10: --voices goes with --only-split")
+        ids = {v.id: v for v in vc.POOLS[args.pool]}
+        for vid in only_voices:
+            if vid not in ids:
+                sys.exit(f"make_sc10: --voices: '{vid}' is not a voice of the {args.pool} pool "
+                         f"(for example {next(iter(ids))})")
+            if vc.split_of(ids[vid]) != args.only_split:
+                sys.exit(f"make_sc10: --voices: {vid} is a {vc.split_of(ids[vid])} voice, "
+                         f"not a {args.only_split} one")
     if args.first_index and not args.only_split:
         sys.exit("make_sc10: --first-index goes with --only-split")
     if args.only_split and args.pool == "more":
@@ -772,6 +788,11 @@ def main():
             pool.join()
         G["bank"] = [b for b in bank if b is not None]
         print(f"babble bank: {len(G['bank'])} words ({time.time() - t0:.0f} s)", flush=True)
+        if only_voices:  # the babble above is drawn from every training voice, the clips from these
+            G["voices"][args.only_split] = [v for v in G["voices"][args.only_split] if v.id in only_voices]
+            if len(G["voices"][args.only_split]) < len(only_voices):
+                sys.exit("make_sc10: --voices: a voice given does not render")
+            print(f"clips of: {' '.join(v.id for v in G['voices'][args.only_split])}", flush=True)
 
         # 3) the clips, in shards whose results are kept in OUT/parts: an interrupted
         # run started again with the same arguments continues after the last shard.
@@ -795,6 +816,8 @@ def main():
         run_key = f"seed={args.seed} counts={sorted(counts.items())}" + ("" if args.pool == "base" else f" pool={args.pool}")
         if args.only_split:
             run_key += f" only={args.only_split} first={args.first_index}"
+        if only_voices:
+            run_key += f" voices={','.join(only_voices)}"
         rows, errors, fails = [], [], {}
         t1, done = time.time(), 0
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
@@ -866,7 +889,8 @@ def main():
         "(the rest is training), manifest.csv (how each clip was made). See the docstring of",
         "tools/data/make_sc10.py for the generation recipe and the split rule.",
         "",
-        *[f"{sp} voices: " + " ".join(v.id for v in G["voices"][sp]) for sp in vc.SPLITS],
+        *[f"{sp} voices{' (clips)' if only_voices and sp == args.only_split else ''}: "
+          + " ".join(v.id for v in G["voices"][sp]) for sp in vc.SPLITS],
         f"Near-miss _unknown_ clips (--near-miss, names <spk8>_n<index>_nohash_0.wav): "
         f"{sum(1 for r in rows if is_near_miss(r['path']))}",
         f"Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): "
