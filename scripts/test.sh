@@ -35,7 +35,11 @@ standin() {  # preset
 standin cuda-standin
 standin cuda-standin-asan
 
-# the asan preset (CMakePresets.json): build-asan, its sanitizer options and test filter
+# the asan preset (CMakePresets.json): build-asan, its sanitizer options and test filter. The
+# Python tools' tests are not registered there (tests/CMakeLists.txt, MEGA_TOOL_TESTS: they run
+# no binary of the build), and the filter leaves out train_smoke, minutes of PyTorch training
+# around a self-test and classify runs that the fixture models' tests already do under the
+# sanitizers (the release build above runs it).
 cmake --preset asan -DMEGA_TEST_GENERATED="$FIXTURES"
 cmake --build --preset asan -j "$JOBS"
 ctest --preset asan -j "$JOBS"

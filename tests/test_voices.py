@@ -187,8 +187,10 @@ class NearMissAndMerge(unittest.TestCase):
                 "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"],
                 "v": ["--per-word", "1", "--unknown", "2", "--silence", "0", "--only-split", "training",
                       "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"]}
+        # a small babble bank, the same in all five (rendering the full one took 4 minutes a run)
         procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
-                                      "--seed", "5"] + a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                      "--seed", "5", "--babble-words", "8"] + a,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for k, a in runs.items()}
         cls.errors = {k: p.communicate()[1] for k, p in procs.items() if p.wait() != 0}
         cls.merge = os.path.join(ROOT, "tools", "data", "merge_sets.py")
@@ -290,7 +292,8 @@ class NearMissAndMerge(unittest.TestCase):
         gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
         for extra, why in ((["--voices", "festival:pc_diphone"], "goes with --only-split"),
                            (["--only-split", "training", "--voices", "festival:lp_diphone"], "is a validation voice"),
-                           (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice")):
+                           (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice"),
+                           (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1")):
             r = subprocess.run([sys.executable, gen, "--out", self.d("v2")] + extra, capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0, extra)
             self.assertIn(why, r.stderr)

@@ -43,7 +43,7 @@ brown, babble or 50/60 Hz hum with harmonics at an SNR of 0, 5, 10, 20 or 30 dB;
 SNR = speech RMS over the word / noise RMS) -> speech peak scaled to -20..-3 dBFS
 -> TPDF-dithered 16-bit quantization (the mix is kept inside [-1, 1)).
 Babble is the sum of 4..8 quiet, unrelated, overlapping TTS words drawn from a
-bank rendered once per run (never keywords).
+bank rendered once per run (never keywords; 300 words, --babble-words).
 
 Silence clips: white / pink / brown noise at -60..-20 dBFS RMS, hum, noise+hum,
 near-digital silence (tiny dither), optional band-limiting, and occasionally
@@ -721,8 +721,14 @@ def main():
                     help="with --only-split: draw only these voices of that split (engine:name, as "
                          "manifest.csv and the README name them, comma-separated), for more clips of "
                          "voices the pool has few of (festival's female and child voices)")
+    ap.add_argument("--babble-words", type=int, default=BABBLE_BANK_SIZE, metavar="N",
+                    help="words in the babble bank, rendered before any clip (about 0.8 s each at one job). "
+                         "Fewer makes small runs such as the tests fast, but clips with babble then differ "
+                         "from a full run's; 0: pink noise where babble would be (default %(default)s)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     args = ap.parse_args()
+    if args.babble_words < 0:
+        sys.exit(f"make_sc10: --babble-words must be 0 or more, not {args.babble_words}")
     only_voices = [v for v in args.voices.split(",") if v]
     if only_voices:
         if not args.only_split:
@@ -782,7 +788,7 @@ def main():
 
         # 2) babble bank (parent keeps it; the clip workers inherit it by fork)
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
-        bank = list(run_tasks(pool, [("bank", args.seed, None, i) for i in range(BABBLE_BANK_SIZE)], 4))
+        bank = list(run_tasks(pool, [("bank", args.seed, None, i) for i in range(args.babble_words)], 4))
         if pool is not None:
             pool.close()
             pool.join()
