@@ -174,8 +174,9 @@ def read_lists(d):
 
 
 class NearMissAndMerge(unittest.TestCase):
-    """Three small generations side by side: A (keywords, _unknown_, _silence_), B (A's
-    arguments plus --near-miss 8 --accent 6) and C (those alone); then A + C merged."""
+    """Small generations side by side: A (keywords, _unknown_, _silence_), B (A's arguments
+    plus --near-miss 8 --accent 6), C (those alone), H (B's held-out splits alone), and the
+    --pool more and --voices runs M and V; then A + C merged."""
 
     @classmethod
     def setUpClass(cls):
@@ -186,8 +187,10 @@ class NearMissAndMerge(unittest.TestCase):
                 "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"],
                 "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"],
                 "v": ["--per-word", "1", "--unknown", "2", "--silence", "0", "--only-split", "training",
-                      "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"]}
-        # a small babble bank, the same in all five (rendering the full one took 4 minutes a run)
+                      "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"],
+                "h": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6",
+                      "--keep-splits", "validation,testing"]}
+        # a small babble bank, the same in all six (rendering the full one took 4 minutes a run)
         procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
                                       "--seed", "5", "--babble-words", "8"] + a,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -235,6 +238,18 @@ class NearMissAndMerge(unittest.TestCase):
         self.assertTrue(near[0].endswith(": 8"), near)
         with open(os.path.join(self.d("b"), "README.txt")) as f:
             self.assertIn("Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): 6", f.read())
+
+    def test_keep_splits(self):
+        # --keep-splits: B's clips of those splits, byte for byte, and nothing else
+        self.assertFalse(self.errors)
+        b, h = read_manifest(self.d("b")), read_manifest(self.d("h"))
+        held = {path: row for path, row in b.items() if row["split"] != "training"}
+        self.assertTrue(held)
+        self.assertEqual(h, held)
+        self.assertEqual(read_lists(self.d("h")), read_lists(self.d("b")))
+        for path in h:
+            with open(os.path.join(self.d("b"), path), "rb") as fb, open(os.path.join(self.d("h"), path), "rb") as fh:
+                self.assertEqual(fb.read(), fh.read(), path)
 
     def test_merge_equals_one_generation(self):
         self.assertFalse(self.errors)
@@ -293,7 +308,9 @@ class NearMissAndMerge(unittest.TestCase):
         for extra, why in ((["--voices", "festival:pc_diphone"], "goes with --only-split"),
                            (["--only-split", "training", "--voices", "festival:lp_diphone"], "is a validation voice"),
                            (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice"),
-                           (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1")):
+                           (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1"),
+                           (["--keep-splits", "validation,heldout"], "'heldout' is not a split"),
+                           (["--keep-splits", "training", "--only-split", "training"], "do not go together")):
             r = subprocess.run([sys.executable, gen, "--out", self.d("v2")] + extra, capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0, extra)
             self.assertIn(why, r.stderr)

@@ -532,13 +532,22 @@ def draw_split(rng: np.random.Generator) -> str:
     return "validation" if u < VAL_PCT else "testing" if u < VAL_PCT + TEST_PCT else "training"
 
 
+def label_code(label: str) -> int:
+    """The SeedSequence code of `label`'s clips (a keyword, _unknown_, _silence_, NEAR or ACCENT)."""
+    return EXTRA[label][0] if label in EXTRA else LABELS.index(label)
+
+
+def split_of_clip(seed: int, label: str, index: int) -> str:
+    """The split clip `index` of `label` falls in: a clip draws its split first from its own
+    generator, so this costs one draw."""
+    return draw_split(clip_rng(seed, label_code(label), index))
+
+
 def indices_of_split(seed: int, label: str, split: str, first: int, n: int) -> list:
-    """The first `n` clip indices >= `first` of `label` whose clip falls in `split` (a clip draws
-    its split first from its own generator, so this costs one draw per index scanned)."""
-    code = EXTRA[label][0] if label in EXTRA else LABELS.index(label)
+    """The first `n` clip indices >= `first` of `label` whose clip falls in `split`."""
     out, i = [], first
     while len(out) < n:
-        if draw_split(clip_rng(seed, code, i)) == split:
+        if split_of_clip(seed, label, i) == split:
             out.append(i)
         i += 1
     return out
@@ -717,6 +726,11 @@ def main():
     ap.add_argument("--first-index", type=int, default=0, metavar="K",
                     help="with --only-split: scan from clip index K, past the clips an earlier run made "
                          "with the same --seed, so that the new clips are new (and merge without clashes)")
+    ap.add_argument("--keep-splits", default="", metavar="SPLIT,...",
+                    help="make only the clips of these splits (training, validation, testing; comma-separated) "
+                         "among those the same command without it makes: the same clips, byte for byte, so "
+                         "folders made with complementary --keep-splits merge (merge_sets.py) into the full "
+                         "set. For rebuilding the held-out splits alone (a fifth of the time)")
     ap.add_argument("--voices", default="", metavar="ID,...",
                     help="with --only-split: draw only these voices of that split (engine:name, as "
                          "manifest.csv and the README name them, comma-separated), for more clips of "
@@ -741,6 +755,12 @@ def main():
             if vc.split_of(ids[vid]) != args.only_split:
                 sys.exit(f"make_sc10: --voices: {vid} is a {vc.split_of(ids[vid])} voice, "
                          f"not a {args.only_split} one")
+    keep = [sp for sp in args.keep_splits.split(",") if sp]
+    bad = [sp for sp in keep if sp not in ("training", "validation", "testing")]
+    if bad:
+        sys.exit(f"make_sc10: --keep-splits: {bad[0]!r} is not a split (training, validation, testing)")
+    if keep and args.only_split:
+        sys.exit("make_sc10: --keep-splits and --only-split do not go together")
     if args.first_index and not args.only_split:
         sys.exit("make_sc10: --first-index goes with --only-split")
     if args.only_split and args.pool == "more":
@@ -814,7 +834,8 @@ def main():
                      for i in indices_of_split(args.seed, lab, args.only_split, args.first_index, counts.get(lab, 0))]
             counts = {lab: n for lab, n in counts.items() if n}
         else:
-            tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))]
+            tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))
+                     if not keep or split_of_clip(args.seed, lab, i) in keep]
         # interleave labels so that progress and load are even
         tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
         parts = os.path.join(out, "parts")
@@ -824,6 +845,8 @@ def main():
             run_key += f" only={args.only_split} first={args.first_index}"
         if only_voices:
             run_key += f" voices={','.join(only_voices)}"
+        if keep:
+            run_key += f" keep={','.join(sorted(keep))}"
         rows, errors, fails = [], [], {}
         t1, done = time.time(), 0
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
