@@ -720,7 +720,7 @@ def main():
                     help="voices: base (the first pool: training, validation and testing voices) or more "
                          "(voices.MORE_VOICES, added later: training voices only, so every clip is training; "
                          "merge the folder into a base one with merge_sets.py)")
-    ap.add_argument("--only-split", choices=["training", "validation", "testing"], default=None,
+    ap.add_argument("--only-split", choices=vc.SPLITS, default=None,
                     help="make only clips whose voice falls in this split: each count is then a number of "
                          "clips of the split, found by scanning clip indices from --first-index up")
     ap.add_argument("--first-index", type=int, default=0, metavar="K",
@@ -756,9 +756,9 @@ def main():
                 sys.exit(f"make_sc10: --voices: {vid} is a {vc.split_of(ids[vid])} voice, "
                          f"not a {args.only_split} one")
     keep = [sp for sp in args.keep_splits.split(",") if sp]
-    bad = [sp for sp in keep if sp not in ("training", "validation", "testing")]
+    bad = [sp for sp in keep if sp not in vc.SPLITS]
     if bad:
-        sys.exit(f"make_sc10: --keep-splits: {bad[0]!r} is not a split (training, validation, testing)")
+        sys.exit(f"make_sc10: --keep-splits: {bad[0]!r} is not a split ({', '.join(vc.SPLITS)})")
     if keep and args.only_split:
         sys.exit("make_sc10: --keep-splits and --only-split do not go together")
     if args.first_index and not args.only_split:
