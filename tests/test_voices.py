@@ -3,7 +3,8 @@
 splits are voice-disjoint (no voice group in two splits); make_sc10.py's
 --near-miss and --accent clips leave every other clip as it was, and
 merge_sets.py joins such a folder to a dataset, refusing what would break the
-splits. The accented keywords are read as given and are no _unknown_ word."""
+splits. The accented keywords are read as given and are no _unknown_ word. A festival
+kept running (festival_pipe.py) writes the bytes text2wave writes."""
 
 import csv
 import os
@@ -13,9 +14,12 @@ import sys
 import tempfile
 import unittest
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the tools package
 
+from tools.data import festival_pipe  # noqa: E402
 from tools.data import make_sc10  # noqa: E402
 from tools.data import voices as vc  # noqa: E402
 
@@ -45,6 +49,71 @@ class ReservedVoices(unittest.TestCase):
                                        ("festival", "cmu_us_slt_arctic_hts", ""), ("espeak-ng", "en-us", "rms")):
             with self.assertRaises(ValueError, msg=f"{engine}:{voice}+{variant}"):
                 make_sc10.synthesize(dict(engine=engine, voice=voice, variant=variant, rate=1.0, pitch=100), "yes")
+
+
+def assert_close_wav(tc, want: bytes, got: bytes, what: str):
+    """Two riff files of festival_pipe's tolerance: the same header and length, and no
+    sample apart by 1 % of the word's peak (40 dB below it) or more."""
+    tc.assertEqual(want[:44], got[:44], what)
+    tc.assertEqual(len(want), len(got), what)
+    a = np.frombuffer(want[44:], "<i2").astype(np.int32)
+    b = np.frombuffer(got[44:], "<i2").astype(np.int32)
+    tc.assertLess(np.abs(a - b).max(), 0.01 * np.abs(a).max(), what)
+
+
+class FestivalPipe(unittest.TestCase):
+    """festival_pipe.Renderer against text2wave, on every festival voice of the pool: one
+    word each, then more words from the same processes (the Czech voices draw from festival's
+    random generator, so a second rendering is where a kept process could drift), after a
+    failed rendering too. The same length, the same samples but for festival's rare
+    low-level drift (festival_pipe.py), the same bytes nearly always."""
+
+    def test_same_bytes_as_text2wave(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        fest = festival_pipe.Renderer()
+        self.addCleanup(fest.close)
+        voices = [v for v in vc.VOICES if v.engine == "festival"]
+        self.assertEqual(len(voices), 14)
+        words = ["yes", "left", "stop"]
+        jobs = [(v, words[i % 3], 0.8 + 0.05 * i) for i, v in enumerate(voices)]
+        again = ("czech_dita", "czech_krb", "czech_machac", "msu_ru_nsh_clunits", "hindi_NSK_diphone")
+        jobs += [(v, "down", 1.27) for v in voices if v.name in again]
+        same = 0
+        for k, (v, word, stretch) in enumerate(jobs):
+            stretch = round(stretch, 2)
+            txt = os.path.join(tmp, f"{k}.txt")
+            with open(txt, "w", encoding="utf-8") as f:
+                f.write(v.text_for(word) + "\n")
+            want, got = os.path.join(tmp, f"{k}-t2w.wav"), os.path.join(tmp, f"{k}-pipe.wav")
+            r = subprocess.run(["text2wave", "-eval", f"(voice_{v.name})", "-eval",
+                                f"(Parameter.set 'Duration_Stretch {stretch})", "-o", want, txt], capture_output=True)
+            self.assertEqual(r.returncode, 0, f"{v.id} {word} {stretch}")
+            if v.name == "czech_krb":  # a rendering that fails leaves the process usable
+                self.assertFalse(fest.render(v.name, stretch, os.path.join(tmp, "absent.txt"), got))
+            self.assertTrue(fest.render(v.name, stretch, txt, got), v.id)
+            with open(want, "rb") as a, open(got, "rb") as b:
+                w, g = a.read(), b.read()
+            self.assertGreater(len(w), 1000, v.id)
+            same += w == g
+            assert_close_wav(self, w, g, f"{v.id} {word} {stretch}")
+        self.assertGreaterEqual(same, len(jobs) - 3)  # the bytes themselves, nearly always
+        with self.assertRaises(ValueError):
+            fest.render('x"y', 1.0, txt, got)
+        self.assertLessEqual(festival_pipe.FRESH_PROCESS, {v.name for v in voices})
+
+    def test_hung_festival_times_out(self):
+        fest = festival_pipe.Renderer()
+        self.addCleanup(fest.close)
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        fifo = os.path.join(tmp, "never-written")
+        os.mkfifo(fifo)  # festival blocks reading it: the call gives up after its timeout
+        self.assertFalse(fest.render("kal_diphone", 1.0, fifo, os.path.join(tmp, "o.wav"), timeout=5))
+        txt = os.path.join(tmp, "t.txt")
+        with open(txt, "w") as f:
+            f.write("yes\n")
+        self.assertTrue(fest.render("kal_diphone", 1.0, txt, os.path.join(tmp, "o.wav")))  # a new process
 
 
 class Splits(unittest.TestCase):
@@ -175,8 +244,9 @@ def read_lists(d):
 
 class NearMissAndMerge(unittest.TestCase):
     """Small generations side by side: A (keywords, _unknown_, _silence_), B (A's arguments
-    plus --near-miss 8 --accent 6), C (those alone), H (B's held-out splits alone), and the
-    --pool more and --voices runs M and V; then A + C merged."""
+    plus --near-miss 8 --accent 6), C (those alone), H (B's held-out splits alone), the
+    --pool more and --voices runs M and V, and T and P (the same run with festival's voices
+    rendered by text2wave and by a kept festival); then A + C merged."""
 
     @classmethod
     def setUpClass(cls):
@@ -189,10 +259,13 @@ class NearMissAndMerge(unittest.TestCase):
                 "v": ["--per-word", "1", "--unknown", "2", "--silence", "0", "--only-split", "training",
                       "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"],
                 "h": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6",
-                      "--keep-splits", "validation,testing"]}
-        # a small babble bank, the same in all six (rendering the full one took 4 minutes a run)
+                      "--keep-splits", "validation,testing"],
+                "p": ["--per-word", "2", "--unknown", "8", "--silence", "1", "--festival", "pipe"],
+                "t": ["--per-word", "2", "--unknown", "8", "--silence", "1"]}
+        # a small babble bank, the same in all (rendering the full one took 4 minutes a run);
+        # festival by text2wave but in P, so that runs can be compared byte for byte
         procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
-                                      "--seed", "5", "--babble-words", "8"] + a,
+                                      "--seed", "5", "--babble-words", "8", "--festival", "text2wave"] + a,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for k, a in runs.items()}
         cls.errors = {k: p.communicate()[1] for k, p in procs.items() if p.wait() != 0}
@@ -238,6 +311,26 @@ class NearMissAndMerge(unittest.TestCase):
         self.assertTrue(near[0].endswith(": 8"), near)
         with open(os.path.join(self.d("b"), "README.txt")) as f:
             self.assertIn("Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): 6", f.read())
+
+    def test_festival_pipe_run(self):
+        # the default --festival pipe makes the clips text2wave makes: the same draws, and the
+        # same audio where no festival word is in it (festival's own words, and babble drawn
+        # from a bank that has some, may drift a little: festival_pipe.py)
+        self.assertFalse(self.errors)
+        p, t = read_manifest(self.d("p")), read_manifest(self.d("t"))
+        self.assertEqual(sorted(p), sorted(t))
+        self.assertEqual(read_lists(self.d("p")), read_lists(self.d("t")))
+        keep = ["label", "split", "engine", "voice", "variant", "rate", "pitch", "word", "text", "warp", "noise"]
+        self.assertTrue(any(row["engine"] == "festival" for row in t.values()))
+        for path, row in t.items():
+            self.assertEqual([p[path][k] for k in keep], [row[k] for k in keep], path)
+            with open(os.path.join(self.d("p"), path), "rb") as fp, open(os.path.join(self.d("t"), path), "rb") as ft:
+                got, want = fp.read(), ft.read()
+            if row["engine"] == "festival" or row["noise"] == "babble":
+                self.assertEqual(len(got), len(want), path)
+                self.assertEqual(got[:44], want[:44], path)
+            else:
+                self.assertEqual(got, want, path)
 
     def test_keep_splits(self):
         # --keep-splits: B's clips of those splits, byte for byte, and nothing else
