@@ -54,14 +54,14 @@ np.random.default_rng(SeedSequence([seed, label_index, clip_index])), so the
 output does not depend on --jobs and clip k of a label is the same whatever
 --per-word / --unknown / --silence are (prefix-stable). The babble bank and
 the set of usable variants are deterministic too (same tool versions assumed).
-That holds to the byte with --festival text2wave. The default, --festival pipe,
-keeps one festival process per voice and worker running instead of starting
-text2wave for every word (tools/data/festival_pipe.py): data generation ran
-about 9 times faster here, and the draws are the same, but festival carries a
-little state from word to word, so a few festival words (9 of 400 random ones
-measured, of the Czech voices and kal_diphone) differ from text2wave's by up to
-0.26 % of their peak, depending on what the worker rendered before. The clips
-and lists are otherwise the same.
+--festival pipe (not the default) keeps one festival process per voice and
+worker running instead of starting text2wave for every word
+(tools/data/festival_pipe.py): the near-miss command of docs/models.md made its
+2,384 held-out clips in 124 s with it, against 13 minutes with text2wave (an
+earlier session, the same 2 cores). Festival carries some state from word to
+word: 52 of those 2,384 clips differed from text2wave's, mostly Finnish mv
+words whose quiet last 0.1 s came out silent. Use it for training clips only,
+never for the clips that measure models.
 
 Splits are voice-disjoint: every voice group (voices.py: one engine + voice, or
 the voices of one recorded speaker) belongs to one split, and a clip draws its
@@ -202,7 +202,7 @@ MANIFEST_FIELDS = ["path", "label", "split", "engine", "voice", "variant", "rate
                    "band", "level_dbfs", "offset_s", "word", "word_dur_s", "tempo", "noise", "text", "warp"]
 
 # Filled in the parent before the worker processes fork.
-G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None, "festival": "pipe"}
+G = {"variants": [], "voices": {}, "bank": [], "tmp_root": None, "out": None, "festival": "text2wave"}
 FESTIVAL = festival_pipe.Renderer()
 
 
@@ -751,10 +751,11 @@ def main():
                          "Fewer makes small runs such as the tests fast, but clips with babble then differ "
                          "from a full run's; 0: pink noise where babble would be (default %(default)s)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
-    ap.add_argument("--festival", choices=["pipe", "text2wave"], default="pipe",
-                    help="how festival voices render: pipe (default: one festival process per voice and worker, "
-                         "kept running; tools/data/festival_pipe.py) or text2wave (a new process per word: "
-                         "reproducible to the byte, about 9 times slower)")
+    ap.add_argument("--festival", choices=["text2wave", "pipe"], default="text2wave",
+                    help="how festival voices render: text2wave (default: a new festival process per word) or "
+                         "pipe (one festival process per voice and worker, kept running: about 6 times faster, "
+                         "but a few words come out with their quiet end cut; training clips only: "
+                         "tools/data/festival_pipe.py)")
     args = ap.parse_args()
     if args.babble_words < 0:
         sys.exit(f"make_sc10: --babble-words must be 0 or more, not {args.babble_words}")
