@@ -18,7 +18,7 @@ does, from one process per voice that stays up:
   * the rendering is text2wave's own: `tts_file` with the text mode it would pick, and hooks
     that write the riff header, the samples, and then the header again with the count.
 
-A process's first word is the bytes text2wave writes; later ones are not always: festival
+A process's first word was text2wave's bytes in every test; later ones are not always: festival
 keeps some state between utterances that these resets do not reach, and which words it
 touches depends on what the process rendered before (even on the lengths of the file
 names). What was measured against text2wave:
@@ -36,6 +36,11 @@ names). What was measured against text2wave:
 
 So make_sc10.py uses it only when asked (--festival pipe), for training clips where a few
 clipped tails do no harm; clips that measure models render with text2wave.
+
+Tried and left: `festival --server` with the voice loaded forks a fresh child for each
+connection, and rendered those 45 mv words exactly as text2wave did; but there tts_file
+took about 5 s a word (of computing, not waiting; the reason was not found), slower than
+text2wave itself.
 """
 import os
 import select
