@@ -45,6 +45,24 @@ grep -q "stopped at step 10 of 20" "$T/stop.log"
 [ "$(wc -l <"$T/split/losses.txt")" = 10 ]
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/split" $AUG --resume >/dev/null
 cmp "$T/whole/losses.txt" "$T/split/losses.txt"
+# --prefetch: a second process makes the batches ahead; the same batches, so the same losses, and the
+# same generator state in the checkpoints (stopped with one depth, resumed with another)
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pf" $AUG --prefetch 2 --stop-at 10 \
+    >"$T/pf.log"
+grep -q "^prefetch: up to 2 batches made ahead in process [0-9]*$" "$T/pf.log"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pf" $AUG --prefetch 3 --resume >/dev/null
+cmp "$T/whole/losses.txt" "$T/pf/losses.txt"
+# a worker that dies stops the run with one line that says so, not a hang
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pfkill" $AUG --steps 100000 \
+    --eval-every 100000 --prefetch 2 >"$T/pfkill.log" 2>&1 &
+TRAINER=$!
+for _ in $(seq 100); do [ -s "$T/pfkill/losses.txt" ] && break; sleep 0.2; done
+kill -9 "$(sed -n 's/^prefetch: .* in process \([0-9]*\)$/\1/p' "$T/pfkill.log")"
+if wait $TRAINER; then echo "the trainer went on without its batch worker"; exit 1; fi
+grep -q "^train.py: --prefetch: the batch worker (pid [0-9]*) died, exit code -9$" "$T/pfkill.log"
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pfbad" $AUG --prefetch -1 \
+    >"$T/pfbad.log" 2>&1; then echo "--prefetch -1 was accepted"; exit 1; fi
+grep -q "prefetch -1: must be 0 (off) or more batches" "$T/pfbad.log"
 # --consistency: each drawn clip augmented twice and the two views' predictions pulled together;
 # it resumes as exactly, and the divergence is 0 for equal predictions, ln 2 for sure and different
 # ones, symmetric, and never negative
@@ -54,6 +72,9 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cspl
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/csplit" $AUG --consistency 4 \
     --resume >/dev/null
 cmp "$T/cwhole/losses.txt" "$T/csplit/losses.txt"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cpf" $AUG --consistency 4 \
+    --prefetch 1 >/dev/null
+cmp "$T/cwhole/losses.txt" "$T/cpf/losses.txt"
 if cmp -s "$T/cwhole/losses.txt" "$T/whole/losses.txt"; then echo "--consistency changed no loss"; exit 1; fi
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/codd" $AUG --batch 15 \
     --consistency 1 >"$T/codd.log" 2>&1; then echo "--consistency with an odd batch was accepted"; exit 1; fi
@@ -724,6 +745,11 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --clas
     --preset smoke --steps 5 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 5 --threads 1 \
     --hard-examples "$T/hard.npz" --hard-share 0.5 >"$T/fth.log"
 grep -q "hard examples: [0-9]* windows" "$T/fth.log"
+# the hard windows are drawn into the batch by the --prefetch worker as they are here
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/fthp" \
+    --preset smoke --steps 5 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 5 --threads 1 \
+    --hard-examples "$T/hard.npz" --hard-share 0.5 --prefetch 2 >/dev/null
+cmp "$T/fth/losses.txt" "$T/fthp/losses.txt"
 # --val-stream: checkpoints are judged on a recording of validation voices too
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/fts" \
     --preset smoke --steps 4 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 2 --threads 1 \

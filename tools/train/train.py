@@ -607,6 +607,71 @@ class HardExamples:
             y[i] = int(self.y[j])
 
 
+class BatchWorker:
+    """Training batches drawn ahead by a child process (--prefetch N), so that
+    making them (the pitch shift most of all) runs on a second core while this
+    one trains. The child draws exactly what the loop would: it is forked
+    before the model exists, gets the batch generator's state with start(),
+    and sends each batch with the generator's state after it, which next()
+    copies into the caller's generator, so checkpoints and --resume see the
+    same state as without it (train_smoke compares the losses)."""
+
+    def __init__(self, depth: int, draw):
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        self.orders, self.batches = ctx.Queue(), ctx.Queue(maxsize=depth)
+        self.proc = ctx.Process(target=self._work, args=(draw, os.getpid()), daemon=True)
+        self.proc.start()
+
+    def _work(self, draw, parent: int):
+        import ctypes
+        import signal
+        import traceback
+        # die with the trainer, even when it is killed (PR_SET_PDEATHSIG)
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+        if os.getppid() != parent:
+            return
+        order = self.orders.get()
+        if order is None:
+            return
+        state, count = order
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state
+        try:
+            for _ in range(count):
+                x, y = draw(rng)
+                self.batches.put((x.numpy(), y.numpy(), rng.bit_generator.state))
+        except Exception:  # noqa: BLE001  (any failure is reported to the trainer, which stops)
+            self.batches.put(("error", traceback.format_exc()))
+
+    def start(self, rng: np.random.Generator, count: int):
+        """Draw `count` batches from the generator's present state."""
+        self.orders.put((rng.bit_generator.state, count))
+
+    def next(self, rng: np.random.Generator):
+        """The next batch (x, y); rng is left where drawing it left the child's."""
+        import queue
+        while True:
+            try:
+                item = self.batches.get(timeout=5)
+                break
+            except queue.Empty:
+                if not self.proc.is_alive():
+                    raise RuntimeError(f"the batch worker (pid {self.proc.pid}) died, exit code "
+                                       f"{self.proc.exitcode}") from None
+        if isinstance(item[0], str):
+            raise RuntimeError(f"the batch worker failed:\n{item[1]}")
+        x, y, state = item
+        rng.bit_generator.state = state
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+    def close(self):
+        if self.proc.is_alive():
+            self.orders.put(None)  # not started yet: it waits for its order
+            self.proc.terminate()
+        self.proc.join()
+
+
 class WeightAverage:
     """An exponential moving average of a model's weights and BatchNorm
     statistics (--weight-average): after each optimizer step,
@@ -801,6 +866,10 @@ def main() -> int:
     ap.add_argument("--frontend-lr-scale", type=float, default=0.03,
                     help="learning-rate factor for the log-power front end's filters")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefetch", type=int, default=0, metavar="N",
+                    help="make up to N training batches ahead in a second process (a second core), so "
+                         "the augmentation does not wait on the model; the same batches, losses and "
+                         "checkpoints as without it (default 0: in this process)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-per-class", type=int, default=0, help="cap clips per class (smoke tests)")
     ap.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
@@ -890,6 +959,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.weight_average is not None and not 0.0 < args.weight_average < 1.0:
         ap.error(f"--weight-average {args.weight_average}: must be between 0 and 1 (exclusive)")
+    if args.prefetch < 0:
+        ap.error(f"--prefetch {args.prefetch}: must be 0 (off) or more batches")
     if args.stop_at is not None and not 0 < args.stop_at <= args.steps:
         ap.error(f"--stop-at {args.stop_at}: must be a step of the run, 1 to --steps {args.steps}")
     if args.extra_share is not None and not args.extra_data:
@@ -957,6 +1028,30 @@ def main() -> int:
     if len(hard):
         print(f"hard examples: {len(hard)} windows, {hard.summary()}, drawn {args.hard_share:.0%} of the time",
               flush=True)
+    unknown_boost = sorted(set(boost) - set(train.labels))
+    if unknown_boost:
+        print(f"train.py: --class-boost {', '.join(unknown_boost)}: not a class of this run "
+              f"({', '.join(train.labels)})", file=sys.stderr)
+        return 1
+    p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share, boost)
+    views = 2 if args.consistency > 0 else 1  # --consistency: two augmented views of each drawn clip
+
+    def draw(rng: np.random.Generator):
+        """The next training batch (x, y) and what it draws from rng."""
+        idx = rng.choice(len(train), size=args.batch // views, p=p_sample)
+        xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
+                                  speed_prob=args.speed_prob, splice_prob=args.splice_prob,
+                                  color_prob=args.color_prob, vowel_prob=args.vowel_prob,
+                                  pitch_prob=args.pitch_prob) for _ in range(views)))
+        x, y = torch.cat(xs), torch.cat(ys)
+        if len(hard):
+            hard.replace(x, y, rng, args.hard_share)
+        return x, y
+
+    # forked before the model exists, so the child inherits no torch thread pool
+    worker = BatchWorker(args.prefetch, draw) if args.prefetch > 0 else None
+    if worker is not None:
+        print(f"prefetch: up to {args.prefetch} batches made ahead in process {worker.proc.pid}", flush=True)
 
     cfg = mt.MegaConfig(**PRESETS[args.preset], n_classes=len(train.labels), bidirectional=False,
                         patch_norm=args.patch_norm, patch_norm_decay=args.patch_norm_decay)
@@ -1039,31 +1134,26 @@ def main() -> int:
     except ValueError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 1
-    unknown_boost = sorted(set(boost) - set(train.labels))
-    if unknown_boost:
-        print(f"train.py: --class-boost {', '.join(unknown_boost)}: not a class of this run "
-              f"({', '.join(train.labels)})", file=sys.stderr)
-        return 1
-    p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share, boost)
     keyword_mask = torch.tensor([name in KEYWORDS for name in train.labels])
     model.train()
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
     stop = args.stop_at or args.steps  # checked above: 1 to --steps
-    views = 2 if args.consistency > 0 else 1  # --consistency: two augmented views of each drawn clip
+    if worker is not None:
+        worker.start(rng, stop - step)
     while step < stop:
         lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
-        idx = rng.choice(len(train), size=args.batch // views, p=p_sample)
-        xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
-                                  speed_prob=args.speed_prob, splice_prob=args.splice_prob,
-                                  color_prob=args.color_prob, vowel_prob=args.vowel_prob,
-                                  pitch_prob=args.pitch_prob) for _ in range(views)))
-        x, y = torch.cat(xs), torch.cat(ys)
-        if len(hard):
-            hard.replace(x, y, rng, args.hard_share)
+        if worker is None:
+            x, y = draw(rng)
+        else:
+            try:
+                x, y = worker.next(rng)
+            except RuntimeError as e:
+                print(f"train.py: --prefetch: {e}", file=sys.stderr)
+                return 1
         logits = model.window_logits(x)
         loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)
         if views == 2:
@@ -1110,6 +1200,8 @@ def main() -> int:
                     save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
                          (rng, augment_rng), best_key)
             save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
+    if worker is not None:
+        worker.close()
     if step < args.steps:
         print(f"stopped at step {step} of {args.steps} (--stop-at): go on with the same command and --resume "
               f"instead of --stop-at; best validation accuracy so far {best:.4f}, {time.time() - t0:.0f} s",
