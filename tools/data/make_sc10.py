@@ -569,8 +569,8 @@ def indices_of_split(seed: int, label: str, split: str, first: int, n: int) -> l
 def make_speech_clip(seed: int, label: str, index: int) -> dict:
     """Clip `index` of `label` (a keyword, UNKNOWN, NEAR: an UNKNOWN clip of a near-miss word,
     or ACCENT: a keyword clip in an accent)."""
-    code, prefix = EXTRA[label] if label in EXTRA else (LABELS.index(label), "")
-    rng = clip_rng(seed, code, index)
+    prefix = EXTRA[label][1] if label in EXTRA else ""
+    rng = clip_rng(seed, label_code(label), index)
     split = draw_split(rng)
     fails = []
     got = render_word(rng, label, split, fails)
