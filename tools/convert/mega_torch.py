@@ -287,7 +287,8 @@ class MultiHeadEMA(nn.Module):
             y = self._causal_conv(xt, k1) + self._causal_conv(xt.flip(-1), k2).flip(-1)
         else:
             y = self._causal_conv(xt, k)
-        return F.silu(y.transpose(1, 2) + x * self.omega)
+        # contiguous, so that mx_proj is one matrix product, not a batched one (4-6 times slower on a CPU)
+        return F.silu(y.transpose(1, 2).contiguous() + x * self.omega)
 
 
 class RelPosBias(nn.Module):
