@@ -501,6 +501,51 @@ for a in train.PITCH_RANGE + (1.3,):
     assert kept < 6 and kept < moved / 2, (a, kept, moved)
 print("shift_pitch: pitch moves by the factor; formants, timing and level stay")
 PY
+# stretch does every frame at once but the phase recursion: to the bit what the plain loop over
+# output frames (below) gives, on speech, noise, silence (no spectral peaks) and a short clip
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
+import glob, sys
+import numpy as np
+from tools.train import train
+from tools.train.train import PV_FRAME as frame, PV_HOP as hop
+
+def stretch_loop(clip, factor):
+    padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
+    count = (len(padded) - frame) // hop + 1
+    win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)
+    spec = np.fft.rfft(train.framed(padded, count, frame, hop) * win, axis=1)
+    advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame
+    steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
+    steps = steps[steps < count - 1]
+    phase = np.angle(spec[0])
+    out_frames = np.empty((len(steps), frame))
+    bins = np.arange(frame // 2 + 1)
+    for k, t in enumerate(steps):
+        i, a = int(t), t - int(t)
+        mag = (1 - a) * np.abs(spec[i]) + a * np.abs(spec[i + 1])
+        inner = mag[1:-1]
+        peaks = np.nonzero((inner > mag[:-2]) & (inner >= mag[2:]))[0] + 1
+        if len(peaks):
+            owner = peaks[np.searchsorted((peaks[:-1] + peaks[1:]) / 2, bins)]
+            locked = phase[owner] + np.angle(spec[i]) - np.angle(spec[i])[owner]
+        else:
+            locked = phase
+        out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
+        d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
+        phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
+    out = train.overlap_add(out_frames) / 1.5
+    start, m = int(round(frame * factor)), int(round(len(clip) * factor))
+    return out[start:start + m]
+
+rng = np.random.default_rng(5)
+clips = [train.read_wav(p).astype(np.float32) / 32768 for p in sorted(glob.glob(sys.argv[1] + "/*/*.wav"))[::7]]
+clips += [(rng.standard_normal(16000) * 0.1).astype(np.float32), np.zeros(16000, np.float32), np.zeros(300, np.float32)]
+for c in clips:
+    for f in (train.PITCH_RANGE[0], 1.0, 1.37, train.PITCH_RANGE[1]):
+        a, b = train.stretch(c, f), stretch_loop(c, f)
+        assert a.shape == b.shape and np.array_equal(a, b), (len(c), f)
+print(f"stretch: as the loop over frames on {len(clips)} clips, 4 factors each")
+PY
 # --warp-prob / --mask-prob: a warped filter responds at factor x its frequency; the
 # augmentation leaves evaluation (and so the converted model) untouched
 PYTHONPATH="$ROOT" $PY - <<'PY'

@@ -324,7 +324,9 @@ def stretch(clip: np.ndarray, factor: float) -> np.ndarray:
     each output frame's magnitude interpolated between the two nearest input
     frames; each spectral peak's phase advanced by its measured frequency, and
     the bins around a peak keep their input phase relative to it, so that a
-    harmonic spread over several bins stays one sinusoid)."""
+    harmonic spread over several bins stays one sinusoid). All but the
+    phase recursion is done for every output frame at once; to the bit what a loop over
+    the frames gives."""
     frame, hop = PV_FRAME, PV_HOP
     padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
     count = (len(padded) - frame) // hop + 1
@@ -333,22 +335,35 @@ def stretch(clip: np.ndarray, factor: float) -> np.ndarray:
     advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame  # a bin's phase advance per hop
     steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
     steps = steps[steps < count - 1]  # each output frame between two input frames
-    phase = np.angle(spec[0])
-    out_frames = np.empty((len(steps), frame))
+    # Everything but the phase recursion, for all output frames at once: output frame k lies
+    # a_k of the way from input frame i_k to i_k + 1.
+    i = steps.astype(np.int64)
+    a = (steps - i)[:, None]
+    size = np.abs(spec)
+    angle = np.angle(spec)
+    mag = (1 - a) * size[i] + a * size[i + 1]
+    inner = mag[:, 1:-1]
+    peak = np.zeros(mag.shape, bool)
+    peak[:, 1:-1] = (inner > mag[:, :-2]) & (inner >= mag[:, 2:])
+    # each bin follows the nearest peak (the lower one at a tie): the last peak at or below it
+    # and the first at or above it
     bins = np.arange(frame // 2 + 1)
-    for k, t in enumerate(steps):
-        i, a = int(t), t - int(t)
-        mag = (1 - a) * np.abs(spec[i]) + a * np.abs(spec[i + 1])
-        inner = mag[1:-1]
-        peaks = np.nonzero((inner > mag[:-2]) & (inner >= mag[2:]))[0] + 1
-        if len(peaks):  # each bin follows the nearest peak
-            owner = peaks[np.searchsorted((peaks[:-1] + peaks[1:]) / 2, bins)]
-            locked = phase[owner] + np.angle(spec[i]) - np.angle(spec[i])[owner]
-        else:
-            locked = phase
-        out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
-        d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
-        phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
+    below = np.maximum.accumulate(np.where(peak, bins, -1), axis=1)
+    above = np.minimum.accumulate(np.where(peak, bins, len(bins))[:, ::-1], axis=1)[:, ::-1]
+    owner = np.where((below < 0) | ((above < len(bins)) & (above - bins < bins - below)), above, below)
+    has_peak = peak.any(axis=1)
+    owner[~has_peak] = 0
+    own_angle = np.take_along_axis(angle[i], owner, axis=1)
+    d = angle[i + 1] - angle[i] - advance
+    wrap = 2 * np.pi * np.round(d / (2 * np.pi))
+    locked = np.empty(mag.shape)
+    phase = angle[0]
+    for k in range(len(steps)):
+        if has_peak[k]:
+            phase = phase[owner[k]] + angle[i[k]] - own_angle[k]
+        locked[k] = phase
+        phase = phase + advance + d[k] - wrap[k]
+    out_frames = np.fft.irfft(mag * np.exp(1j * locked), frame, axis=1) * win
     out = overlap_add(out_frames) / 1.5  # a periodic Hann squared at a quarter-frame hop sums to 1.5
     start, m = int(round(frame * factor)), int(round(len(clip) * factor))  # input sample p is output p * factor
     return out[start:start + m]
