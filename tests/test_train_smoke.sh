@@ -132,9 +132,10 @@ for bad in go=0 go=x zebra=2; do
 done
 grep -q "zebra: not a class of this run" "$T/bad.log"
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --extra-val "$T/data" --init "$T/run/last.pt" --classes kws12 \
-    --out "$T/ft" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \
-    --threads 1 --speed-prob 0.5 --noise-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 >"$T/ft.log"
+FT="--data $T/data --extra-data $T/data --extra-val $T/data --classes kws12 --preset smoke --steps 10 --batch 16
+    --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 --speed-prob 0.5 --noise-prob 0.5
+    --warp-prob 0.5 --mask-prob 0.5"
+$PY "$ROOT/tools/train/train.py" $FT --init "$T/run/last.pt" --out "$T/ft" >"$T/ft.log"
 grep -q "initialized from" "$T/ft.log"
 $PY - "$T/train.log" "$T/ft.log" <<'PY'
 import re, sys
@@ -152,9 +153,7 @@ tuned = [float(l.split()[1]) for l in open(sys.argv[2])][:3]
 assert sum(tuned) < 0.9 * sum(fresh), f"{sys.argv[3]}: first losses {tuned} vs {fresh} from fresh weights"
 PY
 }
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --extra-data "$T/data" --extra-val "$T/data" --classes kws12 \
-    --out "$T/ft0" --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 \
-    --threads 1 --speed-prob 0.5 --noise-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 >/dev/null
+$PY "$ROOT/tools/train/train.py" $FT --out "$T/ft0" >/dev/null
 expect_weights_loaded ft ft0 "--init"
 # --noise-prob: the mixed-in noise or babble sits 0-20 dB below the clip
 PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
@@ -271,11 +270,11 @@ assert a.keys() == b.keys() and all((a[k] is None) == (b[k] is None) for k in a)
 print("evaluate.py: keyword accuracy at each rejection level")
 PY
 # --init from a .mega model file (mega_unpack.py): the converted weights are loaded
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/smoke.mega" --classes kws12 --out "$T/ftm" \
-    --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 >"$T/ftm.log"
+FTM="--data $T/data --classes kws12 --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2
+     --eval-every 10 --threads 1"
+$PY "$ROOT/tools/train/train.py" $FTM --init "$T/smoke.mega" --out "$T/ftm" >"$T/ftm.log"
 grep -q "initialized from .*smoke.mega (its step None, validation accuracy unknown)" "$T/ftm.log"
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/ftm0" \
-    --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 >/dev/null
+$PY "$ROOT/tools/train/train.py" $FTM --out "$T/ftm0" >/dev/null
 expect_weights_loaded ftm ftm0 "--init .mega"
 # --weight-average: WeightAverage follows its formula and applied() puts the model's own
 # weights back; a run validates and keeps (best.pt) the average, and last.pt carries it

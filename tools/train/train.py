@@ -667,10 +667,7 @@ class BatchWorker:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
         if os.getppid() != parent:
             return
-        order = self.orders.get()
-        if order is None:
-            return
-        state, count = order
+        state, count = self.orders.get()
         rng = np.random.default_rng()
         rng.bit_generator.state = state
         try:
@@ -703,7 +700,6 @@ class BatchWorker:
 
     def close(self):
         if self.proc.is_alive():
-            self.orders.put(None)  # not started yet: it waits for its order
             self.proc.terminate()
         self.proc.join()
 
