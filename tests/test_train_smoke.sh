@@ -60,6 +60,22 @@ for _ in $(seq 100); do [ -s "$T/pfkill/losses.txt" ] && break; sleep 0.2; done
 kill -9 "$(sed -n 's/^prefetch: .* in process \([0-9]*\)$/\1/p' "$T/pfkill.log")"
 if wait $TRAINER; then echo "the trainer went on without its batch worker"; exit 1; fi
 grep -q "^train.py: --prefetch: the batch worker (pid [0-9]*) died, exit code -9$" "$T/pfkill.log"
+# SIGTERM (or Ctrl-C) ends the step under way, saves last.pt and exits with 128 + 15; resumed, the run
+# draws what the run in one go draws
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/sig" $AUG --steps 100000 \
+    --eval-every 100000 --prefetch 2 >"$T/sig.log" 2>&1 &
+TRAINER=$!
+for _ in $(seq 100); do [ -f "$T/sig/losses.txt" ] && [ "$(wc -l <"$T/sig/losses.txt")" -ge 3 ] && break; sleep 0.2; done
+kill -TERM $TRAINER
+RC=0; wait $TRAINER || RC=$?
+[ $RC = 143 ] || { echo "SIGTERM: exit status $RC, not 143"; cat "$T/sig.log"; exit 1; }
+K=$(sed -n 's/^stopped at step \([0-9]*\) of 100000 (SIGTERM): .*last.pt saved; go on with .*--resume.*/\1/p' "$T/sig.log")
+[ -n "$K" ] && [ "$K" = "$(wc -l <"$T/sig/losses.txt")" ] || { echo "SIGTERM: no stop message"; cat "$T/sig.log"; exit 1; }
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/sig" $AUG --steps 100000 \
+    --eval-every 100000 --stop-at $((K + 4)) --resume >/dev/null
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/nosig" $AUG --steps 100000 \
+    --eval-every 100000 --stop-at $((K + 4)) >/dev/null
+cmp "$T/nosig/losses.txt" "$T/sig/losses.txt"
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pfbad" $AUG --prefetch -1 \
     >"$T/pfbad.log" 2>&1; then echo "--prefetch -1 was accepted"; exit 1; fi
 grep -q "prefetch -1: must be 0 (off) or more batches" "$T/pfbad.log"

@@ -21,7 +21,9 @@ what a streaming session reports, with the EMA state carrying the context.
 
 Checkpoints (RUN_DIR/last.pt, best.pt) hold the config, weights, labels,
 optimizer and RNG state: tools/convert/mega_convert.py reads them, and
---resume continues an interrupted run. With --weight-average, validation
+--resume continues an interrupted run. SIGINT (Ctrl-C) or SIGTERM ends the
+step under way, saves last.pt and exits with 128 + the signal's number, so
+--resume goes on from that step; a second signal stops at once. With --weight-average, validation
 and best.pt use the running average of the weights; last.pt keeps both.
 """
 
@@ -33,6 +35,7 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 import time
 import wave
@@ -643,6 +646,23 @@ class HardExamples:
             y[i] = int(self.y[j])
 
 
+def stop_on_signal() -> list:
+    """SIGINT and SIGTERM (unless ignored, as for a background job's SIGINT)
+    append their number to the returned list, which the training loop checks
+    after each step, and restore the default action, so that a second one
+    stops the process at once."""
+    caught = []
+
+    def handler(signum, frame):
+        caught.append(signum)
+        signal.signal(signum, signal.SIG_DFL)
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, handler)
+    return caught
+
+
 class BatchWorker:
     """Training batches drawn ahead by a child process (--prefetch N), so that
     making them (the pitch shift most of all) runs on a second core while this
@@ -661,10 +681,11 @@ class BatchWorker:
 
     def _work(self, draw, parent: int):
         import ctypes
-        import signal
         import traceback
-        # die with the trainer, even when it is killed (PR_SET_PDEATHSIG)
+        # die with the trainer, even when it is killed (PR_SET_PDEATHSIG); Ctrl-C, which the terminal
+        # sends to both, is the trainer's to handle (it stops after the step and saves)
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if os.getppid() != parent:
             return
         state, count = self.orders.get()
@@ -1172,6 +1193,7 @@ def main() -> int:
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
     stop = args.stop_at or args.steps  # checked above: 1 to --steps
+    stop_signal = stop_on_signal()  # after the batch worker's fork: the worker keeps the defaults
     if worker is not None:
         worker.start(rng, stop - step)
     while step < stop:
@@ -1232,8 +1254,17 @@ def main() -> int:
                     save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
                          (rng, augment_rng), best_key)
             save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
+        elif stop_signal:
+            save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
+        if stop_signal:
+            break
     if worker is not None:
         worker.close()
+    if stop_signal and step < stop:  # (one during the last step stopped nothing)
+        name = signal.Signals(stop_signal[0]).name
+        print(f"stopped at step {step} of {args.steps} ({name}): {last} saved; go on with the same command "
+              f"and --resume; best validation accuracy so far {best:.4f}, {time.time() - t0:.0f} s", flush=True)
+        return 128 + stop_signal[0]
     if step < args.steps:
         print(f"stopped at step {step} of {args.steps} (--stop-at): go on with the same command and --resume "
               f"instead of --stop-at; best validation accuracy so far {best:.4f}, {time.time() - t0:.0f} s",
