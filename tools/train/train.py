@@ -23,8 +23,9 @@ Checkpoints (RUN_DIR/last.pt, best.pt) hold the config, weights, labels,
 optimizer and RNG state: tools/convert/mega_convert.py reads them, and
 --resume continues an interrupted run. SIGINT (Ctrl-C) or SIGTERM ends the
 step under way, saves last.pt and exits with 128 + the signal's number, so
---resume goes on from that step; a second signal stops at once. With --weight-average, validation
-and best.pt use the running average of the weights; last.pt keeps both.
+--resume goes on from that step; a second signal stops at once. With
+--weight-average, validation and best.pt use the running average of the
+weights; last.pt keeps both.
 """
 
 import argparse
