@@ -60,6 +60,38 @@ for _ in $(seq 100); do [ -s "$T/pfkill/losses.txt" ] && break; sleep 0.2; done
 kill -9 "$(sed -n 's/^prefetch: .* in process \([0-9]*\)$/\1/p' "$T/pfkill.log")"
 if wait $TRAINER; then echo "the trainer went on without its batch worker"; exit 1; fi
 grep -q "^train.py: --prefetch: the batch worker (pid [0-9]*) died, exit code -9$" "$T/pfkill.log"
+# a worker whose drawing fails hands its traceback to the trainer: the batches before it arrive, then
+# next() raises with the worker's own error in the message
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import numpy as np
+import torch
+from tools.train import train
+
+def draw(rng):
+    v = rng.integers(1000)
+    if draw.calls == 2:
+        raise ValueError(f"clip {v} is broken")
+    draw.calls += 1
+    return torch.full((2, 3), float(v)), torch.tensor([0, 1])
+draw.calls = 0
+
+rng = np.random.default_rng(5)
+worker = train.BatchWorker(2, draw)
+worker.start(rng, 5)
+got = []
+try:
+    for _ in range(5):
+        got.append(float(worker.next(rng)[0][0, 0]))
+    raise AssertionError("no error after the worker failed")
+except RuntimeError as e:
+    assert "the batch worker failed" in str(e) and "ValueError: clip " in str(e) and "Traceback" in str(e), e
+finally:
+    worker.close()
+assert len(got) == 2, got
+# the batches that arrived are the ones drawing in this process gives
+check = np.random.default_rng(5)
+assert got == [float(check.integers(1000)) for _ in got], got
+PY
 # SIGTERM (or Ctrl-C) ends the step under way, saves last.pt and exits with 128 + 15; resumed, the run
 # draws what the run in one go draws
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/sig" $AUG --steps 100000 \

@@ -1229,7 +1229,8 @@ def main() -> int:
             print(msg, flush=True)
             log.write(msg + "\n")
             t_last = time.time()
-        if step % args.eval_every == 0 or step == stop:
+        checkpoint = step % args.eval_every == 0 or step == stop
+        if checkpoint:
             # the averaged weights, if any, are what is validated and kept as best.pt
             with average.applied(model) if average is not None else contextlib.nullcontext():
                 acc, _ = evaluate(model, val)
@@ -1254,8 +1255,7 @@ def main() -> int:
                     best, best_key = acc, key
                     save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
                          (rng, augment_rng), best_key)
-            save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
-        elif stop_signal:
+        if checkpoint or stop_signal:
             save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
         if stop_signal:
             break
