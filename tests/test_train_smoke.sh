@@ -58,11 +58,16 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pfki
 TRAINER=$!
 for _ in $(seq 100); do [ -s "$T/pfkill/losses.txt" ] && break; sleep 0.2; done
 kill -9 "$(sed -n 's/^prefetch: .* in process \([0-9]*\)$/\1/p' "$T/pfkill.log")"
+# (killed while sending a batch, the worker leaves half a batch in the pipe: that must end too)
+for _ in $(seq 600); do kill -0 $TRAINER 2>/dev/null || break; sleep 0.1; done
+if kill -0 $TRAINER 2>/dev/null; then
+  kill -9 $TRAINER; echo "the trainer still waited 60 s after its batch worker died"; cat "$T/pfkill.log"; exit 1
+fi
 if wait $TRAINER; then echo "the trainer went on without its batch worker"; exit 1; fi
 grep -q "^train.py: --prefetch: the batch worker (pid [0-9]*) died, exit code -9$" "$T/pfkill.log"
 # a worker whose drawing fails hands its traceback to the trainer: the batches before it arrive, then
 # next() raises with the worker's own error in the message
-PYTHONPATH="$ROOT" $PY - <<'PY'
+PYTHONPATH="$ROOT" timeout 60 $PY - <<'PY'
 import numpy as np
 import torch
 from tools.train import train
@@ -91,6 +96,23 @@ assert len(got) == 2, got
 # the batches that arrived are the ones drawing in this process gives
 check = np.random.default_rng(5)
 assert got == [float(check.integers(1000)) for _ in got], got
+
+# a worker killed halfway through sending a batch (4 MB through a 64 KB pipe) leaves half a batch
+# behind; reading it must end with the worker's death, not wait for the rest (timeout 60 above)
+import os, signal, time
+def big(rng):
+    return torch.full((64, 16000), float(rng.integers(1000))), torch.zeros(64, dtype=torch.long)
+worker = train.BatchWorker(2, big)
+worker.start(rng, 10)
+time.sleep(1.0)
+os.kill(worker.proc.pid, signal.SIGKILL)
+try:
+    worker.next(rng)
+    raise AssertionError("a batch from a worker killed while sending it")
+except RuntimeError as e:
+    assert "died, exit code -9" in str(e), e
+finally:
+    worker.close()
 PY
 # SIGTERM (or Ctrl-C) ends the step under way, saves last.pt and exits with 128 + 15; resumed, the run
 # draws what the run in one go draws

@@ -676,17 +676,23 @@ class BatchWorker:
     def __init__(self, depth: int, draw):
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
-        self.orders, self.batches = ctx.Queue(), ctx.Queue(maxsize=depth)
-        self.proc = ctx.Process(target=self._work, args=(draw, os.getpid()), daemon=True)
+        self.orders = ctx.Queue()
+        self.slots = ctx.Semaphore(depth)  # batches the child may make before this side takes them
+        # batches come through a pipe whose only write end is the child's: if the child dies, even
+        # halfway through sending a batch, reading here ends (EOFError) instead of waiting for ever
+        self.reader, writer = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=self._work, args=(draw, os.getpid(), writer), daemon=True)
         self.proc.start()
+        writer.close()
 
-    def _work(self, draw, parent: int):
+    def _work(self, draw, parent: int, writer):
         import ctypes
         import traceback
         # die with the trainer, even when it is killed (PR_SET_PDEATHSIG); Ctrl-C, which the terminal
         # sends to both, is the trainer's to handle (it stops after the step and saves)
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self.reader.close()
         if os.getppid() != parent:
             return
         state, count = self.orders.get()
@@ -694,26 +700,30 @@ class BatchWorker:
         rng.bit_generator.state = state
         try:
             for _ in range(count):
+                self.slots.acquire()
                 x, y = draw(rng)
-                self.batches.put((x.numpy(), y.numpy(), rng.bit_generator.state))
+                writer.send((x.numpy(), y.numpy(), rng.bit_generator.state))
         except Exception:  # noqa: BLE001  (any failure is reported to the trainer, which stops)
-            self.batches.put(("error", traceback.format_exc()))
+            writer.send(("error", traceback.format_exc()))
 
     def start(self, rng: np.random.Generator, count: int):
         """Draw `count` batches from the generator's present state."""
         self.orders.put((rng.bit_generator.state, count))
 
+    def _died(self) -> RuntimeError:
+        self.proc.join(5)
+        return RuntimeError(f"the batch worker (pid {self.proc.pid}) died, exit code {self.proc.exitcode}")
+
     def next(self, rng: np.random.Generator):
         """The next batch (x, y); rng is left where drawing it left the child's."""
-        import queue
-        while True:
-            try:
-                item = self.batches.get(timeout=5)
-                break
-            except queue.Empty:
-                if not self.proc.is_alive():
-                    raise RuntimeError(f"the batch worker (pid {self.proc.pid}) died, exit code "
-                                       f"{self.proc.exitcode}") from None
+        while not self.reader.poll(5):
+            if not self.proc.is_alive():
+                raise self._died()
+        try:
+            item = self.reader.recv()
+        except (EOFError, OSError):
+            raise self._died() from None
+        self.slots.release()
         if isinstance(item[0], str):
             raise RuntimeError(f"the batch worker failed:\n{item[1]}")
         x, y, state = item
@@ -724,6 +734,7 @@ class BatchWorker:
         if self.proc.is_alive():
             self.proc.terminate()
         self.proc.join()
+        self.reader.close()
 
 
 class WeightAverage:
