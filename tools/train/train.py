@@ -710,19 +710,14 @@ class BatchWorker:
         """Draw `count` batches from the generator's present state."""
         self.orders.put((rng.bit_generator.state, count))
 
-    def _died(self) -> RuntimeError:
-        self.proc.join(5)
-        return RuntimeError(f"the batch worker (pid {self.proc.pid}) died, exit code {self.proc.exitcode}")
-
     def next(self, rng: np.random.Generator):
         """The next batch (x, y); rng is left where drawing it left the child's."""
-        while not self.reader.poll(5):
-            if not self.proc.is_alive():
-                raise self._died()
         try:
-            item = self.reader.recv()
+            item = self.reader.recv()  # the child's death closes the pipe's only write end: EOFError
         except (EOFError, OSError):
-            raise self._died() from None
+            self.proc.join(5)
+            raise RuntimeError(f"the batch worker (pid {self.proc.pid}) died, exit code "
+                               f"{self.proc.exitcode}") from None
         self.slots.release()
         if isinstance(item[0], str):
             raise RuntimeError(f"the batch worker failed:\n{item[1]}")
