@@ -201,6 +201,54 @@ for bad in go=0 go=x zebra=2; do
   grep -q -- "--class-boost" "$T/bad.log"
 done
 grep -q "zebra: not a class of this run" "$T/bad.log"
+# --mixup-prob: a mixed clip is lam of itself and 1 - lam of its partner, lam in [0.5, 1], unmixed ones
+# lam 1; the loss is the same mix of the two labels' cross-entropies; the run resumes exactly (also
+# with --prefetch), and the mix reaches the loss
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tools.train.train import mixup, mixup_loss
+
+x, y = torch.eye(64), torch.arange(64) % 12  # clip i is the unit vector i: a mix shows its two parts
+same, py, lam = mixup(x, y, np.random.default_rng(0), 0.0, 0.4)
+assert torch.equal(same, x) and torch.all(lam == 1), "probability 0 mixed clips"
+mixed, py, lam = mixup(x, y, np.random.default_rng(1), 1.0, 0.4)
+assert torch.all((lam >= 0.5) & (lam <= 1)) and (lam < 0.999).sum() > 40, lam
+partners = set()
+for i in range(64):  # row i: lam of clip i, 1 - lam of one partner j, whose label is py[i]
+    rest = mixed[i].clone()
+    rest[i] -= lam[i]
+    j = int(torch.argmax(rest)) if rest.abs().sum() > 1e-6 else i
+    partners.add(j)
+    assert torch.allclose(mixed[i], lam[i] * x[i] + (1 - lam[i]) * x[j], atol=1e-6) and py[i] == y[j], i
+assert len(partners) == 64, "the pairing is not a permutation"
+half, _, lam_half = mixup(x, y, np.random.default_rng(2), 0.5, 0.4)
+share = float((lam_half < 1).float().mean())
+assert 0.25 < share < 0.75, share
+logits = torch.randn(64, 12)
+ce = F.cross_entropy(logits, y, reduction="none")
+assert torch.allclose(mixup_loss(logits, y, py, torch.ones(64), 0.0), ce.mean())
+both = 0.5 * ce + 0.5 * F.cross_entropy(logits, py, reduction="none")
+assert torch.allclose(mixup_loss(logits, y, py, torch.full((64,), 0.5), 0.0), both.mean())
+assert mixup_loss(logits, y, py, torch.ones(64), 0.1) != mixup_loss(logits, y, py, torch.ones(64), 0.0)
+print("mixup ok")
+PY
+MIX="$AUG --mixup-prob 0.5 --mixup-alpha 0.4"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/mwhole" $MIX >"$T/mix.log"
+grep -q "^mixup: 0.5 of the clips" "$T/mix.log"
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/msplit" $MIX --prefetch 2 --stop-at 10 \
+    >/dev/null
+$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/msplit" $MIX --resume >/dev/null
+cmp "$T/mwhole/losses.txt" "$T/msplit/losses.txt"
+if [ "$(head -n 5 "$T/whole/losses.txt")" = "$(head -n 5 "$T/mwhole/losses.txt")" ]; then
+  echo "--mixup-prob changed no loss"; exit 1
+fi
+for bad in "--mixup-prob 1.5" "--mixup-prob 0.5 --mixup-alpha 0" "--mixup-prob 0.5 --consistency 4"; do
+  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
+      >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
+  grep -q -- "--mixup-" "$T/bad.log"
+done
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 FT="--data $T/data --extra-data $T/data --extra-val $T/data --classes kws12 --preset smoke --steps 10 --batch 16
     --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 --speed-prob 0.5 --noise-prob 0.5

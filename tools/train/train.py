@@ -797,6 +797,30 @@ def js_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return 0.5 * ((pa.exp() * (pa - mix)).sum(dim=1) + (pb.exp() * (pb - mix)).sum(dim=1)).mean()
 
 
+def mixup(x: torch.Tensor, y: torch.Tensor, rng: np.random.Generator, prob: float, alpha: float):
+    """--mixup-prob: each clip of the batch, with probability prob, becomes
+    lam * itself + (1 - lam) * another clip of the batch (a random pairing;
+    rarely itself), lam ~ Beta(alpha, alpha) folded to at least 0.5 so that
+    its own label keeps the larger share; the others keep lam = 1. Returns the
+    mixed batch, each clip's partner's label and lam (for mixup_loss)."""
+    b = len(y)
+    partner = torch.from_numpy(rng.permutation(b))
+    lam = rng.beta(alpha, alpha, size=b)
+    lam = np.where(rng.random(b) < prob, np.maximum(lam, 1.0 - lam), 1.0)
+    lam = torch.from_numpy(lam.astype(np.float32))
+    mixed = lam[:, None] * x + (1.0 - lam[:, None]) * x[partner]
+    return mixed, y[partner], lam
+
+
+def mixup_loss(logits: torch.Tensor, y: torch.Tensor, partner_y: torch.Tensor, lam: torch.Tensor,
+               label_smoothing: float) -> torch.Tensor:
+    """Cross-entropy against the mixed targets: lam of the clip's own label and
+    1 - lam of its partner's, each smoothed as in the unmixed loss."""
+    own = F.cross_entropy(logits, y, label_smoothing=label_smoothing, reduction="none")
+    other = F.cross_entropy(logits, partner_y, label_smoothing=label_smoothing, reduction="none")
+    return (lam * own + (1.0 - lam) * other).mean()
+
+
 def keyword_js_divergence(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, keywords: torch.Tensor) -> torch.Tensor:
     """js_divergence over the keyword clips of y only (y holds one label per row;
     keywords is a bool mask over the classes), of the two views' softmax over the
@@ -983,6 +1007,12 @@ def main() -> int:
                     help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
     ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
                     help="with --hard-examples: the share of each batch drawn from them (default 0.2)")
+    ap.add_argument("--mixup-prob", type=float, default=0.0, metavar="P",
+                    help="each training clip, with probability P, is mixed with another clip of its batch "
+                         "(lam of it, lam ~ Beta(A, A) folded to >= 0.5) and the loss is the same mix of the "
+                         "two labels' cross-entropies (mixup); default 0: off")
+    ap.add_argument("--mixup-alpha", type=float, default=0.4, metavar="A",
+                    help="with --mixup-prob: the Beta distribution's parameter (small: lam near 1)")
     ap.add_argument("--consistency", type=float, default=0.0, metavar="W",
                     help="draw half a batch of clips and augment each twice (its own pitch, speed, noise, "
                          "shift, context and warp), and add W times the Jensen-Shannon divergence between "
@@ -1025,6 +1055,13 @@ def main() -> int:
         ap.error(f"--stop-at {args.stop_at}: must be a step of the run, 1 to --steps {args.steps}")
     if args.extra_share is not None and not args.extra_data:
         ap.error("--extra-share needs --extra-data")
+    if not 0.0 <= args.mixup_prob <= 1.0:
+        ap.error(f"--mixup-prob {args.mixup_prob}: must be between 0 and 1")
+    if not args.mixup_alpha > 0:
+        ap.error(f"--mixup-alpha {args.mixup_alpha}: must be above 0")
+    if args.mixup_prob > 0 and args.consistency > 0:
+        ap.error("--mixup-prob does not combine with --consistency (its two views of a clip would be mixed "
+                 "with different partners)")
     if args.consistency < 0:
         ap.error(f"--consistency {args.consistency}: must be at least 0")
     if args.consistency > 0 and (args.batch < 2 or args.batch % 2):
@@ -1188,6 +1225,9 @@ def main() -> int:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters, config {json.dumps(dataclasses.asdict(cfg))}", flush=True)
     print(f"label smoothing {args.label_smoothing}", flush=True)
+    if args.mixup_prob > 0:
+        print(f"mixup: {args.mixup_prob:g} of the clips, lam ~ Beta({args.mixup_alpha:g}) folded to >= 0.5",
+              flush=True)
 
     try:
         SpeakerAugment(model, args.warp_prob, args.mask_prob, augment_rng)
@@ -1215,8 +1255,13 @@ def main() -> int:
             except RuntimeError as e:
                 print(f"train.py: --prefetch: {e}", file=sys.stderr)
                 return 1
+        if args.mixup_prob > 0:  # drawn from augment_rng, in this process: --resume restores it
+            x, partner_y, lam = mixup(x, y, augment_rng, args.mixup_prob, args.mixup_alpha)
         logits = model.window_logits(x)
-        loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)
+        if args.mixup_prob > 0:
+            loss = mixup_loss(logits, y, partner_y, lam, args.label_smoothing)
+        else:
+            loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)
         if views == 2:
             a, b = logits.chunk(2)
             divergence = (keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
