@@ -234,21 +234,53 @@ assert torch.allclose(mixup_loss(logits, y, py, torch.full((64,), 0.5), 0.0), bo
 assert mixup_loss(logits, y, py, torch.ones(64), 0.1) != mixup_loss(logits, y, py, torch.ones(64), 0.0)
 print("mixup ok")
 PY
-MIX="$AUG --mixup-prob 0.5 --mixup-alpha 0.4"
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/mwhole" $MIX >"$T/mix.log"
-grep -q "^mixup: 0.5 of the clips" "$T/mix.log"
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/msplit" $MIX --prefetch 2 --stop-at 10 \
-    >/dev/null
-$PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/msplit" $MIX --resume >/dev/null
-cmp "$T/mwhole/losses.txt" "$T/msplit/losses.txt"
-if [ "$(head -n 5 "$T/whole/losses.txt")" = "$(head -n 5 "$T/mwhole/losses.txt")" ]; then
-  echo "--mixup-prob changed no loss"; exit 1
-fi
+# augmentation_run NAME "OPTIONS" LOG_LINE: the run with OPTIONS added to AUG logs LOG_LINE, gives the
+# same losses stopped halfway (with --prefetch) and resumed, and not the losses of AUG alone
+augmentation_run() {
+  local name=$1 opts="$AUG $2" line=$3
+  $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/${name}whole" $opts >"$T/$name.log"
+  grep -q "$line" "$T/$name.log"
+  $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/${name}split" $opts --prefetch 2 \
+      --stop-at 10 >/dev/null
+  $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/${name}split" $opts --resume >/dev/null
+  cmp "$T/${name}whole/losses.txt" "$T/${name}split/losses.txt"
+  if [ "$(head -n 5 "$T/whole/losses.txt")" = "$(head -n 5 "$T/${name}whole/losses.txt")" ]; then
+    echo "$2 changed no loss"; exit 1
+  fi
+}
+augmentation_run m "--mixup-prob 0.5 --mixup-alpha 0.4" "^mixup: 0.5 of the clips"
 for bad in "--mixup-prob 1.5" "--mixup-prob 0.5 --mixup-alpha 0" "--mixup-prob 0.5 --consistency 4"; do
   if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
       >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
   grep -q -- "--mixup-" "$T/bad.log"
 done
+# --babble-prob: babble is the sum of 3-7 rolled _unknown_ clips at -3..12 dB over the second; the run
+# resumes exactly (also with --prefetch), the babble reaches the loss, and it needs --noise-prob
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import numpy as np
+from tools.train.train import add_babble, BABBLE_WORDS, BABBLE_SNR_DB
+
+class Fake:  # clip c is a unit impulse at sample 100 * c: the babble shows which clips it holds
+    audio = np.zeros((50, 16000), np.int16)
+    for c in range(50):
+        audio[c, 100 * c] = 16384
+ids = np.arange(10, 50)
+for seed in range(20):
+    target = np.full(16000, 0.01, np.float32)
+    add_babble(target, Fake, ids, np.random.default_rng(seed))
+    noise = target - np.float32(0.01)
+    hits = np.nonzero(np.abs(noise) > 1e-7)[0]
+    assert BABBLE_WORDS[0] <= len(hits) <= BABBLE_WORDS[1], (seed, len(hits))  # rolls may coincide: rarely
+    snr = 20 * np.log10(0.01 / np.sqrt(np.mean(noise.astype(np.float64) ** 2)))
+    assert BABBLE_SNR_DB[0] - 0.01 <= snr <= BABBLE_SNR_DB[1] + 0.01, (seed, snr)
+    peaks = np.sort(np.abs(noise[hits]))
+    assert peaks[0] >= peaks[-1] * 10 ** (-6 / 20) - 1e-6, peaks  # each word within 6 dB of the others
+print("babble ok")
+PY
+augmentation_run b "--babble-prob 0.8" "^babble: 0.8 of the noise"
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" ${AUG/--noise-prob 0.5/} \
+    --babble-prob 0.5 >"$T/bad.log" 2>&1; then echo "--babble-prob without --noise-prob was accepted"; exit 1; fi
+grep -q -- "--babble-prob needs --noise-prob" "$T/bad.log"
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 FT="--data $T/data --extra-data $T/data --extra-val $T/data --classes kws12 --preset smoke --steps 10 --batch 16
     --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 --speed-prob 0.5 --noise-prob 0.5

@@ -21,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the tools package
 
 from tools.data import festival_pipe  # noqa: E402
+from tools.data import listen_check  # noqa: E402
 from tools.data import make_sc10  # noqa: E402
 from tools.data import voices as vc  # noqa: E402
 
@@ -419,6 +420,49 @@ class NearMissAndMerge(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("exists", r.stderr)
+
+
+class ListenCheck(unittest.TestCase):
+    """tools/data/listen_check.py renders training and validation voices only, and its
+    summary splits the model's answers by what the listener heard."""
+
+    def test_refuses_testing_voices(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for splits in ("testing", "training,testing", "validation,bogus"):
+                r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "data", "listen_check.py"),
+                                    "--out", os.path.join(tmp, "out"), "--splits", splits],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(r.returncode, 0, splits)
+                self.assertIn("testing voices are left alone", r.stderr, splits)
+                self.assertFalse(os.path.exists(os.path.join(tmp, "out")), splits)
+
+    def test_renders_a_clean_keyword(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            listen_check.setup(tmp, 3)
+            try:
+                row = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
+                again = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
+            finally:
+                shutil.rmtree(make_sc10.G["tmp_root"], ignore_errors=True)
+            self.assertEqual((row["voice"], row["label"], row["word"]), ("espeak-ng:en-us", "go", "go"))
+            self.assertEqual(row, again)  # its own seed: the same draw twice
+            with wave.open(row["path"]) as w:
+                self.assertEqual((w.getframerate(), w.getnchannels()), (16000, 1))
+                self.assertGreater(w.getnframes(), 0.08 * 16000)
+
+    def test_summary_splits_the_model_by_the_listener(self):
+        def row(voice, label, forced, heard, model):
+            return dict(voice=voice, split="validation", label=label, word=label if label != "_unknown_" else "pup",
+                        forced=forced, heard=heard, model=model)
+        rows = [row("v1", "up", "up", "up", "up"), row("v1", "up", "up", "pup", "_unknown_"),
+                row("v1", "up", "off", "off", "up"), row("v1", "up", "off", "of", "off"),
+                row("v1", "_unknown_", "up", "up", "_unknown_"), row("v1", "_unknown_", "up", "pup", "up")]
+        text = listen_check.summarize(rows, True)
+        # 4 keywords: the listener gets 2 of them right among the keywords, 1 among all words; 1 of the 2
+        # near misses is heard as a keyword; the model gets 2 right: 1 of the 2 the listener got, 1 of the 2 it missed
+        self.assertIn("| v1 | validation | 4 | 50.0% | 25.0% | 50.0% | 50.0% | 50.0% / 50.0% |", text)
+        self.assertIn("| validation voices | 4 | 50.0% | 25.0% | 50.0% | 50.0% | 50.0% / 50.0% |", text)
+        self.assertIn("| up | 4 | 50.0% | 25.0% | - | 50.0% | 50.0% / 50.0% | off 2 |", text)
 
 
 if __name__ == "__main__":

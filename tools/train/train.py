@@ -233,6 +233,24 @@ def add_noise(target: np.ndarray, ds: Dataset, pools, rng: np.random.Generator):
     target += noise * (t_rms / n_rms * float(10 ** (-rng.uniform(lo, hi) / 20)))
 
 
+BABBLE_WORDS = (3, 7)          # --babble-prob: unrelated words summed into one babble ...
+BABBLE_SNR_DB = (-3.0, 12.0)   # ... mixed in at this SNR over the whole second (about 0-15 dB over the word)
+
+
+def add_babble(target: np.ndarray, ds: Dataset, ids: np.ndarray, rng: np.random.Generator):
+    """Mixes babble into target, in place: the sum of 3-7 random clips of `ids`
+    (_unknown_ words), each rolled by its own offset and scaled by 0 to -6 dB, at a
+    random SNR of BABBLE_SNR_DB. The generated sets' babble is 4-8 words at 0-30 dB
+    over the word; add_noise's babble is one word at 5-20 dB."""
+    noise = np.zeros(len(target), np.float32)
+    for _ in range(int(rng.integers(BABBLE_WORDS[0], BABBLE_WORDS[1] + 1))):
+        clip = ds.audio[ids[rng.integers(len(ids))]].astype(np.float32) / 32768.0
+        noise += np.roll(clip, int(rng.integers(len(clip)))) * np.float32(10 ** (-rng.uniform(0.0, 6.0) / 20))
+    t_rms = float(np.sqrt(np.mean(target * target)))
+    n_rms = float(np.sqrt(np.mean(noise * noise))) + 1e-9
+    target += noise * np.float32(t_rms / n_rms * float(10 ** (-rng.uniform(*BABBLE_SNR_DB) / 20)))
+
+
 SPEED_RANGE = (0.88, 1.12)  # --speed-prob: playback-rate factors (tempo and pitch together)
 
 
@@ -485,7 +503,7 @@ def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
                speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0,
-               vowel_prob: float = 0.0, pitch_prob: float = 0.0):
+               vowel_prob: float = 0.0, pitch_prob: float = 0.0, babble_prob: float = 0.0):
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
@@ -494,13 +512,15 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     probability vowel_prob its formants are moved by a factor that changes every
     sound (formant_track); with probability pitch_prob its pitch alone is moved
     (shift_pitch); with probability speed_prob the target second is played 0.88-1.12x as fast, and
-    with probability noise_prob noise is added to it."""
+    with probability noise_prob noise is added to it: with probability babble_prob
+    babble of several _unknown_ words (add_babble), else one noise clip (add_noise)."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
     y = ds.y[idx].copy()
     keyword_ids = set(range(len(KEYWORDS)))
     non_kw = np.nonzero(~np.isin(ds.y, list(keyword_ids)))[0]
     pools = noise_pools(ds) if train and noise_prob > 0 else []
+    babble_ids = np.nonzero(ds.y == ds.labels.index(UNKNOWN))[0] if train and babble_prob > 0 else []
     splice = train and splice_prob > 0 and UNKNOWN in ds.labels
     for i, j in enumerate(idx):
         target = ds.audio[j].astype(np.float32) / 32768.0
@@ -527,7 +547,10 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
         if train:
             target *= float(10 ** (rng.uniform(-6, 6) / 20))
             if noise_prob > 0 and rng.random() < noise_prob:
-                add_noise(target, ds, pools, rng)
+                if babble_prob > 0 and rng.random() < babble_prob and len(babble_ids):
+                    add_babble(target, ds, babble_ids, rng)
+                else:
+                    add_noise(target, ds, pools, rng)
         ctx_kind = rng.random()
         if ctx_kind < 0.3 or len(non_kw) == 0:
             ctx = np.zeros(SR, np.float32)
@@ -969,6 +992,9 @@ def main() -> int:
     ap.add_argument("--noise-prob", type=float, default=0.0, metavar="P",
                     help="mix a fresh noise or babble clip into a training example with probability P "
                          "(on-the-fly augmentation against overfitting; default 0)")
+    ap.add_argument("--babble-prob", type=float, default=0.0, metavar="P",
+                    help="with --noise-prob: the noise is, with probability P, babble of 3-7 _unknown_ words "
+                         "at -3..12 dB SNR over the second instead of one noise clip (default 0)")
     ap.add_argument("--speed-prob", type=float, default=0.0, metavar="P",
                     help=f"play a training example {SPEED_RANGE[0]}-{SPEED_RANGE[1]}x as fast (tempo and pitch) "
                          "with probability P (on-the-fly augmentation; default 0)")
@@ -1082,7 +1108,11 @@ def main() -> int:
             ap.error(f"--class-boost {item}: the factor must be a positive number")
     if not 0.0 <= args.label_smoothing < 1.0:
         ap.error(f"--label-smoothing {args.label_smoothing}: must be at least 0 and below 1")
-    for name in ("noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
+    if args.babble_prob > 0 and args.noise_prob <= 0:
+        ap.error("--babble-prob needs --noise-prob P > 0 (it decides what the noise is, not how often)")
+    if args.babble_prob > 0 and args.classes != "kws12":
+        ap.error("--babble-prob needs --classes kws12 (its babble is _unknown_ words)")
+    for name in ("babble_prob", "noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
         if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
 
@@ -1139,7 +1169,8 @@ def main() -> int:
         xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
                                   speed_prob=args.speed_prob, splice_prob=args.splice_prob,
                                   color_prob=args.color_prob, vowel_prob=args.vowel_prob,
-                                  pitch_prob=args.pitch_prob) for _ in range(views)))
+                                  pitch_prob=args.pitch_prob, babble_prob=args.babble_prob)
+                         for _ in range(views)))
         x, y = torch.cat(xs), torch.cat(ys)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
@@ -1228,6 +1259,9 @@ def main() -> int:
     if args.mixup_prob > 0:
         print(f"mixup: {args.mixup_prob:g} of the clips, lam ~ Beta({args.mixup_alpha:g}) folded to >= 0.5",
               flush=True)
+    if args.babble_prob > 0:
+        print(f"babble: {args.babble_prob:g} of the noise, {BABBLE_WORDS[0]}-{BABBLE_WORDS[1]} _unknown_ words at "
+              f"{BABBLE_SNR_DB[0]:g}..{BABBLE_SNR_DB[1]:g} dB", flush=True)
 
     try:
         SpeakerAugment(model, args.warp_prob, args.mask_prob, augment_rng)
