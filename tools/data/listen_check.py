@@ -35,6 +35,7 @@ import json
 import multiprocessing as mp
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,18 +65,19 @@ def listener_words(dict_path: str) -> list:
 class Listener:
     """PocketSphinx restricted to one word of `words` (a JSGF grammar), 0.4 s of silence either side."""
 
-    def __init__(self, words: list, tmp: str):
+    def __init__(self, words: list):
         import pocketsphinx as ps
         md = ps.get_model_path()
-        gram = os.path.join(tmp, "words.gram")
-        with open(gram, "w") as f:
-            f.write("#JSGF V1.0;\ngrammar words;\npublic <w> = " + " | ".join(words) + " ;\n")
-        c = ps.Decoder.default_config()
-        c.set_string("-hmm", os.path.join(md, "en-us"))
-        c.set_string("-dict", os.path.join(md, "cmudict-en-us.dict"))
-        c.set_string("-jsgf", gram)
-        c.set_string("-logfn", os.devnull)
-        self.decoder = ps.Decoder(c)
+        with tempfile.TemporaryDirectory(prefix="listen_") as tmp:  # the decoder reads the grammar once
+            gram = os.path.join(tmp, "words.gram")
+            with open(gram, "w") as f:
+                f.write("#JSGF V1.0;\ngrammar words;\npublic <w> = " + " | ".join(words) + " ;\n")
+            c = ps.Decoder.default_config()
+            c.set_string("-hmm", os.path.join(md, "en-us"))
+            c.set_string("-dict", os.path.join(md, "cmudict-en-us.dict"))
+            c.set_string("-jsgf", gram)
+            c.set_string("-logfn", os.devnull)
+            self.decoder = ps.Decoder(c)
 
     def hear(self, pcm16: bytes) -> str:
         pad = b"\0" * (2 * 6400)
@@ -130,8 +132,8 @@ def render_task(task):
 
 def hear_task(paths):
     """(the word heard among the keywords alone, the word heard among all the words) per clip."""
-    forced = Listener(KEYWORDS, tempfile.mkdtemp(prefix="listen_"))
-    open_ = Listener(S["words"], tempfile.mkdtemp(prefix="listen_"))
+    forced = Listener(KEYWORDS)
+    open_ = Listener(S["words"])
     out = []
     for p in paths:
         raw = read_pcm16(p)
@@ -256,8 +258,12 @@ def main():
                 tasks.append((v.id, split, "_unknown_", word, i))
                 i += 1
     ctx = mp.get_context("fork")
-    with ctx.Pool(args.jobs) as pool:
-        rows = [r for r in pool.map(render_task, tasks, chunksize=8) if r is not None]
+    try:
+        with ctx.Pool(args.jobs) as pool:
+            rows = [r for r in pool.map(render_task, tasks, chunksize=8) if r is not None]
+    finally:
+        ms.FESTIVAL.close()
+        shutil.rmtree(ms.G["tmp_root"], ignore_errors=True)
     print(f"rendered {len(rows)} of {len(tasks)} clips", flush=True)
     if args.real:
         rows += real_rows(args.real)
