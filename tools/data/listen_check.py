@@ -31,7 +31,6 @@ Needs: python3-pocketsphinx and pocketsphinx-en-us (apt), besides make_sc10.py's
 import argparse
 import collections
 import csv
-import json
 import multiprocessing as mp
 import os
 import re
@@ -48,6 +47,7 @@ if not __package__:  # run as a file, not with -m: import the tools package from
 from tools.data import layout  # noqa: E402
 from tools.data import make_sc10 as ms  # noqa: E402
 from tools.data import voices as vc  # noqa: E402
+from tools.train import evaluate  # noqa: E402
 
 KEYWORDS = layout.KEYWORDS
 SEED_CODE = 2001  # SeedSequence code of this tool's draws (make_sc10 uses 0-11 and 1000-1002)
@@ -138,19 +138,6 @@ def hear_task(paths):
     for p in paths:
         raw = read_pcm16(p)
         out.append((forced.hear(raw), open_.hear(raw)))
-    return out
-
-
-def classify(ks: str, model: str, paths: list) -> dict:
-    out = {}
-    for i in range(0, len(paths), 200):
-        r = subprocess.run([ks, "classify", "-m", model, "--json"] + paths[i:i + 200], capture_output=True, text=True)
-        for ln in r.stdout.splitlines():
-            o = json.loads(ln)
-            if "label" in o:
-                out[o["file"]] = o["label"]
-        if r.returncode not in (0, 1):
-            sys.exit(f"listen_check: keyword_spotter failed ({r.returncode}): {r.stderr.strip()[:300]}")
     return out
 
 
@@ -277,7 +264,7 @@ def main():
     for r in rows:
         r["forced"], r["heard"] = by_path[r["path"]]
     if args.ks:
-        labels = classify(args.ks, args.model, paths)
+        labels = {o["file"]: o["label"] for o in evaluate.classify_clips(args.ks, args.model, paths) if "label" in o}
         for r in rows:
             r["model"] = labels.get(r["path"], "(failed)")
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:

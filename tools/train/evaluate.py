@@ -39,6 +39,14 @@ def run_json(cmd):
     return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
 
 
+def classify_clips(ks, model, paths):
+    """keyword_spotter classify --json on every path, 200 at a time: one row per clip."""
+    rows = []
+    for i in range(0, len(paths), 200):
+        rows += run_json([ks, "classify", "-m", model, "--json"] + paths[i:i + 200])
+    return rows
+
+
 def clip_accuracy(ks, model, data, split):
     splits = clip_splits(data)
     files = [rel for rel, s in splits.items() if s == split and not rel.startswith(NOISE + "/")]
@@ -51,9 +59,7 @@ def clip_accuracy(ks, model, data, split):
     if ks is None:  # model is a checkpoint: classified in PyTorch
         rows, labels = torch_rows(model, paths)
     else:
-        rows = []
-        for i in range(0, len(paths), 200):
-            rows += run_json([ks, "classify", "-m", model, "--json"] + paths[i:i + 200])
+        rows = classify_clips(ks, model, paths)
         info = subprocess.run([ks, "info", "-m", model], capture_output=True, text=True).stdout
         labels = [l for l in info.split("labels", 1)[1].split("\n", 1)[0].strip().split(",")]
     idx = {l: i for i, l in enumerate(labels)}

@@ -228,9 +228,15 @@ def add_noise(target: np.ndarray, ds: Dataset, pools, rng: np.random.Generator):
         return
     ids, (lo, hi) = pools[int(rng.integers(len(pools)))]
     noise = np.roll(ds.audio[ids[rng.integers(len(ids))]].astype(np.float32) / 32768.0, int(rng.integers(SR)))
+    mix_at_snr(target, noise, (lo, hi), rng)
+
+
+def mix_at_snr(target: np.ndarray, noise: np.ndarray, snr_db, rng: np.random.Generator):
+    """Adds noise to target, in place, at an SNR (RMS over the whole clip) drawn
+    uniformly from the range snr_db; noise that is digital silence adds nothing."""
     t_rms = float(np.sqrt(np.mean(target * target)))
-    n_rms = float(np.sqrt(np.mean(noise * noise))) + 1e-9  # digital silence adds nothing
-    target += noise * (t_rms / n_rms * float(10 ** (-rng.uniform(lo, hi) / 20)))
+    n_rms = float(np.sqrt(np.mean(noise * noise))) + 1e-9
+    target += noise * (t_rms / n_rms * float(10 ** (-rng.uniform(*snr_db) / 20)))
 
 
 BABBLE_WORDS = (3, 7)          # --babble-prob: unrelated words summed into one babble ...
@@ -246,9 +252,7 @@ def add_babble(target: np.ndarray, ds: Dataset, ids: np.ndarray, rng: np.random.
     for _ in range(int(rng.integers(BABBLE_WORDS[0], BABBLE_WORDS[1] + 1))):
         clip = ds.audio[ids[rng.integers(len(ids))]].astype(np.float32) / 32768.0
         noise += np.roll(clip, int(rng.integers(len(clip)))) * np.float32(10 ** (-rng.uniform(0.0, 6.0) / 20))
-    t_rms = float(np.sqrt(np.mean(target * target)))
-    n_rms = float(np.sqrt(np.mean(noise * noise))) + 1e-9
-    target += noise * np.float32(t_rms / n_rms * float(10 ** (-rng.uniform(*BABBLE_SNR_DB) / 20)))
+    mix_at_snr(target, noise, BABBLE_SNR_DB, rng)
 
 
 SPEED_RANGE = (0.88, 1.12)  # --speed-prob: playback-rate factors (tempo and pitch together)
