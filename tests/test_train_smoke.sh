@@ -281,6 +281,55 @@ augmentation_run b "--babble-prob 0.8" "^babble: 0.8 of the noise"
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" ${AUG/--noise-prob 0.5/} \
     --babble-prob 0.5 >"$T/bad.log" 2>&1; then echo "--babble-prob without --noise-prob was accepted"; exit 1; fi
 grep -q -- "--babble-prob needs --noise-prob" "$T/bad.log"
+# --voice-adversary: the voice classes are the voice groups (one recorded speaker's voices together), all
+# real speakers one class, no voice for _silence_; the encoder gets the adversary's gradient reversed and
+# scaled; the run resumes exactly and the adversary reaches the loss; bad values and combinations refused
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
+import sys
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tools.train import train
+
+class Fake:  # voice_targets reads the labels, the label and the voice of each clip
+    labels = train.Dataset(sys.argv[1], "kws12", "training").labels
+    voice = np.array(["flite:kal", "flite:kal16", "festival:kal_diphone", "espeak-ng:en-us", "speaker:0a1b2c3d",
+                      "speaker:99aa88bb", "", "espeak-ng:en-us"], dtype=object)
+    y = np.array([0, 1, 2, 3, 4, 5, 10, 10])  # label 10: _silence_
+assert Fake.labels[10] == "_silence_", Fake.labels
+names, cls = train.voice_targets(Fake)
+assert names == ["espeak-ng:en-us", "kal", "real"], names
+assert cls.tolist() == [1, 1, 1, 0, 2, 2, -1, -1], cls
+ds = train.Dataset(sys.argv[1], "kws12", "training")
+names, cls = train.voice_targets(ds)
+silence = ds.labels.index("_silence_")
+assert (cls[ds.y == silence] == -1).all() and (cls[ds.y != silence] >= 0).all() and len(names) > 1, names
+assert [train.adversary_scale(0.5, 4, s) for s in range(6)] == [0, 0.125, 0.25, 0.375, 0.5, 0.5]
+assert train.adversary_scale(0.5, 0, 0) == 0.5
+# the reversal: the adversary's own weights get the plain gradient, the embedding minus scale times it
+torch.manual_seed(0)
+adv = train.VoiceAdversary(8, ["a", "b", "c"])
+emb, target = torch.randn(5, 8, requires_grad=True), torch.tensor([0, 1, 2, 1, 0])
+F.cross_entropy(adv(emb, 0.3), target).backward()
+reversed_grad, weight_grad = emb.grad.clone(), adv.net[0].weight.grad.clone()
+emb.grad = None
+adv.zero_grad()
+F.cross_entropy(adv.net(emb), target).backward()
+assert torch.allclose(reversed_grad, -0.3 * emb.grad), "the embedding's gradient is not reversed and scaled"
+assert torch.allclose(weight_grad, adv.net[0].weight.grad), "the adversary's own gradient changed"
+print("voice adversary ok")
+PY
+augmentation_run va "--voice-adversary 0.5 --voice-adversary-ramp 5" "^voice adversary: weight 0.5 (reached at step 5), [0-9]* voice classes"
+grep -q "voice adversary 0\.[0-9]* right" "$T/va.log" || { echo "no voice adversary accuracy logged"; exit 1; }
+if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/vasplit" $AUG --resume \
+    >"$T/bad.log" 2>&1; then echo "a voice-adversary run resumed without the flag"; exit 1; fi
+grep -q "was made with --voice-adversary" "$T/bad.log"
+for bad in "--voice-adversary -1" "--voice-adversary 0.5 --voice-adversary-ramp -1" \
+    "--voice-adversary 0.5 --mixup-prob 0.5"; do
+  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
+      >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
+  grep -q -- "--voice-adversary" "$T/bad.log"
+done
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 FT="--data $T/data --extra-data $T/data --extra-val $T/data --classes kws12 --preset smoke --steps 10 --batch 16
     --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 --speed-prob 0.5 --noise-prob 0.5

@@ -449,13 +449,18 @@ class MegaKWS(nn.Module):
             rows.append(sums[lo:c + 1].sum(dim=0) / ((c + 1 - lo) * cfg.chunk_size))
         return self.head(torch.stack(rows))
 
+    def window_embedding(self, s: torch.Tensor) -> torch.Tensor:
+        """(B, D): the encoder's output averaged over the last W chunks, what the
+        classifier head reads for window_logits."""
+        x = self.features(s)
+        tokens = self.cfg.window_chunks * self.cfg.chunk_size
+        return x[:, -tokens:].mean(dim=1)
+
     def window_logits(self, s: torch.Tensor) -> torch.Tensor:
         """Logits over the last W chunks only, as a streaming session reports
         them after the last chunk of s (earlier audio still reaches the window
         through the EMA state). Equals forward() when s is exactly one window."""
-        x = self.features(s)
-        tokens = self.cfg.window_chunks * self.cfg.chunk_size
-        return self.head(x[:, -tokens:].mean(dim=1))
+        return self.head(self.window_embedding(s))
 
 
 def config_from_fairseq_args(args, state_dict) -> MegaConfig:

@@ -728,8 +728,8 @@ class BatchWorker:
         try:
             for _ in range(count):
                 self.slots.acquire()
-                x, y = draw(rng)
-                writer.send((x.numpy(), y.numpy(), rng.bit_generator.state))
+                batch = draw(rng)
+                writer.send((tuple(t.numpy() for t in batch), rng.bit_generator.state))
         except Exception:  # noqa: BLE001  (any failure is reported to the trainer, which stops)
             writer.send(("error", traceback.format_exc()))
 
@@ -738,7 +738,8 @@ class BatchWorker:
         self.orders.put((rng.bit_generator.state, count))
 
     def next(self, rng: np.random.Generator):
-        """The next batch (x, y); rng is left where drawing it left the child's."""
+        """The next batch, the tuple of tensors draw returned (x, y, ...); rng is left
+        where drawing it left the child's."""
         try:
             item = self.reader.recv()  # the child's death closes the pipe's only write end: EOFError
         except (EOFError, OSError):
@@ -748,15 +749,69 @@ class BatchWorker:
         self.slots.release()
         if isinstance(item[0], str):
             raise RuntimeError(f"the batch worker failed:\n{item[1]}")
-        x, y, state = item
+        arrays, state = item
         rng.bit_generator.state = state
-        return torch.from_numpy(x), torch.from_numpy(y)
+        return tuple(torch.from_numpy(a) for a in arrays)
 
     def close(self):
         if self.proc.is_alive():
             self.proc.terminate()
         self.proc.join()
         self.reader.close()
+
+
+def voice_targets(ds: Dataset):
+    """--voice-adversary's classes: (names, one class index per clip). One class per
+    voice group of the generated clips (tools/data/voices.py: voices built from one
+    recorded speaker share a group), one for every real speaker together ("real", so
+    that synthetic against real is one more cue to lose), and -1 for clips that no
+    voice says (_silence_, background crops), which the adversary does not see."""
+    from tools.data import voices as vc
+    group = {v.id: v.group for v in vc.ALL_VOICES}
+    silence = ds.labels.index(SILENCE) if SILENCE in ds.labels else -1
+    keys = [None if not v or y == silence else "real" if v.startswith("speaker:") else group.get(v, v)
+            for v, y in zip(ds.voice, ds.y)]
+    names = sorted({k for k in keys if k is not None})
+    index = {n: i for i, n in enumerate(names)}
+    return names, np.array([-1 if k is None else index[k] for k in keys], dtype=np.int64)
+
+
+class _ReversedGradient(torch.autograd.Function):
+    """Identity forward; the gradient times -scale backward."""
+
+    @staticmethod
+    def forward(ctx, x, scale: float):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -ctx.scale * grad, None
+
+
+class VoiceAdversary(torch.nn.Module):
+    """--voice-adversary: a small classifier that names the voice of a clip from the
+    window embedding the keyword head reads (MegaKWS.window_embedding), trained
+    through a reversed gradient (domain-adversarial training): it learns to tell the
+    voices apart while the encoder is pushed, with weight `scale`, to make them
+    impossible to tell apart. Training only: it is not part of the model file."""
+
+    LR_SCALE = 10.0  # it starts from nothing beside a fine-tuned encoder: a faster rate than the model's
+
+    def __init__(self, dim: int, names, hidden: int = 128):
+        super().__init__()
+        self.names = list(names)
+        self.net = torch.nn.Sequential(torch.nn.Linear(dim, hidden), torch.nn.ReLU(),
+                                       torch.nn.Linear(hidden, len(self.names)))
+
+    def forward(self, embedding: torch.Tensor, scale: float) -> torch.Tensor:
+        return self.net(_ReversedGradient.apply(embedding, scale))
+
+
+def adversary_scale(weight: float, ramp: int, step: int) -> float:
+    """The reversed gradient's weight at `step` (0-based): 0 at the first step, rising
+    linearly to `weight` over `ramp` steps, so the adversary first learns the voices."""
+    return weight * min(1.0, step / ramp) if ramp > 0 else weight
 
 
 class WeightAverage:
@@ -949,7 +1004,7 @@ def init_running_mean(model, ds: Dataset, rng: np.random.Generator, keep_functio
           f"(mean {float(mean.mean()):.2f})", flush=True)
 
 
-def save(path, model, opt, step, best, labels, args, rngs, best_key=None, average=None):
+def save(path, model, opt, step, best, labels, args, rngs, best_key=None, average=None, adversary=None):
     """rngs: the batch and the feature-augmentation generators, whose states
     --resume restores so that a resumed run draws what the whole run would."""
     tmp = path + ".tmp"
@@ -958,6 +1013,8 @@ def save(path, model, opt, step, best, labels, args, rngs, best_key=None, averag
           "rng": rngs[0].bit_generator.state, "augment_rng": rngs[1].bit_generator.state, "best_key": best_key}
     if average is not None:
         ck["weight_average"] = average.state_dict()
+    if adversary is not None:
+        ck["voice_adversary"] = {"names": adversary.names, "state": adversary.state_dict()}
     torch.save(ck, tmp)
     os.replace(tmp, path)
 
@@ -1037,6 +1094,14 @@ def main() -> int:
                     help="hard streaming windows of training voices (tools/train/mine_hard.py); repeatable")
     ap.add_argument("--hard-share", type=float, default=0.2, metavar="S",
                     help="with --hard-examples: the share of each batch drawn from them (default 0.2)")
+    ap.add_argument("--voice-adversary", type=float, default=0.0, metavar="W",
+                    help="domain-adversarial training against the voice: a small classifier names each "
+                         "clip's voice group (all real speakers one class) from the window embedding, and "
+                         "its gradient reaches the encoder reversed and times W, so that the voice stops "
+                         "being a usable cue (default 0: off; training only, not in the model file)")
+    ap.add_argument("--voice-adversary-ramp", type=int, default=200, metavar="N",
+                    help="with --voice-adversary: W rises from 0 to W over the first N steps of the run "
+                         "(default 200), so the classifier first learns the voices")
     ap.add_argument("--mixup-prob", type=float, default=0.0, metavar="P",
                     help="each training clip, with probability P, is mixed with another clip of its batch "
                          "(lam of it, lam ~ Beta(A, A) folded to >= 0.5) and the loss is the same mix of the "
@@ -1094,6 +1159,13 @@ def main() -> int:
                  "with different partners)")
     if args.consistency < 0:
         ap.error(f"--consistency {args.consistency}: must be at least 0")
+    if not (args.voice_adversary >= 0 and math.isfinite(args.voice_adversary)):
+        ap.error(f"--voice-adversary {args.voice_adversary}: must be a number of at least 0")
+    if args.voice_adversary_ramp < 0:
+        ap.error(f"--voice-adversary-ramp {args.voice_adversary_ramp}: must be 0 or more steps")
+    if args.voice_adversary > 0 and (args.mixup_prob > 0 or args.hard_examples):
+        ap.error("--voice-adversary does not combine with --mixup-prob or --hard-examples (a mixed clip "
+                 "or a mined window has no one voice)")
     if args.consistency > 0 and (args.batch < 2 or args.batch % 2):
         ap.error(f"--consistency needs an even --batch (two views of each clip), not {args.batch}")
     if args.consistency_scope != "all" and args.consistency == 0:
@@ -1166,9 +1238,18 @@ def main() -> int:
         return 1
     p_sample = sampling_probabilities(train, args.unknown_share, args.extra_share, boost)
     views = 2 if args.consistency > 0 else 1  # --consistency: two augmented views of each drawn clip
+    voice_names, voice_class = voice_targets(train)
+    if args.voice_adversary > 0:
+        if len(voice_names) < 2:
+            print(f"train.py: --voice-adversary: the training clips have {len(voice_names)} voice(s) "
+                  f"known by name, need 2 or more", file=sys.stderr)
+            return 1
+        print(f"voice adversary: weight {args.voice_adversary:g} (reached at step "
+              f"{args.voice_adversary_ramp}), {len(voice_names)} voice classes over "
+              f"{int((voice_class >= 0).sum())} clips", flush=True)
 
     def draw(rng: np.random.Generator):
-        """The next training batch (x, y) and what it draws from rng."""
+        """The next training batch (x, y, voice class per clip) and what it draws from rng."""
         idx = rng.choice(len(train), size=args.batch // views, p=p_sample)
         xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
                                   speed_prob=args.speed_prob, splice_prob=args.splice_prob,
@@ -1178,7 +1259,7 @@ def main() -> int:
         x, y = torch.cat(xs), torch.cat(ys)
         if len(hard):
             hard.replace(x, y, rng, args.hard_share)
-        return x, y
+        return x, y, torch.from_numpy(np.tile(voice_class[idx], views))
 
     # forked before the model exists, so the child inherits no torch thread pool
     worker = BatchWorker(args.prefetch, draw) if args.prefetch > 0 else None
@@ -1201,6 +1282,10 @@ def main() -> int:
         groups = [{"params": rest, "lr_scale": 1.0}, {"params": front, "lr_scale": args.frontend_lr_scale}]
     else:
         groups = [{"params": list(model.parameters()), "lr_scale": 1.0}]  # one group, as older checkpoints have
+    adversary = None
+    if args.voice_adversary > 0:
+        adversary = VoiceAdversary(cfg.embed_dim, voice_names)
+        groups.append({"params": list(adversary.parameters()), "lr_scale": VoiceAdversary.LR_SCALE})
     opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
     step, best, best_key = 0, 0.0, None
     rng = np.random.default_rng(args.seed)
@@ -1215,6 +1300,17 @@ def main() -> int:
                   file=sys.stderr)
             return 1
         model.load_state_dict(ck["model"])
+        if adversary is not None:
+            saved = ck.get("voice_adversary")
+            if saved is None or saved["names"] != voice_names:
+                print(f"train.py: --resume {last}: "
+                      f"{'no voice adversary in it' if saved is None else 'its voice adversary has other voices'}"
+                      f"; resume with the flags it was made with", file=sys.stderr)
+                return 1
+            adversary.load_state_dict(saved["state"])
+        elif "voice_adversary" in ck:
+            print(f"train.py: --resume {last} was made with --voice-adversary; resume with it", file=sys.stderr)
+            return 1
         opt.load_state_dict(ck["optimizer"])
         step, best = ck["step"], ck["best_val"]
         # older checkpoints kept the best validation accuracy, without a key
@@ -1277,6 +1373,7 @@ def main() -> int:
     log = open(os.path.join(args.out, "log.txt"), "a")
     losses = open(os.path.join(args.out, "losses.txt"), "a", buffering=1)
     t_last = time.time()
+    voice_right = voice_seen = 0
     stop = args.stop_at or args.steps  # checked above: 1 to --steps
     stop_signal = stop_on_signal()  # after the batch worker's fork: the worker keeps the defaults
     if worker is not None:
@@ -1286,16 +1383,17 @@ def main() -> int:
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         if worker is None:
-            x, y = draw(rng)
+            x, y, voice = draw(rng)
         else:
             try:
-                x, y = worker.next(rng)
+                x, y, voice = worker.next(rng)
             except RuntimeError as e:
                 print(f"train.py: --prefetch: {e}", file=sys.stderr)
                 return 1
         if args.mixup_prob > 0:  # drawn from augment_rng, in this process: --resume restores it
             x, partner_y, lam = mixup(x, y, augment_rng, args.mixup_prob, args.mixup_alpha)
-        logits = model.window_logits(x)
+        embedding = model.window_embedding(x)
+        logits = model.head(embedding)
         if args.mixup_prob > 0:
             loss = mixup_loss(logits, y, partner_y, lam, args.label_smoothing)
         else:
@@ -1305,6 +1403,13 @@ def main() -> int:
             divergence = (keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
                           if args.consistency_scope == "keywords" else js_divergence(a, b))
             loss = loss + args.consistency * divergence
+        voiced = voice >= 0
+        if adversary is not None and bool(voiced.any()):
+            scale = adversary_scale(args.voice_adversary, args.voice_adversary_ramp, step)
+            voice_logits = adversary(embedding[voiced], scale)
+            loss = loss + F.cross_entropy(voice_logits, voice[voiced])
+            voice_right += int((voice_logits.argmax(dim=1) == voice[voiced]).sum())
+            voice_seen += int(voiced.sum())
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -1315,6 +1420,9 @@ def main() -> int:
         losses.write(f"{step} {loss.item():.6f}\n")
         if step % 25 == 0:
             msg = f"step {step} loss {loss.item():.4f} lr {lr:.2e} {(time.time() - t_last) / 25:.2f} s/step"
+            if voice_seen:  # how well the voice can still be told, on these 25 training batches
+                msg += f", voice adversary {voice_right / voice_seen:.3f} right"
+                voice_right = voice_seen = 0
             print(msg, flush=True)
             log.write(msg + "\n")
             t_last = time.time()
@@ -1345,7 +1453,8 @@ def main() -> int:
                     save(os.path.join(args.out, "best.pt"), model, opt, step, best, train.labels, args,
                          (rng, augment_rng), best_key)
         if checkpoint or stop_signal:
-            save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average)
+            save(last, model, opt, step, best, train.labels, args, (rng, augment_rng), best_key, average,
+                 adversary)
         if stop_signal:
             break
     if worker is not None:
