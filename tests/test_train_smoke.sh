@@ -317,10 +317,20 @@ adv.zero_grad()
 F.cross_entropy(adv.net(emb), target).backward()
 assert torch.allclose(reversed_grad, -0.3 * emb.grad), "the embedding's gradient is not reversed and scaled"
 assert torch.allclose(weight_grad, adv.net[0].weight.grad), "the adversary's own gradient changed"
+# voice_probe.py's linear probe reads a class that the embedding holds, and not one it does not
+from tools.train.voice_probe import probe_accuracy
+g = torch.Generator().manual_seed(1)
+target = np.arange(400) % 4
+held = torch.randn(400, 6, generator=g) + 5.0 * F.one_hot(torch.from_numpy(target), 6).float()
+assert probe_accuracy(held, target) > 0.95, probe_accuracy(held, target)
+assert probe_accuracy(torch.randn(400, 6, generator=g), target) < 0.45
 print("voice adversary ok")
 PY
-augmentation_run va "--voice-adversary 0.5 --voice-adversary-ramp 5" "^voice adversary: weight 0.5 (reached at step 5), [0-9]* voice classes"
+augmentation_run va "--voice-adversary 0.5 --voice-adversary-ramp 5 --steps 25" "^voice adversary: weight 0.5 (reached at step 5), [0-9]* voice classes"
 grep -q "voice adversary 0\.[0-9]* right" "$T/va.log" || { echo "no voice adversary accuracy logged"; exit 1; }
+"$PY" "$ROOT/tools/train/voice_probe.py" --data "$T/data" "$T/vawhole/last.pt" "$T/whole/last.pt" --clips 40 \
+    >"$T/probe.log"
+grep -q "^$T/vawhole/last.pt: voice 0\.[0-9]*, keyword 0\.[0-9]*$" "$T/probe.log"
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/vasplit" $AUG --resume \
     >"$T/bad.log" 2>&1; then echo "a voice-adversary run resumed without the flag"; exit 1; fi
 grep -q "was made with --voice-adversary" "$T/bad.log"
