@@ -8,9 +8,10 @@ that the keyword head reads (MegaKWS.window_embedding) is computed for N clips o
 the *training* split (no augmentation; a clip in silence as its context), drawn
 the same for every checkpoint. A linear classifier is fitted on a random half of
 the clips to name the voice group (train.py's voice_targets: one class per voice
-group, all real speakers one class) and scored on the other half. The same is done for the
-keyword: a probe that reads the keyword well and the voice badly is what
---voice-adversary aims at. Chance is printed beside it (the most common class).
+group, all real speakers one class) and scored on the other half. The same is
+done for the keyword: a probe that reads the keyword well and the voice badly is
+what --voice-adversary aims at. Chance is printed beside it (the most common
+class).
 
 Training voices only, so that the probe meets every voice on both halves: this
 measures what the embedding carries, not how the model does on new voices
@@ -67,12 +68,14 @@ def probe_accuracy(z: torch.Tensor, target: np.ndarray, steps: int = 300) -> flo
 
 
 def load_model(path):
+    """(model, labels) of a training checkpoint or a .mega file (train.py --init reads both)."""
     ck = tr.load_init(path)
     if ck is None:
         sys.exit(1)
-    model = mt.MegaKWS(mt.MegaConfig(**ck["config"]))
-    model.load_state_dict(ck["model"])
-    return model, ck["labels"]
+    try:
+        return mt.model_from_config_checkpoint(ck), ck["labels"]
+    except (KeyError, ValueError) as e:
+        sys.exit(f"voice_probe.py: {path}: {e}")
 
 
 def main() -> int:
