@@ -778,6 +778,53 @@ for f in train.WARP_RANGE:
     assert abs(peak_hz(train.warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
 print("warp_filters: filters move by the factor; evaluation unchanged")
 PY
+# --speed-range / --warp-range: the factors are drawn from the range given (the defaults otherwise); the run
+# logs them, resumes exactly and changes the losses; an empty, reversed or out-of-bounds range is refused,
+# and so is a range without its --speed-prob / --warp-prob
+PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
+import sys
+import numpy as np
+import torch
+from tools.convert import mega_torch as mt
+from tools.train import train
+ds = train.Dataset(sys.argv[1], "kws12", "training")
+seen = []
+plain = train.change_speed
+train.change_speed = lambda clip, f: (seen.append(f), plain(clip, f))[1]
+for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
+    seen.clear()
+    kw = {} if rng_range is None else {"speed_range": rng_range}
+    train.make_batch(ds, np.arange(min(len(ds), 40)), np.random.default_rng(3), train=True, speed_prob=1.0, **kw)
+    lo, hi = rng_range or train.SPEED_RANGE
+    assert len(seen) >= 20 and lo <= min(seen) and max(seen) <= hi, (rng_range, seen)
+    assert max(seen) - min(seen) > 0.5 * (hi - lo), (rng_range, seen)  # spread over the range
+train.change_speed = plain
+cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
+m = mt.MegaKWS(cfg).train()
+for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
+    aug = train.SpeakerAugment(m, 1.0, 0.0, np.random.default_rng(1), *([rng_range] if rng_range else []))
+    factors = []
+    aug.embed = lambda s, f, aug=aug: (factors.append(f), aug.plain(s))[1]
+    for _ in range(10):
+        m.embed_tokens(torch.randn(8, 16000) * 0.1)
+    lo, hi = rng_range or train.WARP_RANGE
+    assert len(factors) == 10 * aug.GROUPS and lo <= min(factors) and max(factors) <= hi, (rng_range, factors)
+    m.embed_tokens.forward = aug.plain
+print("speed and warp ranges: factors drawn within the range given")
+PY
+augmentation_run sr "--speed-range 0.6 1.6" "^speed factors 0.6-1.6 (p 0.5), warp factors 0.88-1.14 (p 0.5)"
+augmentation_run wr "--warp-range 0.7 1.3" "^speed factors 0.88-1.12 (p 0.5), warp factors 0.7-1.3 (p 0.5)"
+for bad in "--speed-range 1.2 0.9" "--warp-range 1 1" "--warp-range 0.3 1.2" "--speed-range 1 2.5" \
+    "--speed-range nan 1.2" "--speed-range 0.9"; do
+  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
+      >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
+  grep -q -- "-range" "$T/bad.log"
+done
+for bad in "--speed-range 0.8 1.2:--speed-prob" "--warp-range 0.8 1.2:--warp-prob"; do
+  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" \
+      ${AUG/${bad#*:} 0.5/} ${bad%:*} >"$T/bad.log" 2>&1; then echo "${bad%:*} without ${bad#*:} was accepted"; exit 1; fi
+  grep -q -- "needs ${bad#*:} P > 0" "$T/bad.log"
+done
 # --unknown-share: class shares of the sampling distribution
 PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
 import sys

@@ -507,7 +507,8 @@ def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
                speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0,
-               vowel_prob: float = 0.0, pitch_prob: float = 0.0, babble_prob: float = 0.0):
+               vowel_prob: float = 0.0, pitch_prob: float = 0.0, babble_prob: float = 0.0,
+               speed_range=SPEED_RANGE):
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
@@ -515,7 +516,8 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     probability color_prob its formants are moved and its spectrum tilted (recolor); with
     probability vowel_prob its formants are moved by a factor that changes every
     sound (formant_track); with probability pitch_prob its pitch alone is moved
-    (shift_pitch); with probability speed_prob the target second is played 0.88-1.12x as fast, and
+    (shift_pitch); with probability speed_prob the target second is played speed_range (default
+    0.88-1.12) times as fast, and
     with probability noise_prob noise is added to it: with probability babble_prob
     babble of several _unknown_ words (add_babble), else one noise clip (add_noise)."""
     b = len(idx)
@@ -542,7 +544,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
         if train and pitch_prob > 0 and rng.random() < pitch_prob:
             target = shift_pitch(target, float(np.exp(rng.uniform(*np.log(PITCH_RANGE)))))
         if train and speed_prob > 0 and rng.random() < speed_prob:
-            target = change_speed(target, float(rng.uniform(*SPEED_RANGE)))
+            target = change_speed(target, float(rng.uniform(*speed_range)))
         shift = int(rng.integers(-1600, 1601)) if train else 0
         if shift > 0:
             target = np.concatenate([np.zeros(shift, np.float32), target[:-shift]])
@@ -568,6 +570,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
 
 
 WARP_RANGE = (0.88, 1.14)  # --warp-prob: frequency-warp factors of the front end's filters
+RANGE_LIMITS = (0.5, 2.0)  # what --speed-range and --warp-range accept
 
 
 def warp_filters(weight: torch.Tensor, factor: float) -> torch.Tensor:
@@ -590,15 +593,17 @@ class SpeakerAugment:
     """On-the-fly speaker and SpecAugment-style changes inside the model's front end,
     in training mode only (evaluation and the converted model are untouched):
       * with probability warp_prob per group of examples, the log-power patch filters
-        frequency-warped by a factor in WARP_RANGE (vocal-tract-length warping);
+        frequency-warped by a factor in warp_range (default WARP_RANGE; vocal-tract-length warping);
       * with probability mask_prob per example, up to two time spans of up to 10 tokens
         (100 ms at the demo model's rate) and up to two bands of up to 1/8 of the feature
         channels replaced by that example's mean feature value."""
 
     GROUPS = 4
 
-    def __init__(self, model, warp_prob: float, mask_prob: float, rng: np.random.Generator):
+    def __init__(self, model, warp_prob: float, mask_prob: float, rng: np.random.Generator,
+                 warp_range=WARP_RANGE):
         self.emb, self.warp_prob, self.mask_prob, self.rng = model.embed_tokens, warp_prob, mask_prob, rng
+        self.warp_range = tuple(warp_range)
         self.plain = self.emb.forward
         if warp_prob > 0 and self.emb.features != "logpower":
             raise ValueError("--warp-prob needs the log-power front end")
@@ -617,7 +622,7 @@ class SpeakerAugment:
         parts = []
         for g in torch.arange(s.shape[0]).chunk(self.GROUPS):
             warp = self.warp_prob > 0 and rng.random() < self.warp_prob
-            parts.append(self.embed(s[g], float(rng.uniform(*WARP_RANGE)) if warp else 1.0))
+            parts.append(self.embed(s[g], float(rng.uniform(*self.warp_range)) if warp else 1.0))
         x = torch.cat(parts)
         if self.mask_prob <= 0:
             return x
@@ -1059,6 +1064,9 @@ def main() -> int:
     ap.add_argument("--speed-prob", type=float, default=0.0, metavar="P",
                     help=f"play a training example {SPEED_RANGE[0]}-{SPEED_RANGE[1]}x as fast (tempo and pitch) "
                          "with probability P (on-the-fly augmentation; default 0)")
+    ap.add_argument("--speed-range", type=float, nargs=2, default=list(SPEED_RANGE), metavar=("LO", "HI"),
+                    help=f"the playback-rate factors of --speed-prob (default {SPEED_RANGE[0]} {SPEED_RANGE[1]}; "
+                         f"{RANGE_LIMITS[0]}-{RANGE_LIMITS[1]})")
     ap.add_argument("--color-prob", type=float, default=0.0, metavar="P",
                     help=f"move a training example's formants by {FORMANT_RANGE[0]}-{FORMANT_RANGE[1]}x at the same "
                          f"pitch and tilt its spectrum by {TILT_RANGE[0]:+g} to {TILT_RANGE[1]:+g} dB per octave with "
@@ -1073,6 +1081,9 @@ def main() -> int:
     ap.add_argument("--warp-prob", type=float, default=0.0, metavar="P",
                     help=f"frequency-warp the log-power front end's filters by {WARP_RANGE[0]}-{WARP_RANGE[1]} for a "
                          "quarter of the batch with probability P (vocal-tract-length augmentation; default 0)")
+    ap.add_argument("--warp-range", type=float, nargs=2, default=list(WARP_RANGE), metavar=("LO", "HI"),
+                    help=f"the frequency-warp factors of --warp-prob (default {WARP_RANGE[0]} {WARP_RANGE[1]}; "
+                         f"{RANGE_LIMITS[0]}-{RANGE_LIMITS[1]})")
     ap.add_argument("--mask-prob", type=float, default=0.0, metavar="P",
                     help="SpecAugment-style time and channel masks on an example's features with probability P "
                          "(default 0)")
@@ -1188,6 +1199,12 @@ def main() -> int:
         ap.error("--babble-prob needs --noise-prob P > 0 (it decides what the noise is, not how often)")
     if args.babble_prob > 0 and args.classes != "kws12":
         ap.error("--babble-prob needs --classes kws12 (its babble is _unknown_ words)")
+    for name, prob in (("speed_range", "speed_prob"), ("warp_range", "warp_prob")):
+        flag, lo, hi = "--" + name.replace("_", "-"), *getattr(args, name)
+        if not (math.isfinite(lo) and math.isfinite(hi) and RANGE_LIMITS[0] <= lo < hi <= RANGE_LIMITS[1]):
+            ap.error(f"{flag} {lo:g} {hi:g}: needs {RANGE_LIMITS[0]:g} <= LO < HI <= {RANGE_LIMITS[1]:g}")
+        if [lo, hi] != list(ap.get_default(name)) and getattr(args, prob) <= 0:
+            ap.error(f"{flag} needs --{prob.replace('_', '-')} P > 0 (it sets the factors, not how often)")
     for name in ("babble_prob", "noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob", "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share"):
         if getattr(args, name) is not None and not 0.0 <= getattr(args, name) <= 1.0:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be between 0 and 1")
@@ -1254,7 +1271,8 @@ def main() -> int:
         xs, ys = zip(*(make_batch(train, idx, rng, train=True, noise_prob=args.noise_prob,
                                   speed_prob=args.speed_prob, splice_prob=args.splice_prob,
                                   color_prob=args.color_prob, vowel_prob=args.vowel_prob,
-                                  pitch_prob=args.pitch_prob, babble_prob=args.babble_prob)
+                                  pitch_prob=args.pitch_prob, babble_prob=args.babble_prob,
+                                  speed_range=tuple(args.speed_range))
                          for _ in range(views)))
         x, y = torch.cat(xs), torch.cat(ys)
         if len(hard):
@@ -1363,8 +1381,11 @@ def main() -> int:
         print(f"babble: {args.babble_prob:g} of the noise, {BABBLE_WORDS[0]}-{BABBLE_WORDS[1]} _unknown_ words at "
               f"{BABBLE_SNR_DB[0]:g}..{BABBLE_SNR_DB[1]:g} dB", flush=True)
 
+    if args.speed_prob > 0 or args.warp_prob > 0:
+        print(f"speed factors {args.speed_range[0]:g}-{args.speed_range[1]:g} (p {args.speed_prob:g}), "
+              f"warp factors {args.warp_range[0]:g}-{args.warp_range[1]:g} (p {args.warp_prob:g})", flush=True)
     try:
-        SpeakerAugment(model, args.warp_prob, args.mask_prob, augment_rng)
+        SpeakerAugment(model, args.warp_prob, args.mask_prob, augment_rng, tuple(args.warp_range))
     except ValueError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 1
