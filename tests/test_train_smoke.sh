@@ -331,6 +331,54 @@ grep -q "voice adversary 0\.[0-9]* right" "$T/va.log" || { echo "no voice advers
 "$PY" "$ROOT/tools/train/voice_probe.py" --data "$T/data" "$T/vawhole/last.pt" "$T/whole/last.pt" --clips 40 \
     >"$T/probe.log"
 grep -q "^$T/vawhole/last.pt: voice 0\.[0-9]*, keyword 0\.[0-9]*$" "$T/probe.log"
+# voice_norm_check.py: alpha 0 is the model as trained, alpha 1 normalizes by the clips' own statistics
+# (for the first BatchNorm: the mean and variance of its input over them), and the model is left as it came
+PYTHONPATH="$ROOT" $PY - "$T/data" "$T/whole/last.pt" <<'PY'
+import sys
+import numpy as np
+import torch
+from tools.convert import mega_torch as mt
+from tools.train import train
+from tools.train.voice_norm_check import adapted_logits, batchnorms
+model = mt.model_from_config_checkpoint(torch.load(sys.argv[2], map_location="cpu")).eval()
+ds = train.Dataset(sys.argv[1], "kws12", "training")
+idx = np.arange(min(len(ds), 100))  # one batch of adapted_logits: its statistics are those of all these clips
+x, _ = train.make_batch(ds, idx, np.random.default_rng(0), train=False)
+norms = batchnorms(model)
+trained = [(m.running_mean.clone(), m.running_var.clone()) for m in norms]
+with torch.no_grad():
+    plain = model.window_logits(x)
+assert torch.equal(adapted_logits(model, x, norms, 0.0), plain)
+assert not torch.allclose(adapted_logits(model, x, norms, 1.0), plain), "the clips' own statistics changed nothing"
+assert all(torch.equal(m.running_mean, a) and torch.equal(m.running_var, b) and not m.training
+           for m, (a, b) in zip(norms, trained)), "the model was not left as it came"
+first, seen = norms[0], []
+hook = first.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].detach()))
+with torch.no_grad():
+    model.window_logits(x)
+hook.remove()
+inp = seen[0]  # (clips, channels, tokens)
+adapted = adapted_logits(model, x, [first], 1.0)
+first.running_mean.copy_(inp.mean(dim=(0, 2)))
+first.running_var.copy_(inp.transpose(0, 1).reshape(inp.shape[1], -1).var(dim=1, unbiased=True))
+with torch.no_grad():
+    by_hand = model.window_logits(x)
+assert torch.allclose(adapted, by_hand, atol=1e-4), (adapted - by_hand).abs().max()
+from tools.train.voice_norm_check import groups_of
+
+class Fake:  # the real speakers one group, or one each; a voice its own; no voice left alone
+    voice = np.array(["espeak-ng:en-us", "speaker:ab12cd34", "speaker:0f0f0f0f", ""], dtype=object)
+assert list(groups_of(Fake)) == ["espeak-ng:en-us", "real:", "real:", ""], groups_of(Fake)
+assert list(groups_of(Fake, "speaker")) == ["espeak-ng:en-us", "real:ab12cd34", "real:0f0f0f0f", ""]
+print("voice_norm_check: the clips' own statistics, the model left as it came")
+PY
+"$PY" "$ROOT/tools/train/voice_norm_check.py" --data "$T/data" --split training --alphas 0,1 "$T/whole/last.pt" \
+    >"$T/norm.log"
+[ "$(grep -c "^  voices: keywords 0\.[0-9]*, -> _unknown_ 0\.[0-9]*, _unknown_ rejected" "$T/norm.log")" = 2 ]
+if "$PY" "$ROOT/tools/train/voice_norm_check.py" --data "$T/data" --alphas 2 "$T/whole/last.pt" >"$T/bad.log" 2>&1; then
+  echo "voice_norm_check.py --alphas 2 was accepted"; exit 1
+fi
+grep -q -- "--alphas 2: each between 0 and 1" "$T/bad.log"
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/vasplit" $AUG --resume \
     >"$T/bad.log" 2>&1; then echo "a voice-adversary run resumed without the flag"; exit 1; fi
 grep -q "was made with --voice-adversary" "$T/bad.log"
