@@ -972,6 +972,18 @@ def load_init(path):
         return None
 
 
+def load_model(path):
+    """(model, labels) of a training checkpoint or a .mega file, as --init reads them, for the
+    analysis tools; exits with the file and the reason when it is not a usable model."""
+    ck = load_init(path)
+    if ck is None:
+        sys.exit(1)
+    try:
+        return mt.model_from_config_checkpoint(ck), ck["labels"]
+    except (KeyError, ValueError) as e:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {path}: {e}")
+
+
 def state_mismatch(model, weights: dict):
     """None when `weights` fit `model`, else one line saying what differs (missing and
     unexpected tensors, shapes), naming --patch-norm when its start value is the difference."""

@@ -6,8 +6,8 @@ voice's clips, whatever their label, so no label is used), blends them with the 
 ones (--alphas: 0 is the model as trained, 1 the voice's own statistics alone) and
 classifies that voice's clips with them; real speakers are one group (--real-groups
 speaker: one each, as a live session would adapt to its one user); groups without
-speech (`_silence_`, by noise type) keep the trained statistics. Clips are read as train.py's evaluation reads them
-(a context second, then the clip; the same seed).
+speech (`_silence_`, by noise type) keep the trained statistics. Clips are read as
+train.py's evaluation reads them (a context second, then the clip; the same seed).
 
 It measures an upper bound on what adapting to a voice could give: the runtime
 classifies each clip on its own, and the recordings mix voices, so nothing here is
@@ -24,7 +24,6 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tools.convert import mega_torch as mt  # noqa: E402
 from tools.train import train as tr  # noqa: E402
 from tools.train.evaluate import rejection_tradeoff  # noqa: E402
 
@@ -95,14 +94,7 @@ def main() -> int:
     if not all(0 <= a <= 1 for a in alphas):
         ap.error(f"--alphas {args.alphas}: each between 0 and 1")
     torch.set_num_threads(args.threads)
-    ck = tr.load_init(args.checkpoint)
-    if ck is None:
-        return 1
-    try:
-        model = mt.model_from_config_checkpoint(ck).eval()
-    except (KeyError, ValueError) as e:
-        print(f"voice_norm_check.py: {args.checkpoint}: {e}", file=sys.stderr)
-        return 1
+    model = tr.load_model(args.checkpoint)[0].eval()
     norms = batchnorms(model)
     if not norms:
         print(f"voice_norm_check.py: {args.checkpoint}: the model has no BatchNorm", file=sys.stderr)
@@ -118,16 +110,16 @@ def main() -> int:
     x, y = tr.make_batch(ds, np.arange(len(ds)), np.random.default_rng(123), train=False)
     y = y.numpy()
     group = groups_of(ds, args.real_groups)
-    k, unk = len(tr.KEYWORDS), ds.labels.index(tr.UNKNOWN)
+    k, unk, silence = len(tr.KEYWORDS), ds.labels.index(tr.UNKNOWN), ds.labels.index(tr.SILENCE)
     keyword = y < k
     real = np.array([g.startswith("real:") for g in group])
-    print(f"{len(ds)} clips of {len(set(group[y != ds.labels.index(tr.SILENCE)]) - {''})} voice groups; "
+    print(f"{len(ds)} clips of {len(set(group[y != silence]) - {''})} voice groups; "
           f"{len(norms)} BatchNorms adapted", flush=True)
     for alpha in alphas:
         z = torch.zeros(len(ds), len(ds.labels))
         for g in sorted(set(group)):
             idx = np.nonzero(group == g)[0]
-            speech = g and (y[idx] != ds.labels.index(tr.SILENCE)).any()
+            speech = g and (y[idx] != silence).any()
             z[idx] = adapted_logits(model, x[idx], norms, alpha if speech else 0.0)
         pred = z.argmax(1).numpy()
         parts = []

@@ -29,7 +29,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tools.convert import mega_torch as mt  # noqa: E402
 from tools.train import train as tr  # noqa: E402
 
 
@@ -67,17 +66,6 @@ def probe_accuracy(z: torch.Tensor, target: np.ndarray, steps: int = 300) -> flo
         return float(((zs[test] @ w + b).argmax(1) == t[test]).float().mean())
 
 
-def load_model(path):
-    """(model, labels) of a training checkpoint or a .mega file (train.py --init reads both)."""
-    ck = tr.load_init(path)
-    if ck is None:
-        sys.exit(1)
-    try:
-        return mt.model_from_config_checkpoint(ck), ck["labels"]
-    except (KeyError, ValueError) as e:
-        sys.exit(f"voice_probe.py: {path}: {e}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkpoints", nargs="+", metavar="CKPT")
@@ -99,7 +87,7 @@ def main() -> int:
     print(f"{len(idx)} keyword clips of {len(set(v.tolist()))} voice classes (training split); chance: voice "
           f"{np.bincount(v).max() / len(v):.3f}, keyword {np.bincount(k).max() / len(k):.3f}")
     for path in args.checkpoints:
-        model, labels = load_model(path)
+        model, labels = tr.load_model(path)
         if labels != ds.labels:
             print(f"voice_probe.py: {path} has labels {labels}, not {ds.labels}", file=sys.stderr)
             return 1
