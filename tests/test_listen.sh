@@ -93,6 +93,22 @@ wait_exit() {
   wait "$pid"
 }
 
+# wait_until PID SECONDS CMD...: polls CMD every 50 ms until it succeeds (0), PID
+# has exited (1) or SECONDS have passed (1). Generous: under the sanitizers on a
+# busy 2-core machine PortAudio's device scan before the stream opens took over 10 s.
+wait_until() {
+  local pid=$1 limit=$2 i
+  shift 2
+  for i in $(seq $((limit * 20))); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || { "$@"; return; }
+    sleep 0.05
+  done
+  "$@"
+}
+pa_has_stream() { pactl list short source-outputs 2>/dev/null | grep -q .; }
+jack_has_port() { jack_lsp 2>/dev/null | grep -qx "PortAudio:in_0"; }
+
 # check_output NAME OUT ERR RC: the detections in OUT (JSON lines) against EXPECTED.
 check_output() {
   local name=$1 out=$2 err=$3 rc=$4
@@ -196,8 +212,7 @@ else
   "$KS" listen -m "$MODEL" --json "${EXTRA[@]}" >"$T/a.out" 2>"$T/a.err" &
   KSPID=$!
   PIDS+=("$KSPID")
-  for i in $(seq 200); do pactl list short source-outputs 2>/dev/null | grep -q . && break; sleep 0.05; done
-  if ! pactl list short source-outputs 2>/dev/null | grep -q .; then
+  if ! wait_until "$KSPID" 60 pa_has_stream; then
     fail "a: keyword_spotter's stream never showed up in PulseAudio"
     grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/a.err"
   fi
@@ -214,7 +229,7 @@ else
   KSPID=$!
   PIDS+=("$KSPID")
   # the 4 s ring is full about 5 s after the first audio; the warning comes at the next check
-  for i in $(seq 400); do grep -aq "falling behind" "$T/g.err" && break; sleep 0.05; done
+  wait_until "$KSPID" 60 grep -aq "falling behind" "$T/g.err"
   kill -TERM "$KSPID" 2>/dev/null
   wait_exit "$KSPID" 10
   rc=$?
@@ -230,7 +245,7 @@ else
   "$KS" listen -m "$MODEL" --json >"$T/f.out" 2>"$T/f.err" &
   KSPID=$!
   PIDS+=("$KSPID")
-  for i in $(seq 200); do pactl list short source-outputs 2>/dev/null | grep -q . && break; sleep 0.05; done
+  wait_until "$KSPID" 60 pa_has_stream
   sleep 2.5  # past the first callback
   kill -9 "$PAPID" 2>/dev/null
   PAPID=
@@ -260,8 +275,7 @@ else
     "$KS" listen -m "$MODEL" --json --device system "${EXTRA[@]}" >"$T/b.out" 2>"$T/b.err" &
     KSPID=$!
     PIDS+=("$KSPID")
-    for i in $(seq 200); do jack_lsp 2>/dev/null | grep -qx "PortAudio:in_0" && break; sleep 0.05; done
-    if ! jack_lsp 2>/dev/null | grep -qx "PortAudio:in_0"; then
+    if ! wait_until "$KSPID" 60 jack_has_port; then
       fail "b: keyword_spotter's JACK port never showed up"
       grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/b.err"
     fi
