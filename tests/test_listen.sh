@@ -94,8 +94,8 @@ wait_exit() {
 }
 
 # wait_until PID SECONDS CMD...: polls CMD every 50 ms until it succeeds (0), PID
-# has exited (1) or SECONDS have passed (1). Generous: under the sanitizers on a
-# busy 2-core machine PortAudio's device scan before the stream opens took over 10 s.
+# has exited (1) or SECONDS have passed (1). Generous: in a CI run under the sanitizers
+# the stream showed up only after a 10 s poll had given up (its detections were right).
 wait_until() {
   local pid=$1 limit=$2 i
   shift 2
