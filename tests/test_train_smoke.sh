@@ -1227,6 +1227,61 @@ for i in range(8):
     assert c[j] > 0.999 and y[i] == h.y[j], (i, c[j])
 print("hard examples: mixed in as asked")
 PY
+# --preset *-mel (log-mel front end): a tone lands in the mel band around its frequency and nowhere
+# far off; a warped spectrum moves it by the factor; SpecAugment masks fall on the bands; a run
+# trains, resumes and is refused by the converter with a clear message (no such front end in the file)
+PYTHONPATH="$ROOT" $PY - <<'PY'
+import math
+import numpy as np
+import torch
+from tools.convert import mega_torch as mt
+from tools.train import train
+cfg = mt.MegaConfig(**train.PRESETS["demo-wide-mel"], n_classes=12, bidirectional=False)
+emb = mt.MegaKWS(cfg).embed_tokens
+bands = emb.bands
+assert bands.shape[0] == 40 and bool((bands.sum(1) > 0).all()) and float(bands.min()) >= 0
+hz = torch.tensor([f for _, f in mt.mel_bins(400)])
+centre = [float(hz[int(torch.argmax(r))]) for r in bands]
+assert centre == sorted(centre) and centre[0] < 150 and centre[-1] > 6500, centre
+t = torch.arange(16000) / 16000.0
+for f in (300.0, 1000.0, 2500.0, 6000.0):
+    for factor in (1.0, 0.9, 1.12):
+        w = emb.weight if factor == 1.0 else train.warp_filters(emb.weight, factor)
+        lm = emb.log_power(0.1 * torch.sin(2 * math.pi * f * t).unsqueeze(0), w)[0, 10:-10].mean(0)
+        top = centre[int(torch.argmax(lm))]
+        # the warped front end sees the tone at f / factor
+        assert abs(math.log(top / (f / factor))) < 0.12, (f, factor, top)
+        assert float(lm.max() - lm.min()) > 6, (f, factor)  # far bands are far below the tone's
+m = mt.MegaKWS(mt.MegaConfig(**train.PRESETS["smoke-mel"], n_classes=12, bidirectional=False))
+x = torch.randn(8, 16000) * 0.1
+m.eval()
+ref = m.embed_tokens(x)
+aug = train.SpeakerAugment(m, 0.0, 1.0, np.random.default_rng(0))
+assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
+masked = aug.mask(m.embed_tokens.log_power(x))
+assert masked.shape == (8, 100, 16) and not torch.equal(masked, m.embed_tokens.log_power(x))
+m.train()
+assert not torch.allclose(m.embed_tokens(x), ref), "augmentation did nothing in training"
+print("log-mel: tones in their bands, warped by the factor; masks on the bands")
+PY
+MEL="--data $T/data --classes kws12 --out $T/mel --preset smoke-mel --batch 16 --lr 1e-2 --warmup 5
+     --max-per-class 2 --eval-every 20 --threads 1 --warp-prob 0.5 --mask-prob 0.5"
+$PY "$ROOT/tools/train/train.py" $MEL --steps 60 >"$T/mel.log"
+grep -q "^log-mel: 16 bands, bias set from" "$T/mel.log"
+$PY - "$T/mel/losses.txt" <<'PY'
+import sys
+loss = [float(l.split()[1]) for l in open(sys.argv[1])]
+first, last = sum(loss[:10]) / 10, sum(loss[-10:]) / 10
+print(f"log-mel loss {first:.3f} -> {last:.3f}")
+assert len(loss) == 60 and last < 0.9 * first, "log-mel: loss did not decrease"
+PY
+$PY "$ROOT/tools/train/train.py" $MEL --steps 70 --resume >"$T/mel-resume.log"
+grep -q "resumed at step 60" "$T/mel-resume.log"
+if $PY "$ROOT/tools/convert/mega_convert.py" "$T/mel/last.pt" -o "$T/mel.mega" >"$T/mel-convert.log" 2>&1; then
+  echo "a log-mel checkpoint converted into a file the runtime cannot run"; exit 1
+fi
+grep -q "^mega_convert: error: patch_features 'logmel' is not in the model file format" "$T/mel-convert.log"
+test ! -e "$T/mel.mega"
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
     --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then

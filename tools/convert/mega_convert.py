@@ -123,6 +123,9 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     the (name, array) list just before it is written.
     """
     cfg = model.cfg
+    if cfg.patch_features not in _PATCH:
+        raise ConvertError(f"patch_features {cfg.patch_features!r} is not in the model file format "
+                           f"(it has: {', '.join(_PATCH)}); the runtime cannot run this checkpoint yet")
     if len(labels) != cfg.n_classes:
         raise ConvertError(f"--labels has {len(labels)} labels but the model has {cfg.n_classes} classes")
     tensors = file_tensors(model)

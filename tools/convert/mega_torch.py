@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 ATTENTION_FNS = ("laplace", "softmax", "relu2")
 NORM_TYPES = ("batchnorm", "layernorm", "scalenorm", "rmsnorm")
-PATCH_FEATURES = ("linear", "logpower")
+PATCH_FEATURES = ("linear", "logpower", "logmel")
 PATCH_NORMS = ("none", "running_mean")
 ACTIVATIONS = ("silu", "relu", "gelu", "gelu_accurate", "linear")
 
@@ -48,8 +48,9 @@ class MegaConfig:
     n_classes: int = 10
     patch_kernel: int = 1
     patch_stride: int = 1
-    patch_features: str = "linear"  # "linear" (official) or "logpower" (see PatchEmbedding)
+    patch_features: str = "linear"  # "linear" (official), "logpower" or "logmel" (see PatchEmbedding)
     patch_log_eps: float = 1e-6
+    patch_bands: int = 40           # "logmel": mel bands between the power spectrum and the log
     patch_norm: str = "none"        # "running_mean": log-power features less their running mean
     patch_norm_decay: float = 0.01  # weight of each new token in that mean (0.01: about 1 s at 100 tokens/s)
     window_chunks: int = 16
@@ -69,10 +70,18 @@ class MegaConfig:
             raise ValueError(f"option patch_kernel = {self.patch_kernel} must be >= patch_stride = {self.patch_stride}")
         if self.patch_features not in PATCH_FEATURES:
             raise ValueError(f"option patch_features = {self.patch_features!r} is not supported (supported: {', '.join(PATCH_FEATURES)})")
-        if self.patch_features == "logpower" and not self.patch_log_eps > 0:
+        if self.patch_features != "linear" and not self.patch_log_eps > 0:
             raise ValueError(f"option patch_log_eps = {self.patch_log_eps} must be > 0")
         if self.patch_norm not in PATCH_NORMS:
             raise ValueError(f"option patch_norm = {self.patch_norm!r} is not supported (supported: {', '.join(PATCH_NORMS)})")
+        if self.patch_features == "logmel":
+            bins = len(mel_bins(self.patch_kernel, self.sample_rate))
+            if not 1 <= self.patch_bands <= bins:
+                raise ValueError(f"option patch_bands = {self.patch_bands} must be between 1 and {bins} "
+                                 f"(the spectrum bins of a {self.patch_kernel}-sample patch)")
+            if any(float(row.sum()) == 0.0 for row in mel_matrix(self.patch_bands, self.patch_kernel, self.sample_rate)):
+                raise ValueError(f"option patch_bands = {self.patch_bands}: some mel bands hold no spectrum bin "
+                                 f"of a {self.patch_kernel}-sample patch (use fewer bands)")
         if self.patch_norm != "none" and self.patch_features != "logpower":
             raise ValueError(f"option patch_norm = {self.patch_norm!r} needs patch_features = 'logpower'")
         if self.patch_norm != "none" and not 0 < self.patch_norm_decay < 1:
@@ -165,17 +174,28 @@ class PatchEmbedding(nn.Module):
     features "logpower": 2D filters; y_j = scale_j * log(a_j^2 + b_j^2 + eps) + bias_j,
     with a_j, b_j the outputs of filters j and D + j (a learnable, quadrature-initialized
     short-time power spectrum, so the level of the input is a shift, not a factor).
+    features "logmel": fixed filters at the spectrum bins of a `kernel`-point DFT
+    (Hann window), pooled into `bands` triangular mel bands (M, bands x bins) before
+    the log, then mixed: y = mix . log(M (a^2 + b^2) + eps) + bias. The bands are
+    wide enough to hold several harmonics, so the features follow the spectral
+    envelope (the vocal tract) more than the pitch.
     norm "running_mean" (logpower only): the log power less its running mean,
     y_j(t) = scale_j * (p_j(t) - m_j(t)) + bias_j, m_j(t) = m_j(t-1) + decay * (p_j(t) - m_j(t-1)),
     m_j(-1) = norm_init_j (learned): a causal per-channel mean normalization of the
     spectrum (the channel's and, over a word or two, the voice's average colour)."""
 
     def __init__(self, dim: int, kernel: int, stride: int, features: str = "linear", eps: float = 1e-6,
-                 sample_rate: int = 16000, norm: str = "none", norm_decay: float = 0.01):
+                 sample_rate: int = 16000, norm: str = "none", norm_decay: float = 0.01, bands: int = 40):
         super().__init__()
         self.kernel, self.stride, self.features, self.eps = kernel, stride, features, eps
         self.norm, self.norm_decay = norm, norm_decay
-        if features == "logpower":
+        if features == "logmel":
+            bins = mel_bins(kernel, sample_rate)
+            self.register_buffer("weight", quadrature_rows([f for _, f in bins], kernel, sample_rate))
+            self.register_buffer("bands", mel_matrix(bands, kernel, sample_rate))
+            self.mix = nn.Parameter(torch.randn(dim, bands) / math.sqrt(bands))
+            self.bias = nn.Parameter(torch.zeros(dim))
+        elif features == "logpower":
             self.weight = nn.Parameter(quadrature_filterbank(dim, kernel, sample_rate))
             self.scale = nn.Parameter(torch.full((dim,), 0.2))
             self.bias = nn.Parameter(torch.zeros(dim))
@@ -191,10 +211,16 @@ class PatchEmbedding(nn.Module):
         padded = F.pad(s, (self.kernel - self.stride, 0)).unsqueeze(1)  # (B, 1, T + k - s)
         y = F.conv1d(padded, (self.weight if weight is None else weight).unsqueeze(1), None, stride=self.stride)
         a, b = y.chunk(2, dim=1)
-        return torch.log(a * a + b * b + self.eps).transpose(1, 2)
+        power = (a * a + b * b).transpose(1, 2)
+        if self.features == "logmel":
+            return torch.log(torch.matmul(power, self.bands.t()) + self.eps)
+        return torch.log(power + self.eps)
 
     def finish(self, power: torch.Tensor) -> torch.Tensor:
-        """Log power (B, T, D) -> embedding: less its running mean if normalized, then scale and bias."""
+        """Log power (B, T, D; logmel: B, T, bands) -> embedding: less its running mean if
+        normalized, then scale and bias (logmel: mixed, plus bias)."""
+        if self.features == "logmel":
+            return (torch.matmul(power, self.mix.t()) + self.bias).contiguous()
         if self.norm == "running_mean":
             power = power - running_mean(power, self.norm_decay, self.norm_init)
         return (power * self.scale + self.bias).contiguous()
@@ -229,13 +255,52 @@ def running_mean(x: torch.Tensor, decay: float, init: torch.Tensor, block: int =
     return torch.cat(out, dim=1)
 
 
+def _mel(f: float) -> float:
+    return 2595.0 * math.log10(1.0 + f / 700.0)
+
+
+def _mel_hz(m: float) -> float:
+    return 700.0 * (10 ** (m / 2595.0) - 1.0)
+
+
+def _mel_range(sample_rate: int):
+    """The front ends' frequency range in mel: 60 Hz to 7.6 kHz (or 0.475 of the rate)."""
+    return _mel(60.0), _mel(min(7600.0, 0.475 * sample_rate))
+
+
 def quadrature_filterbank(dim: int, kernel: int, sample_rate: int = 16000) -> torch.Tensor:
     """(2 dim, kernel): Hann-windowed cosines (rows 0..dim-1) and sines (dim..2dim-1)
     at mel-spaced centre frequencies from 60 Hz to 7.6 kHz, unit gain at the centre."""
-    def mel(f):
-        return 2595.0 * math.log10(1.0 + f / 700.0)
-    lo, hi = mel(60.0), mel(min(7600.0, 0.475 * sample_rate))
-    freqs = [700.0 * (10 ** ((lo + (hi - lo) * i / max(1, dim - 1)) / 2595.0) - 1.0) for i in range(dim)]
+    lo, hi = _mel_range(sample_rate)
+    return quadrature_rows([_mel_hz(lo + (hi - lo) * i / max(1, dim - 1)) for i in range(dim)], kernel, sample_rate)
+
+
+def mel_bins(kernel: int, sample_rate: int = 16000):
+    """(index, Hz) of the kernel-point DFT's bins inside the front ends' range (60 Hz to 7.6 kHz):
+    the spectrum a "logmel" patch embedding computes."""
+    lo, hi = (_mel_hz(m) for m in _mel_range(sample_rate))
+    return [(k, k * sample_rate / kernel) for k in range(kernel // 2 + 1) if lo <= k * sample_rate / kernel <= hi]
+
+
+def mel_matrix(bands: int, kernel: int, sample_rate: int = 16000) -> torch.Tensor:
+    """(bands, bins) triangular mel filters over mel_bins(kernel): band i rises from edge i
+    to 1 at edge i + 1 and falls to 0 at edge i + 2, the bands + 2 edges evenly spaced in
+    mel over 60 Hz to 7.6 kHz."""
+    lo, hi = _mel_range(sample_rate)
+    edges = [lo + (hi - lo) * i / (bands + 1) for i in range(bands + 2)]
+    rows = []
+    for i in range(bands):
+        a, c, b = edges[i], edges[i + 1], edges[i + 2]
+        row = []
+        for _, f in mel_bins(kernel, sample_rate):
+            m = _mel(f)
+            row.append(max(0.0, min((m - a) / (c - a), (b - m) / (b - c))))
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float32)
+
+
+def quadrature_rows(freqs, kernel: int, sample_rate: int = 16000) -> torch.Tensor:
+    """(2 len(freqs), kernel): Hann-windowed cosines, then sines, at `freqs` Hz, unit gain at each."""
     n = torch.arange(kernel, dtype=torch.float64)
     window = 0.5 - 0.5 * torch.cos(2 * math.pi * (n + 0.5) / kernel)
     gain = 2.0 / window.sum()
@@ -398,7 +463,7 @@ class MegaKWS(nn.Module):
         self.input_mean, self.input_std = input_mean, input_std
         self.embed_tokens = PatchEmbedding(cfg.embed_dim, cfg.patch_kernel, cfg.patch_stride,
                                            cfg.patch_features, cfg.patch_log_eps, cfg.sample_rate,
-                                           cfg.patch_norm, cfg.patch_norm_decay)
+                                           cfg.patch_norm, cfg.patch_norm_decay, cfg.patch_bands)
         self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
         self.final_norm = SeqNorm(cfg.norm_type, cfg.embed_dim, cfg.norm_eps) if cfg.prenorm else None
         dims = [cfg.embed_dim] + [cfg.classifier_dim] * cfg.classifier_layers

@@ -96,10 +96,17 @@ PRESETS = {
     "demo-deep": dict(_WIDE, n_layers=6),
     # "demo" with linear patch features (the model shipped before; learns far slower).
     "demo-linear": dict(_DEMO),
+    # "demo-wide" with fixed 40-band log-mel features mixed into D channels (see
+    # mega_torch.PatchEmbedding): PyTorch only so far, the model file has no such front end.
+    "demo-wide-mel": dict(_WIDE, patch_features="logmel", patch_bands=40),
     # For the smoke test: trains a few steps in seconds.
     "smoke": dict(embed_dim=16, hidden_dim=32, ffn_hidden_dim=32, z_dim=8, n_dim=4, n_layers=1,
                   chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
                   classifier_dim=32, patch_features="logpower"),
+    # "smoke" with the log-mel front end of "demo-wide-mel" (16 bands).
+    "smoke-mel": dict(embed_dim=16, hidden_dim=32, ffn_hidden_dim=32, z_dim=8, n_dim=4, n_layers=1,
+                      chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
+                      classifier_dim=32, patch_features="logmel", patch_bands=16),
     # The paper's mega_sc_raw_base, unidirectional so it streams (train on a GPU: see docs/models.md).
     "paper-base": dict(embed_dim=60, hidden_dim=120, ffn_hidden_dim=120, z_dim=30, n_dim=16, n_layers=6,
                        chunk_size=1000, truncation=1000, patch_kernel=1, patch_stride=1, window_chunks=16,
@@ -605,14 +612,18 @@ class SpeakerAugment:
         self.emb, self.warp_prob, self.mask_prob, self.rng = model.embed_tokens, warp_prob, mask_prob, rng
         self.warp_range = tuple(warp_range)
         self.plain = self.emb.forward
-        if warp_prob > 0 and self.emb.features != "logpower":
-            raise ValueError("--warp-prob needs the log-power front end")
+        if warp_prob > 0 and self.emb.features not in ("logpower", "logmel"):
+            raise ValueError("--warp-prob needs the log-power or log-mel front end")
+        # log-mel: the masks fall on the mel bands, before they are mixed into channels
+        self.mask_bands = self.emb.features == "logmel"
         self.emb.forward = self.forward
 
     def embed(self, s: torch.Tensor, factor: float) -> torch.Tensor:
+        emb = self.emb
+        if self.mask_bands:
+            return emb.log_power(s, None if factor == 1.0 else warp_filters(emb.weight, factor))
         if factor == 1.0:
             return self.plain(s)
-        emb = self.emb
         return emb.finish(emb.log_power(s, warp_filters(emb.weight, factor)))
 
     def forward(self, s: torch.Tensor) -> torch.Tensor:
@@ -624,8 +635,12 @@ class SpeakerAugment:
             warp = self.warp_prob > 0 and rng.random() < self.warp_prob
             parts.append(self.embed(s[g], float(rng.uniform(*self.warp_range)) if warp else 1.0))
         x = torch.cat(parts)
-        if self.mask_prob <= 0:
-            return x
+        if self.mask_prob > 0:
+            x = self.mask(x)
+        return self.emb.finish(x) if self.mask_bands else x
+
+    def mask(self, x: torch.Tensor) -> torch.Tensor:
+        rng = self.rng
         keep = torch.ones_like(x)
         t, d = x.shape[1], x.shape[2]
         for i in range(x.shape[0]):
@@ -1021,6 +1036,18 @@ def init_running_mean(model, ds: Dataset, rng: np.random.Generator, keep_functio
           f"(mean {float(mean.mean()):.2f})", flush=True)
 
 
+def init_logmel_bias(model, ds: Dataset, rng: np.random.Generator, n: int = 256):
+    """Sets a fresh log-mel embedding's bias to -mix . (mean log-mel of n training
+    inputs), so its channels start near zero mean instead of at log-power offsets."""
+    emb = model.embed_tokens
+    x, _ = make_batch(ds, rng.choice(len(ds), size=min(n, len(ds)), replace=False), rng, train=False)
+    with torch.no_grad():
+        mean = emb.log_power(model.scale_input(x)).mean(dim=(0, 1))
+        emb.bias.copy_(-torch.matmul(emb.mix, mean))
+    print(f"log-mel: {emb.bands.shape[0]} bands, bias set from {len(x)} training inputs "
+          f"(mean log-mel {float(mean.mean()):.2f})", flush=True)
+
+
 def save(path, model, opt, step, best, labels, args, rngs, best_key=None, average=None, adversary=None):
     """rngs: the batch and the feature-augmentation generators, whose states
     --resume restores so that a resumed run draws what the whole run would."""
@@ -1373,6 +1400,8 @@ def main() -> int:
               f"{'unknown' if val_acc is None else f'{val_acc:.4f}'})", flush=True)
     elif cfg.patch_norm != "none":
         init_running_mean(model, train, np.random.default_rng(args.seed + 2), keep_function=False)
+    elif cfg.patch_features == "logmel":
+        init_logmel_bias(model, train, np.random.default_rng(args.seed + 2))
     average = None
     if args.weight_average is not None:
         average = WeightAverage(model, args.weight_average)
