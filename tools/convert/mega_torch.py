@@ -288,14 +288,10 @@ def mel_matrix(bands: int, kernel: int, sample_rate: int = 16000) -> torch.Tenso
     mel over 60 Hz to 7.6 kHz."""
     lo, hi = _mel_range(sample_rate)
     edges = [lo + (hi - lo) * i / (bands + 1) for i in range(bands + 2)]
+    mels = [_mel(f) for _, f in mel_bins(kernel, sample_rate)]
     rows = []
-    for i in range(bands):
-        a, c, b = edges[i], edges[i + 1], edges[i + 2]
-        row = []
-        for _, f in mel_bins(kernel, sample_rate):
-            m = _mel(f)
-            row.append(max(0.0, min((m - a) / (c - a), (b - m) / (b - c))))
-        rows.append(row)
+    for a, c, b in zip(edges, edges[1:], edges[2:]):
+        rows.append([max(0.0, min((m - a) / (c - a), (b - m) / (b - c))) for m in mels])
     return torch.tensor(rows, dtype=torch.float32)
 
 

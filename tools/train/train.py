@@ -85,6 +85,9 @@ _DEMO = dict(embed_dim=64, hidden_dim=128, ffn_hidden_dim=128, z_dim=32, n_dim=1
              classifier_dim=128)
 _WIDE = dict(_DEMO, embed_dim=96, hidden_dim=192, ffn_hidden_dim=192, z_dim=48, classifier_dim=192,
              patch_features="logpower")
+_SMOKE = dict(embed_dim=16, hidden_dim=32, ffn_hidden_dim=32, z_dim=8, n_dim=4, n_layers=1,
+              chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
+              classifier_dim=32)
 
 PRESETS = {
     # 100 tokens/s through a 25 ms / 10 ms patch embedding with log-power features
@@ -100,13 +103,9 @@ PRESETS = {
     # mega_torch.PatchEmbedding): PyTorch only so far, the model file has no such front end.
     "demo-wide-mel": dict(_WIDE, patch_features="logmel", patch_bands=40),
     # For the smoke test: trains a few steps in seconds.
-    "smoke": dict(embed_dim=16, hidden_dim=32, ffn_hidden_dim=32, z_dim=8, n_dim=4, n_layers=1,
-                  chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
-                  classifier_dim=32, patch_features="logpower"),
+    "smoke": dict(_SMOKE, patch_features="logpower"),
     # "smoke" with the log-mel front end of "demo-wide-mel" (16 bands).
-    "smoke-mel": dict(embed_dim=16, hidden_dim=32, ffn_hidden_dim=32, z_dim=8, n_dim=4, n_layers=1,
-                      chunk_size=25, truncation=200, patch_kernel=400, patch_stride=160, window_chunks=4,
-                      classifier_dim=32, patch_features="logmel", patch_bands=16),
+    "smoke-mel": dict(_SMOKE, patch_features="logmel", patch_bands=16),
     # The paper's mega_sc_raw_base, unidirectional so it streams (train on a GPU: see docs/models.md).
     "paper-base": dict(embed_dim=60, hidden_dim=120, ffn_hidden_dim=120, z_dim=30, n_dim=16, n_layers=6,
                        chunk_size=1000, truncation=1000, patch_kernel=1, patch_stride=1, window_chunks=16,
@@ -1019,6 +1018,14 @@ def state_mismatch(model, weights: dict):
     return "; ".join(parts) + hint
 
 
+def mean_log_power(model, ds: Dataset, rng: np.random.Generator, n: int):
+    """The front end's mean log power (log-mel: per band) over n training inputs drawn
+    without augmentation, per channel, and how many inputs that was."""
+    x, _ = make_batch(ds, rng.choice(len(ds), size=min(n, len(ds)), replace=False), rng, train=False)
+    with torch.no_grad():
+        return model.embed_tokens.log_power(model.scale_input(x)).mean(dim=(0, 1)), len(x)
+
+
 def init_running_mean(model, ds: Dataset, rng: np.random.Generator, keep_function: bool, n: int = 256):
     """Sets the running mean's starting value (embed_tokens.norm_init) to the mean log
     power of n training inputs, so the normalization starts where it removes a typical
@@ -1026,13 +1033,12 @@ def init_running_mean(model, ds: Dataset, rng: np.random.Generator, keep_functio
     scale * that mean, so the model computes what the checkpoint did while the running
     mean stays at its start."""
     emb = model.embed_tokens
-    x, _ = make_batch(ds, rng.choice(len(ds), size=min(n, len(ds)), replace=False), rng, train=False)
+    mean, count = mean_log_power(model, ds, rng, n)
     with torch.no_grad():
-        mean = emb.log_power(model.scale_input(x)).mean(dim=(0, 1))
         emb.norm_init.copy_(mean)
         if keep_function:
             emb.bias.add_(emb.scale * mean)
-    print(f"running mean: decay {emb.norm_decay}, starting value set from {len(x)} training inputs "
+    print(f"running mean: decay {emb.norm_decay}, starting value set from {count} training inputs "
           f"(mean {float(mean.mean()):.2f})", flush=True)
 
 
@@ -1040,11 +1046,10 @@ def init_logmel_bias(model, ds: Dataset, rng: np.random.Generator, n: int = 256)
     """Sets a fresh log-mel embedding's bias to -mix . (mean log-mel of n training
     inputs), so its channels start near zero mean instead of at log-power offsets."""
     emb = model.embed_tokens
-    x, _ = make_batch(ds, rng.choice(len(ds), size=min(n, len(ds)), replace=False), rng, train=False)
+    mean, count = mean_log_power(model, ds, rng, n)
     with torch.no_grad():
-        mean = emb.log_power(model.scale_input(x)).mean(dim=(0, 1))
         emb.bias.copy_(-torch.matmul(emb.mix, mean))
-    print(f"log-mel: {emb.bands.shape[0]} bands, bias set from {len(x)} training inputs "
+    print(f"log-mel: {emb.bands.shape[0]} bands, bias set from {count} training inputs "
           f"(mean log-mel {float(mean.mean()):.2f})", flush=True)
 
 
