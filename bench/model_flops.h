@@ -23,7 +23,12 @@ inline ModelFlops model_flops_per_chunk(const mega::HParams& hp) {
   const double F = hp.ffn_hidden_dim, L = hp.n_layers, Cd = hp.classifier_dim;
   const double ema_dirs = hp.ema_direction == mega::EmaDirection::bidirectional ? 2 : 1;
   ModelFlops f;
-  f.embed = 2 * C * D * hp.patch_kernel * (hp.patch_features == mega::PatchFeatures::log_power ? 2 : 1);
+  if (hp.patch_features == mega::PatchFeatures::log_mel) {  // 2P filters, then the bands and the mix
+    const double P = hp.patch_bins, B = hp.patch_bands;
+    f.embed = 2 * C * (2 * P * hp.patch_kernel + B * P + D * B);
+  } else {
+    f.embed = 2 * C * D * hp.patch_kernel * (hp.patch_features == mega::PatchFeatures::log_power ? 2 : 1);
+  }
   f.ema = L * 7 * C * D * N * ema_dirs;
   f.projections = L * 2 * C * (D * H + D * (2 * D + Z + H) + H * D + 2 * D * F);
   f.attention = L * 2 * C * C * (Z + H);

@@ -133,7 +133,7 @@ TEST(Allocations, NonePerChunkOnTheBaseModel) {
 TEST(Allocations, NonePerChunkOnTinyModels) {
   // softmax (the sgemm path), relu2, a patch embedding, layer norm
   for (const char* name : {"tiny_uni", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn", "tiny_patch", "tiny_logpower",
-                           "tiny_lognorm"}) {
+                           "tiny_lognorm", "tiny_logmel"}) {
     auto m = load(mega_test::fixture_path(std::string(name) + ".mega"));
     ASSERT_TRUE(m);
     for (int32_t threads : {1, 2}) {

@@ -276,7 +276,7 @@ TEST_P(BackendOps, EveryStepMatchesTheReference) {
 // log-power features, every attention function and norm, pre- and postnorm,
 // with and without FFN, truncated and untruncated, both EMA directions.
 INSTANTIATE_TEST_SUITE_P(Fixtures, BackendOps,
-                         ::testing::Values("tiny_uni.mega", "tiny_patch.mega", "tiny_logpower.mega", "tiny_lognorm.mega",
+                         ::testing::Values("tiny_uni.mega", "tiny_patch.mega", "tiny_logpower.mega", "tiny_lognorm.mega", "tiny_logmel.mega",
                                            "tiny_softmax_ln_post.mega", "tiny_relu2_scale_noffn.mega",
                                            "tiny_bi.mega", "tiny_rms_bi_untrunc.mega", "tiny_scan.mega"),
                          [](const ::testing::TestParamInfo<std::string>& i) {

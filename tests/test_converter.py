@@ -173,7 +173,8 @@ class UnpackTest(TempDirTest):
         det = os.path.join(self.dir, "det.json")
         with open(det, "w") as f:
             f.write('{"thresholds": [0.5, 0.6, 0.7, 0.8], "smoothing_hops": 3, "refractory_ms": 700}')
-        for source, fp16 in (("tiny_logpower.pt", ()), ("tiny_patch.pt", ("--fp16",)), ("tiny_lognorm.pt", ())):
+        for source, fp16 in (("tiny_logpower.pt", ()), ("tiny_patch.pt", ("--fp16",)), ("tiny_lognorm.pt", ()),
+                             ("tiny_logmel.pt", ())):
             with self.subTest(source=source, fp16=bool(fp16)):
                 r = run(os.path.join(FIX, source), "-o", first, "--detection", det, *fp16)
                 self.assertEqual(r.returncode, 0, r.stderr)
@@ -191,9 +192,8 @@ class UnpackTest(TempDirTest):
                 for key in ("version", "hparams", "tensors", "labels", "scaling"):
                     self.assertEqual(a[key], b[key], key)
                 np.testing.assert_array_equal(a["st_logits"], b["st_logits"])
-                # the oldest schema that describes it: 3 only with the running mean
-                self.assertEqual(a["version"], 3 if source == "tiny_lognorm.pt" else 2 if source == "tiny_logpower.pt"
-                                 else 1)
+                # the oldest schema that describes it: 3 only with the running mean, 4 with log mel
+                self.assertEqual(a["version"], {"tiny_logmel.pt": 4, "tiny_lognorm.pt": 3, "tiny_logpower.pt": 2}.get(source, 1))
 
     def test_bad_files_are_refused(self):
         good = os.path.join(self.dir, "good.mega")

@@ -454,7 +454,7 @@ void check_fixture(const std::string& dir, const std::string& name, double tol) 
 
 TEST(GpuHostParity, TinyModelsMatchPyTorch) {
   for (const char* name : {"tiny_uni", "tiny_bi", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn",
-                           "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_scan"}) {
+                           "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_logmel", "tiny_scan"}) {
     check_fixture(MEGA_FIXTURES, name, 2e-5);
   }
 }

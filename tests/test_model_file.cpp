@@ -53,7 +53,8 @@ TEST(ModelFile, GoodFileLoadsFromDiskAndMemory) {
 }
 
 // Linear-feature files stay schema 1 (readable by older runtimes); log-power
-// ones say 2, so a runtime that cannot compute them refuses them.
+// ones say 2, with a running mean 3, log-mel 4, so a runtime that cannot
+// compute them refuses them.
 TEST(ModelFile, PatchFeaturesAndTheSchemaTheyNeed) {
   std::string err;
   auto lin = mega::Model::load(mega_test::fixture_path("tiny_patch.mega"), &err);
@@ -71,6 +72,12 @@ TEST(ModelFile, PatchFeaturesAndTheSchemaTheyNeed) {
   EXPECT_EQ(ln->info().schema_version, 3u);
   EXPECT_EQ(ln->hparams().patch_norm, mega::PatchNorm::running_mean);
   EXPECT_FLOAT_EQ(ln->hparams().patch_norm_decay, 0.05f);
+  auto lm = mega::Model::load(mega_test::fixture_path("tiny_logmel.mega"), &err);
+  ASSERT_TRUE(lm) << err;
+  EXPECT_EQ(lm->info().schema_version, 4u);
+  EXPECT_EQ(lm->hparams().patch_features, mega::PatchFeatures::log_mel);
+  EXPECT_EQ(lm->hparams().patch_bins, 15);  // 500 Hz to 7.5 kHz of a 32-point spectrum
+  EXPECT_EQ(lm->hparams().patch_bands, 6);
 }
 
 TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
@@ -81,7 +88,7 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
   };
   const Case cases[] = {
       {"bad_identifier.mega", mega::Status::bad_model, "not a .mega model file"},
-      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 4 is newer"},
+      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 5 is newer"},
       {"bad_missing_tensor.mega", mega::Status::bad_model, "missing tensor 'layers.1.mega_layer.h_proj.bias'"},
       {"bad_wrong_shape.mega", mega::Status::bad_model,
        "tensor 'layers.0.mega_layer.v_proj.weight' has shape [8, 12], expected [12, 8]"},
@@ -89,6 +96,7 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
       {"bad_extra_tensor.mega", mega::Status::bad_model, "unexpected tensor 'layers.0.mega_layer.rotary.alpha'"},
       {"bad_norm_decay.mega", mega::Status::bad_model, "patch_norm_decay must be between 0 and 1"},
       {"bad_norm_linear.mega", mega::Status::bad_model, "patch_norm running_mean needs log_power patch features"},
+      {"bad_mel_band.mega", mega::Status::bad_model, "'embed_tokens.bands' has a negative weight at element 3"},
   };
   for (const Case& c : cases) {
     Result r = load_file(mega_test::fixture_path(c.file));

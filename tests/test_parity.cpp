@@ -59,7 +59,7 @@ void check_clip(const std::string& dir, const std::string& name, mega::KernelImp
 }
 
 const char* kTiny[] = {"tiny_uni", "tiny_bi", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn",
-                       "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_scan"};
+                       "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_logmel", "tiny_scan"};
 
 }  // namespace
 

@@ -65,7 +65,7 @@ void check_blocks(const std::string& dir, const std::string& name, const std::ve
 }  // namespace
 
 TEST(TinyStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
-  for (const char* name : {"tiny_uni", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn", "tiny_patch", "tiny_logpower", "tiny_lognorm",
+  for (const char* name : {"tiny_uni", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_logmel",
                            "tiny_scan"}) {
     check_blocks(MEGA_FIXTURES, name, {1, 2, 3, 7, 9, 10, 11, 33, 40, 100}, 2e-5);
   }

@@ -33,8 +33,12 @@ int cmd_info(const Params& p) {
   std::printf("norm             %s (%s)\n", norm[int(h.norm_type)], h.prenorm ? "prenorm" : "postnorm");
   std::printf("activation       %s; classifier %d x %d, %s\n", act[int(h.activation)], h.classifier_layers,
               h.classifier_dim, act[int(h.classifier_activation)]);
-  std::printf("embedding        patch kernel %d, stride %d, %s", h.patch_kernel, h.patch_stride,
-              h.patch_features == mega::PatchFeatures::log_power ? "log-power features" : "linear");
+  std::printf("embedding        patch kernel %d, stride %d, ", h.patch_kernel, h.patch_stride);
+  if (h.patch_features == mega::PatchFeatures::log_mel) {
+    std::printf("log-mel features (%d bins in %d bands)", h.patch_bins, h.patch_bands);
+  } else {
+    std::printf("%s", h.patch_features == mega::PatchFeatures::log_power ? "log-power features" : "linear");
+  }
   if (h.patch_norm == mega::PatchNorm::running_mean) {
     std::printf(" less their running mean (decay %g)", double(h.patch_norm_decay));
   }

@@ -68,6 +68,10 @@ void CpuOps::layout(A& a) {
   }
   sum_ = a.template take<double>(D);
   embed_mean_ = w_->embed_m0 ? a.template take<float>(D) : nullptr;
+  embed_filt_ = a.template take<float>(kEmbedBlock * int64_t(w_->embed_filters.n_out));
+  embed_win_ = a.template take<float>(kEmbedBlock * int64_t(hp_.patch_kernel));
+  mel_power_ = w_->embed_bands ? a.template take<float>(hp_.patch_bins) : nullptr;
+  mel_log_ = w_->embed_bands ? a.template take<float>(hp_.patch_bands) : nullptr;
   head_a_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
   head_b_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
 }
@@ -154,39 +158,73 @@ void CpuOps::run_units(const P& params, int32_t n_units, void (*kernel)(const P&
   workers_.run(n_units, task);
 }
 
-// Tokens of x from scaled samples laid out as [k - s context | n_tok * s].
-// With a running mean (PatchNorm), a stream carries it from span to span; a
-// clip (not streaming) starts it afresh.
+// Tokens of x from scaled samples laid out as [k - s context | n_tok * s],
+// kEmbedBlock tokens at a time: first every filter's output for each token
+// (embed_filters), then the features from them (embed_token). With a running
+// mean (PatchNorm), a stream carries it from span to span; a clip (not
+// streaming) starts it afresh.
 Status CpuOps::embed(const Span& span) {
-  const int32_t D = hp_.embed_dim, kk = hp_.patch_kernel, s = hp_.patch_stride;
-  const auto dot = [kk](const float* w, const float* win) {
-    float acc = 0.0f;
-    for (int32_t i = 0; i < kk; ++i) acc += w[i] * win[i];
-    return acc;
-  };
+  const int32_t D = hp_.embed_dim;
   float* mean = embed_mean_;
   if (mean && !span.streaming) std::copy(w_->embed_m0, w_->embed_m0 + D, mean);
-  const float decay = hp_.patch_norm_decay;
-  for (int64_t j = 0; j < span.n_tok; ++j) {
-    const float* win = span.samples + j * s;
-    float* xt = x_ + j * D;
-    for (int32_t d = 0; d < D; ++d) {
-      const float a = dot(w_->embed_w + int64_t(d) * kk, win);
-      if (w_->embed_g == nullptr) {
-        xt[d] = a + w_->embed_b[d];
-        continue;
-      }
-      // log power of the filter pair (d, D + d), less its running mean if any
-      const float b = dot(w_->embed_w + int64_t(D + d) * kk, win);
-      float p = std::log(a * a + b * b + hp_.patch_log_eps);
-      if (mean) {
-        mean[d] += decay * (p - mean[d]);
-        p -= mean[d];
-      }
-      xt[d] = w_->embed_g[d] * p + w_->embed_b[d];
-    }
+  for (int64_t j0 = 0; j0 < span.n_tok; j0 += kEmbedBlock) {
+    const int64_t n = std::min<int64_t>(kEmbedBlock, span.n_tok - j0);
+    embed_filters(span.samples + j0 * hp_.patch_stride, n);
+    for (int64_t j = 0; j < n; ++j) embed_token(embed_filt_ + j * w_->embed_filters.n_out, x_ + (j0 + j) * D);
   }
   return Status::ok;
+}
+
+// embed_filt_ (n x F): every filter over the window of token j, which starts
+// at samples + j * s: the windows copied into rows, then one linear map (the
+// reference kernel's dot products in index order, or the packed SIMD one).
+void CpuOps::embed_filters(const float* samples, int64_t n) {
+  const int32_t kk = hp_.patch_kernel, s = hp_.patch_stride;
+  for (int64_t j = 0; j < n; ++j) std::copy(samples + j * s, samples + j * s + kk, embed_win_ + j * kk);
+  linear(embed_win_, n, w_->embed_filters, embed_filt_);
+}
+
+// One token's features xt (D) from its filter outputs f (F):
+//   linear:    x_d = f_d + b_d
+//   log power: p_d = log(f_d^2 + f_{D+d}^2 + eps), less its running mean if
+//              any; x_d = g_d * p_d + b_d
+//   log mel:   the P bins' powers f_i^2 + f_{P+i}^2, the bands' log energies
+//              e_b = log(sum_i M_bi p_i + eps), x_d = sum_b mix_db e_b + b_d.
+// Each sum runs in index order from zero (the CUDA kernels skip M's zeros,
+// which adds the same +0 terms).
+void CpuOps::embed_token(const float* f, float* xt) {
+  const int32_t D = hp_.embed_dim;
+  if (w_->embed_bands) {
+    const int32_t P = hp_.patch_bins, B = hp_.patch_bands;
+    for (int32_t i = 0; i < P; ++i) mel_power_[i] = f[i] * f[i] + f[P + i] * f[P + i];
+    for (int32_t b = 0; b < B; ++b) {
+      const float* m = w_->embed_bands + int64_t(b) * P;
+      float acc = 0.0f;
+      for (int32_t i = 0; i < P; ++i) acc += m[i] * mel_power_[i];
+      mel_log_[b] = std::log(acc + hp_.patch_log_eps);
+    }
+    for (int32_t d = 0; d < D; ++d) {
+      const float* mix = w_->embed_mix + int64_t(d) * B;
+      float acc = 0.0f;
+      for (int32_t b = 0; b < B; ++b) acc += mix[b] * mel_log_[b];
+      xt[d] = acc + w_->embed_b[d];
+    }
+    return;
+  }
+  if (w_->embed_g == nullptr) {
+    for (int32_t d = 0; d < D; ++d) xt[d] = f[d] + w_->embed_b[d];
+    return;
+  }
+  float* mean = embed_mean_;
+  const float decay = hp_.patch_norm_decay;
+  for (int32_t d = 0; d < D; ++d) {
+    float p = std::log(f[d] * f[d] + f[D + d] * f[D + d] + hp_.patch_log_eps);
+    if (mean) {
+      mean[d] += decay * (p - mean[d]);
+      p -= mean[d];
+    }
+    xt[d] = w_->embed_g[d] * p + w_->embed_b[d];
+  }
 }
 
 Status CpuOps::norm(NormSite site, int32_t layer, Act in, Act out, int64_t r0, int64_t rows) {

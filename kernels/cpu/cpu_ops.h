@@ -23,6 +23,9 @@ namespace mega::cpu {
 
 class CpuOps final : public StreamOps {
  public:
+  // Tokens embedded per filter step (one sgemm in the optimized kernels).
+  static constexpr int64_t kEmbedBlock = 32;
+
   CpuOps() = default;
   ~CpuOps() override;
   CpuOps(const CpuOps&) = delete;
@@ -67,6 +70,8 @@ class CpuOps final : public StreamOps {
   template <typename A>
   void layout(A& a);
   float* act(Act a) const { return a == Act::x ? x_ : a == Act::xn ? xn_ : mx_; }
+  void embed_filters(const float* samples, int64_t n);
+  void embed_token(const float* f, float* xt);
   const NormWeights& norm_weights(NormSite site, int32_t layer) const;
   void linear(const float* in, int64_t n, const LinearWeights& w, float* out) const;
   // f(t0, t1) over the row tasks of each chunk in rows [r0, r0 + rows), on all threads
@@ -97,6 +102,9 @@ class CpuOps final : public StreamOps {
   double* simd_ema_scratch_[kMaxThreads] = {};  // per thread: SIMD causal EMA
   double* sum_ = nullptr;                         // (D) the span's pooled sum
   float* embed_mean_ = nullptr;                   // (D) the log power's running mean (PatchNorm), or null
+  float *mel_power_ = nullptr, *mel_log_ = nullptr;  // log_mel: one token's bin powers (P), band log energies (B)
+  float* embed_filt_ = nullptr;                   // (kEmbedBlock x F) filter outputs of a block of tokens
+  float* embed_win_ = nullptr;                    // (kEmbedBlock x k) the block's windows as rows
   float *head_a_ = nullptr, *head_b_ = nullptr;
   float* trace_ = nullptr;
   int64_t trace_tokens_ = 0, trace_offset_ = 0;

@@ -1,4 +1,5 @@
-// Patch embedding kernels: one thread per output element, then, with a running mean, one per (stream, channel) (embed.cuh).
+// Patch embedding kernels: one thread per output element (log mel: per band),
+// then, with a running mean, one per (stream, channel); log mel: one per output element for the mix (embed.cuh).
 #include "embed.cuh"
 #include "launch.cuh"
 
@@ -8,7 +9,9 @@ template <typename T>
 int launch_embed(const EmbedParams<T>& p, CUstream_st* stream) {
   const int e = launch_each<EmbedParams<T>, embed_element<T>>(p, embed_size(p), stream);
   if (e != int(cudaSuccess)) return e;
-  return launch_each<EmbedParams<T>, embed_column<T>>(p, embed_column_size(p), stream);
+  const int c = launch_each<EmbedParams<T>, embed_column<T>>(p, embed_column_size(p), stream);
+  if (c != int(cudaSuccess)) return c;
+  return launch_each<EmbedParams<T>, embed_mix<T>>(p, embed_mix_size(p), stream);
 }
 
 template int launch_embed<float>(const EmbedParams<float>&, CUstream_st*);

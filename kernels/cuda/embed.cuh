@@ -9,6 +9,11 @@
 // each stream carries in `mean` from step to step: the log powers go to a
 // float scratch (one work item per element, as without it), then one work item
 // per (stream, channel) walks its tokens in order, as the CPU does.
+// With bands set (PatchFeatures::LogMel) there are 2P filters (P bins): one
+// work item per (token, band) writes log(sum_i M[band, i] p_i + eps) to the
+// `power` scratch, p_i = a_i^2 + b_i^2 of filters i and P + i, computed only
+// where M is not zero (most bins fall in two bands); then one work item per
+// output element mixes the bands, x = mix . e + b.
 #pragma once
 
 #include <math.h>
@@ -31,7 +36,10 @@ struct EmbedParams {
   float eps = 0.0f;                // log power
   const float* m0 = nullptr;       // (d) running mean's start; null: no running mean
   float* mean = nullptr;           // (n_streams, d) each stream's running mean
-  float* power = nullptr;          // (n_streams * n_tok, d) scratch: the log powers
+  float* power = nullptr;          // (n_streams * n_tok, d) scratch: the log powers; log mel: (.., n_bands)
+  const float* bands = nullptr;    // (n_bands, n_bins) log mel's band weights; null: other features
+  const float* mix = nullptr;      // (d, n_bands)
+  int32_t n_bins = 0, n_bands = 0;
   const int64_t* chunk_index = nullptr;  // per stream: chunk 0 starts the mean afresh
   bool streaming = true;           // false: a clip, started afresh
   float decay = 0.0f;
@@ -43,11 +51,15 @@ struct EmbedParams {
 
 // Work items: output elements (with a running mean: log powers into p.power) ...
 template <typename T>
-int64_t embed_size(const EmbedParams<T>& p) { return int64_t(p.n_streams) * p.n_tok * p.d; }
+int64_t embed_size(const EmbedParams<T>& p) { return int64_t(p.n_streams) * p.n_tok * (p.bands ? p.n_bands : p.d); }
 
 // ... then, with a running mean, (stream, channel) columns (embed_column).
 template <typename T>
 int64_t embed_column_size(const EmbedParams<T>& p) { return p.m0 ? int64_t(p.n_streams) * p.d : 0; }
+
+// ... and, with log mel, output elements again (embed_mix).
+template <typename T>
+int64_t embed_mix_size(const EmbedParams<T>& p) { return p.bands ? int64_t(p.n_streams) * p.n_tok * p.d : 0; }
 
 // Filter row w against the k samples at win. Same summation order as the CPU.
 MEGA_HD inline float embed_dot(const float* w, const float* win, int32_t k) {
@@ -65,9 +77,31 @@ MEGA_HD inline float embed_log_power(const EmbedParams<T>& p, int64_t b, int64_t
   return logf(a * a + q * q + p.eps);
 }
 
+// Log energy of band c over the window of token j of stream b. Same sums, in
+// the same order, as the CPU: the skipped terms are M's zeros, which add +0.
+template <typename T>
+MEGA_HD inline float embed_log_band(const EmbedParams<T>& p, int64_t b, int64_t j, int32_t c) {
+  const float* win = p.samples + b * p.stream_stride + j * p.s;
+  const float* m = p.bands + int64_t(c) * p.n_bins;
+  float acc = 0.0f;
+  for (int32_t i = 0; i < p.n_bins; ++i) {
+    if (m[i] == 0.0f) continue;
+    const float a = embed_dot(p.w + int64_t(i) * p.k, win, p.k);
+    const float q = embed_dot(p.w + int64_t(p.n_bins + i) * p.k, win, p.k);
+    acc += m[i] * (a * a + q * q);
+  }
+  return logf(acc + p.eps);
+}
+
 // Work item idx in [0, embed_size).
 template <typename T>
 MEGA_HD inline void embed_element(const EmbedParams<T>& p, int64_t idx) {
+  if (p.bands) {
+    const int32_t c = int32_t(idx % p.n_bands);
+    const int64_t row = idx / p.n_bands;
+    p.power[idx] = embed_log_band(p, row / p.n_tok, row % p.n_tok, c);
+    return;
+  }
   const int32_t c = int32_t(idx % p.d);
   const int64_t row = idx / p.d;
   const int64_t b = row / p.n_tok, j = row % p.n_tok;
@@ -95,6 +129,19 @@ MEGA_HD inline void embed_column(const EmbedParams<T>& p, int64_t idx) {
     st(p.x + at, p.g[c] * (lp - m) + p.b[c]);
   }
   p.mean[idx] = m;
+}
+
+// Work item idx in [0, embed_mix_size): output element idx from its token's
+// band log energies.
+template <typename T>
+MEGA_HD inline void embed_mix(const EmbedParams<T>& p, int64_t idx) {
+  const int32_t c = int32_t(idx % p.d);
+  const int64_t row = idx / p.d;
+  const float* e = p.power + row * p.n_bands;
+  const float* mix = p.mix + int64_t(c) * p.n_bands;
+  float acc = 0.0f;
+  for (int32_t j = 0; j < p.n_bands; ++j) acc += mix[j] * e[j];
+  st(p.x + idx, acc + p.b[c]);
 }
 
 template <typename T>

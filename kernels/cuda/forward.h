@@ -184,6 +184,10 @@ class GpuOps final : public mega::Ops {
     ep.b = w_.embed_b;
     ep.eps = dm_.patch_eps;
     ep.m0 = w_.embed_m0;
+    ep.bands = w_.embed_bands;
+    ep.mix = w_.embed_mix;
+    ep.n_bins = dm_.patch_bins;
+    ep.n_bands = dm_.patch_bands;
     ep.mean = bf_.embed_mean;
     ep.power = bf_.embed_power;
     ep.chunk_index = sp.chunk_index;

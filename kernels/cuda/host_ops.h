@@ -90,7 +90,8 @@ class HostOps {
   }
   Status embed(const EmbedParams<float>& p) {
     MEGA_TRY(each(embed_size(p), p, embed_element<float>));
-    return each(embed_column_size(p), p, embed_column<float>);
+    MEGA_TRY(each(embed_column_size(p), p, embed_column<float>));
+    return each(embed_mix_size(p), p, embed_mix<float>);
   }
   Status norm(const NormParams<float>& p) { return each(norm_size(p), p, norm_element<float>); }
   Status bias_act(const BiasActParams<float>& p) { return each(p.rows * p.cols, p, bias_act_element<float>); }

@@ -26,6 +26,7 @@ struct Dims {
   float patch_eps = 0.0f;  // log-power features (WeightsDev::embed_g set)
   bool patch_norm = false;  // log power less its running mean (WeightsDev::embed_m0 set)
   float patch_norm_decay = 0.0f;
+  int32_t patch_bins = 0, patch_bands = 0;  // log-mel features (WeightsDev::embed_bands set); 0 otherwise
   int64_t ctx = 0;            // k - s samples of left context per stream
   int64_t chunk_samples = 0;  // C * s
   bool bidir = false, prenorm = true, has_final_norm = false;
@@ -60,6 +61,10 @@ inline Dims make_dims(const HParams& hp, const ModelWeights& md) {
   dm.patch_eps = hp.patch_log_eps;
   dm.patch_norm = md.embed_m0 != nullptr;
   dm.patch_norm_decay = hp.patch_norm_decay;
+  if (md.embed_bands) {
+    dm.patch_bins = hp.patch_bins;
+    dm.patch_bands = hp.patch_bands;
+  }
   dm.ctx = hp.patch_kernel - hp.patch_stride;
   dm.chunk_samples = hp.chunk_samples();
   dm.bidir = hp.ema_direction == EmaDirection::bidirectional;
@@ -125,7 +130,7 @@ struct Buffers {
   double* pool = nullptr;     // (n_streams, W, d)
   double* total = nullptr;    // (n_streams, d)
   float* embed_mean = nullptr;  // (n_streams, d) the log power's running mean (Dims::patch_norm)
-  float* embed_power = nullptr; // (rows, d) the log powers before it (Dims::patch_norm)
+  float* embed_power = nullptr; // (rows, d) the log powers before it (Dims::patch_norm); log mel: (rows, bands)
   float* head_scratch = nullptr;
   float* logits = nullptr;    // (n_streams, n_classes)
   int64_t* zero_index = nullptr;  // (n_streams) zeros: the clip path's chunk indices
@@ -164,7 +169,7 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->pool = a.take<double>(S * dm.w * dm.d);
   b->total = a.take<double>(S * dm.d);
   b->embed_mean = a.take<float>(dm.patch_norm ? S * dm.d : 0);
-  b->embed_power = a.take<float>(dm.patch_norm ? r * dm.d : 0);
+  b->embed_power = a.take<float>(dm.patch_norm ? r * dm.d : r * dm.patch_bands);
   const int32_t sd = dm.d > dm.cdim ? dm.d : dm.cdim;
   b->head_scratch = a.take<float>(S * 2 * sd);
   b->logits = a.take<float>(S * dm.n_classes);
@@ -210,6 +215,8 @@ struct WeightsDev {
   const float* embed_g = nullptr;  // log-power scale; null: linear features
   const float* embed_b = nullptr;
   const float* embed_m0 = nullptr;  // running mean's start; null: none
+  const float* embed_bands = nullptr;  // log mel: (bands, bins); null: other features
+  const float* embed_mix = nullptr;    // log mel: (d, bands)
   std::vector<LayerDev> layers;   // sized at creation
   NormDev final_norm;
   const HeadLayer* head = nullptr;  // classifier layers + projection, in device memory
@@ -292,10 +299,13 @@ LinearDev pack_linear(WeightPacker& pk, const LinearWeights& lw) {
 
 template <typename T>
 void pack_weights(WeightPacker& pk, const ModelWeights& md, const Dims& dm, WeightsDev* w) {
-  w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_g ? 2 : 1) * dm.d * dm.patch_k);
+  const int64_t filters = md.embed_bands ? 2 * int64_t(dm.patch_bins) : int64_t(md.embed_g ? 2 : 1) * dm.d;
+  w->embed_w = pk.floats(md.embed_w, filters * dm.patch_k);
   w->embed_g = md.embed_g ? pk.floats(md.embed_g, dm.d) : nullptr;
   w->embed_b = pk.floats(md.embed_b, dm.d);
   w->embed_m0 = md.embed_m0 ? pk.floats(md.embed_m0, dm.d) : nullptr;
+  w->embed_bands = md.embed_bands ? pk.floats(md.embed_bands, int64_t(dm.patch_bands) * dm.patch_bins) : nullptr;
+  w->embed_mix = md.embed_bands ? pk.floats(md.embed_mix, int64_t(dm.d) * dm.patch_bands) : nullptr;
   w->layers.resize(md.layers.size());
   for (size_t l = 0; l < md.layers.size(); ++l) {
     const LayerWeights& L = md.layers[l];

@@ -234,6 +234,8 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   hp->patch_stride = h->patch_stride();
   hp->patch_log_eps = h->patch_log_eps();
   hp->patch_norm_decay = h->patch_norm_decay();
+  hp->patch_bins = h->patch_bins();
+  hp->patch_bands = h->patch_bands();
   hp->window_chunks = h->window_chunks();
   constexpr int64_t kMaxDim = 1 << 14;
   bool ok = check_range(err, "embed_dim", hp->embed_dim, 1, kMaxDim) &&
@@ -265,11 +267,16 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   }
   if (pool != 0) return err->set(Status::unsupported_model, "unknown pooling " + std::to_string(pool));
   const int32_t feat = h->patch_features();
-  if (feat < 0 || feat > 1) return err->set(Status::unsupported_model, "unknown patch_features " + std::to_string(feat));
+  if (feat < 0 || feat > 2) return err->set(Status::unsupported_model, "unknown patch_features " + std::to_string(feat));
   hp->patch_features = PatchFeatures(feat);
-  if (hp->patch_features == PatchFeatures::log_power &&
+  if (hp->patch_features != PatchFeatures::linear &&
       !(hp->patch_log_eps > 0.0f && std::isfinite(hp->patch_log_eps))) {
     return err->set(Status::bad_model, "hyper-parameter patch_log_eps must be a positive number");
+  }
+  if (hp->patch_features == PatchFeatures::log_mel &&
+      !(check_range(err, "patch_bins", hp->patch_bins, 1, 1 << 14) &&
+        check_range(err, "patch_bands", hp->patch_bands, 1, 1 << 12))) {
+    return false;
   }
   const int32_t pnorm = h->patch_norm();
   if (pnorm < 0 || pnorm > 1) return err->set(Status::unsupported_model, "unknown patch_norm " + std::to_string(pnorm));
@@ -367,22 +374,24 @@ void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, Ema
   }
 }
 
-// Transposed, padded copies of the layers' projections for the optimized
-// kernels (linear_pack), owned by the model.
+// Transposed, padded copies of the embedding's filters and the layers'
+// projections for the optimized kernels (linear_pack), owned by the model.
 void pack_projections(ModelData* md, LoadError* err) {
+  std::vector<LinearWeights*> all{&md->embed_filters};
   for (LayerWeights& L : md->layers) {
-    for (LinearWeights* l : {&L.v_proj, &L.mx_proj, &L.h_proj, &L.fc1, &L.fc2}) {
-      if (!l->w) continue;  // no FFN
-      l->n_out_padded = linear_padded_outputs(l->n_out);
-      std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(l->n_in + 1) * size_t(l->n_out_padded)]);
-      if (!buf) {
-        err->set(Status::out_of_memory, "no memory for the packed projections");
-        return;
-      }
-      linear_pack(*l, buf.get());
-      l->packed = buf.get();
-      md->owned.push_back(std::move(buf));
+    for (LinearWeights* l : {&L.v_proj, &L.mx_proj, &L.h_proj, &L.fc1, &L.fc2}) all.push_back(l);
+  }
+  for (LinearWeights* l : all) {
+    if (!l->w) continue;  // no FFN
+    l->n_out_padded = linear_padded_outputs(l->n_out);
+    std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(l->n_in + 1) * size_t(l->n_out_padded)]);
+    if (!buf) {
+      err->set(Status::out_of_memory, "no memory for the packed projections");
+      return;
     }
+    linear_pack(*l, buf.get());
+    l->packed = buf.get();
+    md->owned.push_back(std::move(buf));
   }
 }
 
@@ -500,8 +509,24 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   TensorTable tt(m, md, err);
   const int32_t d = hp.embed_dim, h = hp.hidden_dim, z = hp.z_dim, f = hp.ffn_hidden_dim;
   const bool log_power = hp.patch_features == PatchFeatures::log_power;
-  md->embed_w = tt.get("embed_tokens.weight", {log_power ? 2 * d : d, hp.patch_kernel});
+  const bool log_mel = hp.patch_features == PatchFeatures::log_mel;
+  const int64_t filters = log_mel ? 2 * int64_t(hp.patch_bins) : log_power ? 2 * d : d;
+  md->embed_w = tt.get("embed_tokens.weight", {filters, hp.patch_kernel});
+  md->embed_filters.w = md->embed_w;
+  md->embed_filters.n_out = int32_t(filters);
+  md->embed_filters.n_in = hp.patch_kernel;
   if (log_power) md->embed_g = tt.get("embed_tokens.scale", {d});
+  if (log_mel) {
+    md->embed_bands = tt.get("embed_tokens.bands", {hp.patch_bands, hp.patch_bins});
+    md->embed_mix = tt.get("embed_tokens.mix", {d, hp.patch_bands});
+    // negative band weights could take a log below zero energy: NaN at run time
+    for (int64_t i = 0; md->embed_bands && i < int64_t(hp.patch_bands) * hp.patch_bins; ++i) {
+      if (md->embed_bands[i] < 0.0f) {
+        return err->set(Status::bad_model, "tensor 'embed_tokens.bands' has a negative weight at element " +
+                                               std::to_string(i) + "; band weights must be >= 0");
+      }
+    }
+  }
   md->embed_b = tt.get("embed_tokens.bias", {d});
   if (hp.patch_norm == PatchNorm::running_mean) md->embed_m0 = tt.get("embed_tokens.norm_init", {d});
   md->layers.resize(size_t(hp.n_layers));

@@ -5,7 +5,9 @@
 // path differs (loads and stores). Skipped without a GPU.
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <random>
+#include <string>
 
 #include "cuda_test_util.h"
 #include "golden.h"
@@ -73,6 +75,86 @@ TEST(CudaKernels, Embed) {
         expect_launched(gpu::launch_embed(p, nullptr), "embed");
         expect_close(dx.download(), want, 1e-5, 1.0, "embed d " + std::to_string(d) + " k " + std::to_string(ks.first));
       }
+    }
+  }
+}
+
+// Log-mel features: band weights with zeros (the kernel skips them), one bin or
+// band, bins not a multiple of anything, several streams; against a plain
+// computation written out here.
+TEST(CudaKernels, EmbedLogMel) {
+  MEGA_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  struct Shape {
+    int32_t d, bins, bands, k, s;
+  };
+  for (Shape sh : {Shape{1, 1, 1, 1, 1}, Shape{7, 5, 3, 9, 4}, Shape{20, 17, 6, 32, 12}}) {
+    for (int64_t n_tok : {1, 4}) {
+      const int32_t streams = 2;
+      const int64_t stride = (sh.k - sh.s) + n_tok * sh.s + 1;
+      const auto samples = uniform(rng, size_t(streams * stride), -1.0f, 1.0f);
+      const auto w = uniform(rng, size_t(2 * sh.bins * sh.k), -0.5f, 0.5f);
+      auto bands = uniform(rng, size_t(sh.bands * sh.bins), 0.0f, 1.0f);
+      for (size_t i = 0; i < bands.size(); ++i) {
+        if (i % 3 == 1) bands[i] = 0.0f;
+      }
+      const auto mix = uniform(rng, size_t(sh.d * sh.bands), -0.5f, 0.5f);
+      const auto b = uniform(rng, size_t(sh.d), -0.5f, 0.5f);
+      const float eps = 1e-3f;
+      std::vector<float> want(size_t(streams * n_tok * sh.d));
+      for (int32_t st = 0; st < streams; ++st) {
+        for (int64_t j = 0; j < n_tok; ++j) {
+          const float* win = samples.data() + st * stride + j * sh.s;
+          std::vector<double> e(size_t(sh.bands), 0.0);
+          for (int32_t i = 0; i < sh.bins; ++i) {
+            double a = 0, q = 0;
+            for (int32_t t = 0; t < sh.k; ++t) {
+              a += double(w[size_t(i * sh.k + t)]) * win[t];
+              q += double(w[size_t((sh.bins + i) * sh.k + t)]) * win[t];
+            }
+            for (int32_t c = 0; c < sh.bands; ++c) e[size_t(c)] += bands[size_t(c * sh.bins + i)] * (a * a + q * q);
+          }
+          for (int32_t c = 0; c < sh.d; ++c) {
+            double x = b[size_t(c)];
+            for (int32_t m = 0; m < sh.bands; ++m) x += mix[size_t(c * sh.bands + m)] * std::log(e[size_t(m)] + eps);
+            want[size_t((st * n_tok + j) * sh.d + c)] = float(x);
+          }
+        }
+      }
+      gpu::EmbedParams<float> p;
+      p.stream_stride = stride;
+      p.n_streams = streams;
+      p.n_tok = n_tok;
+      p.d = sh.d;
+      p.k = sh.k;
+      p.s = sh.s;
+      p.eps = eps;
+      p.n_bins = sh.bins;
+      p.n_bands = sh.bands;
+      const std::string what = "log mel d " + std::to_string(sh.d) + " bins " + std::to_string(sh.bins) +
+                               " tokens " + std::to_string(n_tok);
+      std::vector<float> host_x(want.size()), host_power(size_t(streams * n_tok * sh.bands));
+      gpu::EmbedParams<float> hp = p;
+      hp.samples = samples.data();
+      hp.w = w.data();
+      hp.bands = bands.data();
+      hp.mix = mix.data();
+      hp.b = b.data();
+      hp.power = host_power.data();
+      hp.x = host_x.data();
+      ASSERT_EQ(mega::gpu::HostOps().embed(hp), mega::Status::ok);
+      expect_close(host_x, want, 1e-4, 1.0, "host " + what);
+      DeviceArray<float> ds(samples), dw(w), dbands(bands), dmix(mix), db(b), dpow(host_power.size()),
+          dx(want.size());
+      p.samples = ds.get();
+      p.w = dw.get();
+      p.bands = dbands.get();
+      p.mix = dmix.get();
+      p.b = db.get();
+      p.power = dpow.get();
+      p.x = dx.get();
+      expect_launched(gpu::launch_embed(p, nullptr), "embed log mel");
+      expect_close(dx.download(), host_x, 1e-5, 1.0, "device " + what);
     }
   }
 }

@@ -25,7 +25,7 @@ std::vector<float> stream(mega::Engine& e, const std::vector<float>& in, int64_t
 }
 
 const char* kTiny[] = {"tiny_uni", "tiny_bi", "tiny_softmax_ln_post", "tiny_relu2_scale_noffn",
-                       "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_scan"};
+                       "tiny_rms_bi_untrunc", "tiny_patch", "tiny_logpower", "tiny_lognorm", "tiny_logmel", "tiny_scan"};
 
 // The clip's logits against the golden ones, or, when `chunk_limit` cuts the
 // clip (the stand-in's base-size cases), against the CPU engine's on the
@@ -125,6 +125,7 @@ TEST(CudaStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
       {MEGA_FIXTURES, "tiny_patch", {1, 7, 100}, 2e-5},
       {MEGA_FIXTURES, "tiny_logpower", {1, 2, 7, 64}, 2e-5},
       {MEGA_FIXTURES, "tiny_lognorm", {1, 5, 64}, 2e-5},
+      {MEGA_FIXTURES, "tiny_logmel", {1, 11, 64}, 2e-5},
       {MEGA_FIXTURES, "tiny_scan", {1, 999, 1000, 1001}, 2e-5},
   });
 }

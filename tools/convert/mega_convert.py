@@ -39,14 +39,17 @@ _NORM = {"batchnorm": NormType.NormType.BatchNorm, "layernorm": NormType.NormTyp
 _ACT = {"silu": Activation.Activation.SiLU, "relu": Activation.Activation.ReLU,
         "gelu": Activation.Activation.GELU, "gelu_accurate": Activation.Activation.GELUTanh,
         "linear": Activation.Activation.Linear}
-_PATCH = {"linear": PatchFeatures.PatchFeatures.Linear, "logpower": PatchFeatures.PatchFeatures.LogPower}
+_PATCH = {"linear": PatchFeatures.PatchFeatures.Linear, "logpower": PatchFeatures.PatchFeatures.LogPower,
+          "logmel": PatchFeatures.PatchFeatures.LogMel}
 _PATCH_NORM = {"none": PatchNorm.PatchNorm.Off, "running_mean": PatchNorm.PatchNorm.RunningMean}
 
 
 def min_schema_version(cfg) -> int:
     """The oldest schema that describes cfg: files stay readable by older runtimes
     unless they use something those runtimes would misread (schema 2: LogPower;
-    3: PatchNorm RunningMean)."""
+    3: PatchNorm RunningMean; 4: LogMel)."""
+    if cfg.patch_features == "logmel":
+        return 4
     if cfg.patch_norm != "none":
         return 3
     return 2 if cfg.patch_features != "linear" else 1
@@ -216,6 +219,9 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     HParams.AddPatchLogEps(b, cfg.patch_log_eps)
     HParams.AddPatchNorm(b, _PATCH_NORM[cfg.patch_norm])
     HParams.AddPatchNormDecay(b, cfg.patch_norm_decay)
+    if cfg.patch_features == "logmel":
+        HParams.AddPatchBins(b, len(mega_torch.mel_bins(cfg.patch_kernel, cfg.sample_rate)))
+        HParams.AddPatchBands(b, cfg.patch_bands)
     hp_off = HParams.End(b)
 
     Model.Start(b)
@@ -274,6 +280,8 @@ def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits) -> 
         f"activation {cfg.activation}",
         f"embedding     : patch kernel {cfg.patch_kernel}, stride {cfg.patch_stride}, features {cfg.patch_features}"
         + (f" (eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logpower" else "")
+        + (f" ({len(mega_torch.mel_bins(cfg.patch_kernel, cfg.sample_rate))} bins in {cfg.patch_bands} bands, "
+           f"eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logmel" else "")
         + (f", less their running mean (decay {cfg.patch_norm_decay:g})" if cfg.patch_norm != "none" else ""),
         f"window        : {cfg.window_chunks} chunks = {cfg.window_samples / cfg.sample_rate:.3f} s at {cfg.sample_rate} Hz",
         f"input scaling : " + (f"(x - {input_mean}) / ({input_std} + 1e-5)" if input_mean is not None else "none"),

@@ -11,7 +11,7 @@ File layout:  FlatBuffer (identifier "MEGA")  |  trailer, 12 bytes:
 import struct
 import zlib
 
-SCHEMA_VERSION = 3  # bump with a new entry in mega_model.fbs's version history; 3: PatchNorm RunningMean
+SCHEMA_VERSION = 4  # bump with a new entry in mega_model.fbs's version history; 4: PatchFeatures LogMel
 
 FILE_IDENTIFIER = b"MEGA"  # the FlatBuffer's, at bytes 4..7
 

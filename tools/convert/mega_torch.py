@@ -687,6 +687,10 @@ def randomize_for_testing(model: MegaKWS, seed: int) -> None:
             elif name.endswith("h_proj.weight") and cfg.attention_fn != "softmax":
                 # unnormalized attention sums ~C weighted values: keep h in range
                 new = normal(shape, 4.0 / (math.sqrt(shape[1]) * cfg.chunk_size))
+            elif name in ("embed_tokens.weight", "embed_tokens.bands") and cfg.patch_features == "logmel":
+                continue  # the fixed spectrum and bands, as every log-mel model has them
+            elif name == "embed_tokens.mix":
+                new = normal(shape, 0.3 / math.sqrt(shape[1]))
             elif name == "embed_tokens.scale":
                 new = uniform(shape, 0.1, 0.5)
             elif name == "embed_tokens.norm_init":  # about where the log power of a test input sits

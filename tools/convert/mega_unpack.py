@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from tools.convert import mega_convert as mc  # noqa: E402
 from tools.convert import mega_format, mega_torch  # noqa: E402
-from tools.convert.generated import DType, EmaDirection, Model  # noqa: E402
+from tools.convert.generated import DType, EmaDirection, Model, PatchFeatures  # noqa: E402
 
 
 class UnpackError(Exception):
@@ -68,7 +68,8 @@ def unpack(data: bytes):
         n_classes=hp.NClasses(), patch_kernel=hp.PatchKernel(), patch_stride=hp.PatchStride(),
         patch_features=_inverse(mc._PATCH, hp.PatchFeatures(), "patch_features"),
         patch_log_eps=hp.PatchLogEps(), patch_norm=_inverse(mc._PATCH_NORM, hp.PatchNorm(), "patch_norm"),
-        patch_norm_decay=hp.PatchNormDecay(), window_chunks=hp.WindowChunks(), sample_rate=m.SampleRate())
+        patch_norm_decay=hp.PatchNormDecay(), window_chunks=hp.WindowChunks(), sample_rate=m.SampleRate(),
+        **({"patch_bands": hp.PatchBands()} if hp.PatchFeatures() == PatchFeatures.PatchFeatures.LogMel else {}))
     try:
         cfg.check()
     except ValueError as e:

@@ -37,7 +37,7 @@ enum class AttentionFn : int32_t { laplace = 0, softmax = 1, relu2 = 2 };
 enum class NormType : int32_t { batch_norm = 0, layer_norm = 1, scale_norm = 2, rms_norm = 3 };
 enum class Activation : int32_t { silu = 0, relu = 1, gelu = 2, gelu_tanh = 3, linear = 4 };
 // What the patch embedding computes per window (formats/mega_model.fbs, PatchFeatures).
-enum class PatchFeatures : int32_t { linear = 0, log_power = 1 };
+enum class PatchFeatures : int32_t { linear = 0, log_power = 1, log_mel = 2 };
 // What is done to log-power features before their scale and bias (PatchNorm):
 // running_mean subtracts each channel's causal running mean.
 enum class PatchNorm : int32_t { off = 0, running_mean = 1 };
@@ -65,7 +65,9 @@ struct HParams {
   int32_t patch_kernel = 1;    // samples per token window (k)
   int32_t patch_stride = 1;    // samples per token (s)
   PatchFeatures patch_features = PatchFeatures::linear;
-  float patch_log_eps = 1e-6f;  // log_power: log(a^2 + b^2 + eps)
+  float patch_log_eps = 1e-6f;  // log_power: log(a^2 + b^2 + eps); log_mel: log(band + eps)
+  int32_t patch_bins = 0;       // log_mel: spectrum bins (filter pairs), P
+  int32_t patch_bands = 0;      // log_mel: bands pooled from the bins, B
   PatchNorm patch_norm = PatchNorm::off;
   float patch_norm_decay = 0.01f;  // running_mean: m += decay * (p - m) per token
   int32_t window_chunks = 0;   // W

@@ -210,7 +210,21 @@ class HParams(object):
             return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
         return 0.01
 
-def HParamsStart(builder): builder.StartObject(26)
+    # HParams
+    def PatchBins(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(56))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # HParams
+    def PatchBands(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(58))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def HParamsStart(builder): builder.StartObject(28)
 def Start(builder):
     return HParamsStart(builder)
 def HParamsAddEmbedDim(builder, embedDim): builder.PrependInt32Slot(0, embedDim, 0)
@@ -291,6 +305,12 @@ def AddPatchNorm(builder, patchNorm):
 def HParamsAddPatchNormDecay(builder, patchNormDecay): builder.PrependFloat32Slot(25, patchNormDecay, 0.01)
 def AddPatchNormDecay(builder, patchNormDecay):
     return HParamsAddPatchNormDecay(builder, patchNormDecay)
+def HParamsAddPatchBins(builder, patchBins): builder.PrependInt32Slot(26, patchBins, 0)
+def AddPatchBins(builder, patchBins):
+    return HParamsAddPatchBins(builder, patchBins)
+def HParamsAddPatchBands(builder, patchBands): builder.PrependInt32Slot(27, patchBands, 0)
+def AddPatchBands(builder, patchBands):
+    return HParamsAddPatchBands(builder, patchBands)
 def HParamsEnd(builder): return builder.EndObject()
 def End(builder):
     return HParamsEnd(builder)

@@ -5,3 +5,4 @@
 class PatchFeatures(object):
     Linear = 0
     LogPower = 1
+    LogMel = 2
