@@ -12,6 +12,16 @@ for tool in espeak-ng flite sox text2wave; do
 done
 T=$(mktemp -d /tmp/ks_train.XXXXXX)
 trap 'rm -rf "$T"' EXIT
+# runtime_agrees NAME VERSION: $T/NAME.mega (converted) passes the runtime's self-test, says schema
+# VERSION, and keyword_spotter classifies the validation clips as PyTorch did ($T/NAME.json)
+runtime_agrees() {
+  "$KS" selftest -m "$T/$1.mega"
+  "$KS" info -m "$T/$1.mega" | grep -q "schema version *$2"
+  $PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/$1.mega" --data "$T/data" --split validation \
+      --json-out "$T/$1-ks.json" >/dev/null
+  $PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
+      "$T/$1.json" "$T/$1-ks.json"
+}
 $PY "$ROOT/tools/data/make_sc10.py" --out "$T/data" --per-word 4 --unknown 12 --silence 8 --jobs 2 --seed 3 >/dev/null
 # voice-disjoint splits: no voice group in two splits, no reserved voice
 $PY "$ROOT/tools/data/check_splits.py" "$T/data" >"$T/splits.log"
@@ -486,12 +496,7 @@ $PY -c "import json, sys; c = json.load(open(sys.argv[1]))['clips']; assert c['c
 # as PyTorch does
 $PY "$ROOT/tools/convert/mega_convert.py" "$T/cmn/last.pt" -o "$T/cmn.mega" >"$T/cmn-convert.log"
 grep -q "less their running mean (decay 0.02)" "$T/cmn-convert.log"
-"$KS" selftest -m "$T/cmn.mega"
-"$KS" info -m "$T/cmn.mega" | grep -q "schema version *3"
-$PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/cmn.mega" --data "$T/data" --split validation \
-    --json-out "$T/cmn-ks.json" >/dev/null
-$PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
-    "$T/cmn.json" "$T/cmn-ks.json"
+runtime_agrees cmn 3
 # evaluate.py --checkpoint classifies as the runtime does: the same confusion matrix as
 # keyword_spotter on the model converted from the same checkpoint
 $PY "$ROOT/tools/train/evaluate.py" --checkpoint "$T/smoke.mega" --data "$T/data" --split training \
@@ -1279,14 +1284,9 @@ $PY "$ROOT/tools/train/train.py" $MEL --steps 70 --resume >"$T/mel-resume.log"
 grep -q "resumed at step 60" "$T/mel-resume.log"
 $PY "$ROOT/tools/convert/mega_convert.py" "$T/mel/last.pt" -o "$T/mel.mega" >"$T/mel-convert.log"
 grep -q "features logmel (188 bins in 16 bands" "$T/mel-convert.log"
-"$KS" selftest -m "$T/mel.mega"
-"$KS" info -m "$T/mel.mega" | grep -q "schema version *4"
 $PY "$ROOT/tools/train/evaluate.py" --checkpoint "$T/mel/last.pt" --data "$T/data" --split validation \
     --json-out "$T/mel.json" >/dev/null
-$PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/mel.mega" --data "$T/data" --split validation \
-    --json-out "$T/mel-ks.json" >/dev/null
-$PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
-    "$T/mel.json" "$T/mel-ks.json"
+runtime_agrees mel 4
 # a checkpoint of another architecture is refused with a clear message
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --out "$T/bad" --preset demo \
     --steps 1 --max-per-class 2 --threads 1 >"$T/bad.log" 2>&1; then
