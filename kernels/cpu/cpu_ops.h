@@ -23,7 +23,7 @@ namespace mega::cpu {
 
 class CpuOps final : public StreamOps {
  public:
-  // Tokens embedded per filter step (one sgemm in the optimized kernels).
+  // Tokens embedded per filter step (one linear map over their windows).
   static constexpr int64_t kEmbedBlock = 32;
 
   CpuOps() = default;

@@ -299,8 +299,7 @@ LinearDev pack_linear(WeightPacker& pk, const LinearWeights& lw) {
 
 template <typename T>
 void pack_weights(WeightPacker& pk, const ModelWeights& md, const Dims& dm, WeightsDev* w) {
-  const int64_t filters = md.embed_bands ? 2 * int64_t(dm.patch_bins) : int64_t(md.embed_g ? 2 : 1) * dm.d;
-  w->embed_w = pk.floats(md.embed_w, filters * dm.patch_k);
+  w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_filters.n_out) * dm.patch_k);
   w->embed_g = md.embed_g ? pk.floats(md.embed_g, dm.d) : nullptr;
   w->embed_b = pk.floats(md.embed_b, dm.d);
   w->embed_m0 = md.embed_m0 ? pk.floats(md.embed_m0, dm.d) : nullptr;
