@@ -184,6 +184,8 @@ P_WARP, WARP_RANGE = 0.5, (0.88, 1.15)  # resampling warp: pitch, formants and t
 MAX_WORD_S = 0.95            # longer words are sped up (sox tempo) ...
 MAX_TEMPO = 1.6              # ... by at most this factor, else re-drawn
 MIN_WORD_S = 0.08            # shorter "words" count as a failed rendering
+PROBE_RETRIES = 2            # a voice whose probe fails is probed again, alone, this many times
+PROBE_RETRY_TIMEOUT_S = 600  # with this timeout for the engine
 TRIM_DB = -40.0              # trim threshold relative to the loudest 5 ms frame
 TRIM_MARGIN_S = 0.010
 
@@ -414,8 +416,9 @@ def tmp_dir() -> str:
     return d
 
 
-def synthesize(spk: dict, text: str) -> np.ndarray:
-    """Render `text` with the given engine settings; float32 at 16 kHz, untrimmed (empty on failure)."""
+def synthesize(spk: dict, text: str, timeout: float = 60.0) -> np.ndarray:
+    """Render `text` with the given engine settings; float32 at 16 kHz, untrimmed (empty on failure,
+    or when the engine takes longer than `timeout` seconds)."""
     vc.check_allowed(spk["engine"], spk["voice"], spk["variant"])
     out = os.path.join(tmp_dir(), "tts.wav")
     if os.path.exists(out):
@@ -431,10 +434,10 @@ def synthesize(spk: dict, text: str) -> np.ndarray:
         with open(txt, "w", encoding="utf-8") as f:
             f.write(text + "\n")
         render = FESTIVAL.render if G["festival"] == "pipe" else festival_pipe.text2wave
-        ok = render(spk["voice"], spk["rate"], txt, out)
+        ok = render(spk["voice"], spk["rate"], txt, out, timeout)
         return load_16k(out) if ok and os.path.exists(out) and os.path.getsize(out) > 44 else np.zeros(0, np.float32)
     try:
-        r = subprocess.run(cmd, capture_output=True, timeout=60)
+        r = subprocess.run(cmd, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return np.zeros(0, np.float32)
     if r.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) <= 44:
@@ -674,10 +677,10 @@ def do_task(task):
     kind, seed, label, index = task
     if kind == "bank":
         return bank_word(seed, index)
-    if kind == "probe":
+    if kind == "probe":  # index: the render's timeout in seconds
         spk = dict(engine=label[0], voice=label[1], variant=label[2],
                    rate=175 if label[0] == "espeak-ng" else 1.0, pitch=50 if label[0] == "espeak-ng" else 100)
-        x = synthesize(spk, label[3])
+        x = synthesize(spk, label[3], index)
         return (label[:3], len(trim(x)) / SR, hashlib.sha1(x.tobytes()).hexdigest())
     try:
         if label == SILENCE:
@@ -712,6 +715,21 @@ def run_tasks(pool, tasks, chunksize=8):
     if pool is None:
         return map(do_task, tasks)
     return pool.imap(do_task, tasks, chunksize=chunksize)
+
+
+def run_probes(pool, probes):
+    """The probe tasks' results, in order. A voice that failed is probed again, alone and with a
+    long timeout, PROBE_RETRIES times: on a loaded machine (or at nice 19 beside other work)
+    festival can take over a minute to load a voice, and dropping an installed voice would
+    silently give every split other voices and other clips."""
+    res = list(run_tasks(pool, probes, 4))
+    for i, r in enumerate(res):
+        for _ in range(PROBE_RETRIES):
+            if r[1] >= MIN_WORD_S:
+                break
+            r = do_task(("probe", 0, probes[i][2], PROBE_RETRY_TIMEOUT_S))
+        res[i] = r
+    return res
 
 
 def main():
@@ -804,10 +822,11 @@ def main():
         variants = espeak_variants()
         pool_voices = vc.POOLS[args.pool]
         G["training_only"] = args.pool == "more"
-        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), 0) for v in pool_voices]
-        probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), 0) for v in variants if not vc.is_reserved(v)]
+        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), 60.0) for v in pool_voices]
+        probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), 60.0) for v in variants
+                   if not vc.is_reserved(v)]
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
-        res = list(run_tasks(pool, probes, 4))
+        res = run_probes(pool, probes)
         if pool is not None:
             pool.close()
             pool.join()
