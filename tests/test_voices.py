@@ -61,13 +61,14 @@ class Probes(unittest.TestCase):
     def test_failed_probe_is_retried_with_a_long_timeout(self):
         calls = []
 
-        def fake(spk, text, timeout=60.0):
+        def fake(spk, text, timeout=make_sc10.RENDER_TIMEOUT_S):
             calls.append((spk["voice"], timeout))
             if spk["voice"] == "never" or (spk["voice"] == "slow" and timeout < make_sc10.PROBE_RETRY_TIMEOUT_S):
                 return make_sc10.np.zeros(0, make_sc10.np.float32)
             return make_sc10.np.full(make_sc10.SR // 2, 0.5, make_sc10.np.float32)
 
-        probes = [("probe", 0, ("espeak-ng", name, "", "stop"), 60.0) for name in ("fine", "slow", "never")]
+        probes = [("probe", 0, ("espeak-ng", name, "", "stop"), make_sc10.RENDER_TIMEOUT_S)
+                  for name in ("fine", "slow", "never")]
         real, make_sc10.synthesize = make_sc10.synthesize, fake
         try:
             res = make_sc10.run_probes(None, probes)
@@ -75,7 +76,7 @@ class Probes(unittest.TestCase):
             make_sc10.synthesize = real
         ok = {r[0][1]: r[1] >= make_sc10.MIN_WORD_S for r in res}
         self.assertEqual(ok, {"fine": True, "slow": True, "never": False})
-        self.assertEqual(calls.count(("fine", 60.0)), 1)
+        self.assertEqual(calls.count(("fine", make_sc10.RENDER_TIMEOUT_S)), 1)
         self.assertEqual(calls.count(("slow", make_sc10.PROBE_RETRY_TIMEOUT_S)), 1)
         self.assertEqual(calls.count(("never", make_sc10.PROBE_RETRY_TIMEOUT_S)), make_sc10.PROBE_RETRIES)
 

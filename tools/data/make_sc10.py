@@ -184,6 +184,7 @@ P_WARP, WARP_RANGE = 0.5, (0.88, 1.15)  # resampling warp: pitch, formants and t
 MAX_WORD_S = 0.95            # longer words are sped up (sox tempo) ...
 MAX_TEMPO = 1.6              # ... by at most this factor, else re-drawn
 MIN_WORD_S = 0.08            # shorter "words" count as a failed rendering
+RENDER_TIMEOUT_S = 60.0      # an engine that takes longer has failed the rendering
 PROBE_RETRIES = 2            # a voice whose probe fails is probed again, alone, this many times
 PROBE_RETRY_TIMEOUT_S = 600  # with this timeout for the engine
 TRIM_DB = -40.0              # trim threshold relative to the loudest 5 ms frame
@@ -416,7 +417,7 @@ def tmp_dir() -> str:
     return d
 
 
-def synthesize(spk: dict, text: str, timeout: float = 60.0) -> np.ndarray:
+def synthesize(spk: dict, text: str, timeout: float = RENDER_TIMEOUT_S) -> np.ndarray:
     """Render `text` with the given engine settings; float32 at 16 kHz, untrimmed (empty on failure,
     or when the engine takes longer than `timeout` seconds)."""
     vc.check_allowed(spk["engine"], spk["voice"], spk["variant"])
@@ -822,8 +823,8 @@ def main():
         variants = espeak_variants()
         pool_voices = vc.POOLS[args.pool]
         G["training_only"] = args.pool == "more"
-        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), 60.0) for v in pool_voices]
-        probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), 60.0) for v in variants
+        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), RENDER_TIMEOUT_S) for v in pool_voices]
+        probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), RENDER_TIMEOUT_S) for v in variants
                    if not vc.is_reserved(v)]
         pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
         res = run_probes(pool, probes)
