@@ -218,7 +218,7 @@ std::ostream& operator<<(std::ostream& os, const Found& f) {
 
 // What keyword_spotter scan does (apps/keyword_spotter/cmd_scan.cpp and
 // stream_pipeline.cpp), through the C++ API: blocks of samples, then the last
-// partial chunk completed with zeros.
+// partial chunk completed with zeros and, unless it fired, the detector's finish().
 std::vector<Found> scan_cpp(const std::shared_ptr<const mega::Model>& m, const std::vector<float>& audio,
                             const mega::DetectorOverrides& o) {
   std::string err;
@@ -241,8 +241,15 @@ std::vector<Found> scan_cpp(const std::shared_ptr<const mega::Model>& m, const s
   }
   const int64_t tail = (hp.chunk_samples() - n % hp.chunk_samples()) % hp.chunk_samples();
   std::vector<float> zeros(size_t(tail), 0.0f);
+  const size_t before = out.size();
   if (tail) {
     EXPECT_EQ(s->push_all(zeros.data(), tail, on_chunk), mega::Status::ok);
+  }
+  mega::Detection d;
+  if (out.size() == before && det->finish(&d)) {  // the smoothing's end
+    out.push_back({d.label, d.score,
+                   mega::Detector::event_time_s(d, s->last_result().end_sample, hp.chunk_samples(), hp.sample_rate),
+                   d.hop_index});
   }
   return out;
 }
@@ -456,10 +463,13 @@ TEST(CApiDetector, InvalidOptionsAreRefused) {
   EXPECT_EQ(mega_session_detect(s, d, audio.data(), 3999, nullptr, 0, &n), MEGA_OK);  // aligned again
   EXPECT_EQ(mega_session_detect_flush(s, d, nullptr, 0, &n), MEGA_ERR_INVALID_ARGUMENT);  // 3999 pending
   EXPECT_EQ(mega_session_detect_flush(s, d, found, 1, &n), MEGA_OK);
-  EXPECT_EQ(mega_session_detect_flush(s, d, nullptr, 0, &n), MEGA_OK);  // nothing pending now
+  // nothing pending now, but the detector has seen hops: its finish() may still fire
+  EXPECT_EQ(mega_session_detect_flush(s, d, nullptr, 0, &n), MEGA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mega_session_detect_flush(s, d, found, 1, &n), MEGA_OK);
   EXPECT_EQ(mega_session_detect(s, d, audio.data(), 3999, nullptr, 0, &n), MEGA_OK);
   mega_session_reset(s);  // drops the pending samples
-  EXPECT_EQ(mega_session_detect_flush(s, d, nullptr, 0, &n), MEGA_OK);
+  mega_detector_reset(d);
+  EXPECT_EQ(mega_session_detect_flush(s, d, nullptr, 0, &n), MEGA_OK);  // nothing pending, no hop seen
 
   mega_model* tiny = mega_model_load(mega_test::fixture_path("tiny_uni.mega").c_str(), &st);
   ASSERT_NE(tiny, nullptr);

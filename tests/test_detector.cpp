@@ -172,3 +172,40 @@ TEST(Detector, EventHopWithoutSmoothingIsTheFiringHop) {
   EXPECT_EQ(dets[1].hop_index, 5);
   EXPECT_EQ(dets[1].event_hop, 5);
 }
+
+// A word in the last hops of a stream: the smoothing window has not filled
+// with it when the stream ends; finish() shrinks the window from the end.
+TEST(Detector, FinishHearsAWordThatEndsTheStream) {
+  auto d = make(0.8f, 3, 1000);
+  EXPECT_TRUE(run(*d, {kQuiet, kQuiet, kQuiet, kYes}).empty());  // (0.01 + 0.01 + 0.9) / 3 < 0.8
+  mega::Detection det;
+  ASSERT_TRUE(d->finish(&det));  // the last hop alone: 0.9
+  EXPECT_EQ(det.label, 0);
+  EXPECT_EQ(det.hop_index, 3);
+  EXPECT_EQ(det.event_hop, 3);
+  EXPECT_NEAR(det.score, 0.9f, 1e-3f);
+  EXPECT_FALSE(d->finish(&det));  // at most once: it is now suppressed and disarmed
+
+  // two hops of the word: the mean of the last two is enough
+  auto d2 = make(0.8f, 4, 1000);
+  EXPECT_TRUE(run(*d2, {kQuiet, kQuiet, kQuiet, kYes, kYes}).empty());
+  ASSERT_TRUE(d2->finish(&det));
+  EXPECT_EQ(det.hop_index, 4);
+  EXPECT_EQ(det.event_hop, 3);
+  EXPECT_NEAR(det.score, 0.9f, 1e-3f);
+}
+
+TEST(Detector, FinishAddsNothingWhenTheWordAlreadyFiredOrNoneWasSaid) {
+  auto d = make(0.6f, 3, 1000);
+  ASSERT_EQ(run(*d, {kQuiet, kYes, kYes, kYes}).size(), 1u);  // fired at hop 2 (0.6033), still above
+  mega::Detection det;
+  EXPECT_FALSE(d->finish(&det));
+  auto quiet = make(0.6f, 3, 0);
+  EXPECT_TRUE(run(*quiet, {kQuiet, kNo, kQuiet, kQuiet}).empty());
+  EXPECT_FALSE(quiet->finish(&det));  // "no" was two hops back: the last hop alone is quiet
+  auto fresh = make(0.6f, 3, 0);
+  EXPECT_FALSE(fresh->finish(&det));  // no hop seen
+  auto one_hop = make(0.8f, 1, 0);     // without smoothing there is nothing to shrink
+  EXPECT_TRUE(run(*one_hop, {kQuiet, {0.7f, 0.1f, 0.1f, 0.1f}}).empty());
+  EXPECT_FALSE(one_hop->finish(&det));
+}

@@ -131,6 +131,18 @@ def test_scan_file_finds_the_five_words(demo):
     assert [d.label_index for d in found] == [demo.labels.index(d.label) for d in found]
 
 
+def test_a_word_that_ends_the_file_is_detected(tmp_path, demo):
+    # flite's "go" fills only the last hop or two of a 0.68 s file: the flush
+    # must complete the chunk and the smoothing (mega_session_detect_flush)
+    if not (shutil.which("flite") and shutil.which("sox")):
+        pytest.fail("flite or sox is not installed (scripts/setup.sh installs them)")
+    path = str(tmp_path / "go.wav")
+    subprocess.run(["flite", "-t", "go", "-o", str(tmp_path / "go8k.wav")], check=True)  # 8 kHz
+    subprocess.run(["sox", str(tmp_path / "go8k.wav"), "-r", "16000", path], check=True)
+    found, _ = mega_kws.scan_file(path, demo)
+    assert [d.label for d in found] == ["go"]
+
+
 def test_wav_encodings_read_as_the_cli_reads_them(tmp_path):
     """8-, 16-, 24-bit PCM, stereo (mixed down) and float WAVs: the same logits
     as keyword_spotter's libsndfile reader gives."""

@@ -131,14 +131,24 @@ void StreamPipeline::on_chunk(const mega::ChunkResult& r, StreamObserver& observ
   observer.on_detection(r.end_sample, detection_);
 }
 
-// The end of the source: its last partial chunk is completed with silence, so
-// that a word at the very end is heard.
+// The end of the source: its last partial chunk is completed with silence,
+// and, unless that fired, the smoothing window shrinks over the last hops
+// (mega::Detector::finish), so that a word at the very end is heard.
 StreamEnd StreamPipeline::finish(StreamObserver& observer) {
   const int64_t cs = int64_t(zeros_.size());
   const int64_t tail = (cs - stats_.samples % cs) % cs;
+  const int64_t detections_before = stats_.n_detections;
+  int64_t last_end = stats_.samples;
   if (tail > 0) {
-    status_ = session_.push_all(zeros_.data(), tail, [&](const mega::ChunkResult& r) { on_chunk(r, observer); });
+    status_ = session_.push_all(zeros_.data(), tail, [&](const mega::ChunkResult& r) {
+      last_end = r.end_sample;
+      on_chunk(r, observer);
+    });
     if (status_ != mega::Status::ok) return StreamEnd::inference_failed;
+  }
+  if (stats_.n_detections == detections_before && detector_.finish(&detection_)) {
+    ++stats_.n_detections;
+    observer.on_detection(last_end, detection_);
   }
   return StreamEnd::ended;
 }

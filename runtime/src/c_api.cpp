@@ -234,17 +234,20 @@ mega_status mega_detector_settings(const mega_detector* d, float* thresholds, in
 namespace {
 
 // One hop through the detector; end_sample: where the firing chunk ended in the stream.
+void describe(const mega_detector* d, const mega::Detection& det, int64_t end_sample, mega_detection* out) {
+  if (!out) return;
+  const mega::HParams& hp = d->model->hparams();
+  out->label_index = det.label;
+  out->label = d->model->labels()[size_t(det.label)].c_str();
+  out->score = det.score;
+  out->time_s = mega::Detector::event_time_s(det, end_sample, hp.chunk_samples(), hp.sample_rate);
+  out->hop_index = det.hop_index;
+}
+
 bool detect_hop(mega_detector* d, const float* logits, int64_t end_sample, mega_detection* out) {
   mega::Detection det;
   if (!d->detector->update(logits, &det)) return false;
-  if (out) {
-    const mega::HParams& hp = d->model->hparams();
-    out->label_index = det.label;
-    out->label = d->model->labels()[size_t(det.label)].c_str();
-    out->score = det.score;
-    out->time_s = mega::Detector::event_time_s(det, end_sample, hp.chunk_samples(), hp.sample_rate);
-    out->hop_index = det.hop_index;
-  }
+  describe(d, det, end_sample, out);
   return true;
 }
 
@@ -308,7 +311,7 @@ mega_status mega_session_detect_flush(mega_session* s, mega_detector* d, mega_de
   }
   const int64_t chunk = s->session->model().hparams().chunk_samples();
   int64_t tail = s->n_pending > 0 ? chunk - s->n_pending : 0;
-  if (tail > 0 && capacity < 1) return MEGA_ERR_INVALID_ARGUMENT;
+  if ((tail > 0 || d->detector->hops_seen() > 0) && capacity < 1) return MEGA_ERR_INVALID_ARGUMENT;
   while (tail > 0) {
     const int64_t len = std::min<int64_t>(tail, int64_t(sizeof kZeros / sizeof kZeros[0]));
     int32_t found = 0;
@@ -316,6 +319,14 @@ mega_status mega_session_detect_flush(mega_session* s, mega_detector* d, mega_de
     *n_out += found;
     if (st != MEGA_OK) return st;
     tail -= len;
+  }
+  // then the smoothing's end (mega::Detector::finish), unless the last chunk already fired
+  mega::Detection det;
+  if (*n_out == 0 && d->detector->finish(&det)) {
+    // the detector's last hop ended where the session's last chunk did
+    const int64_t last_end = s->session->last_result().end_sample;
+    describe(d, det, last_end > 0 ? last_end : d->detector->hops_seen() * d->model->hparams().chunk_samples(), out);
+    *n_out = 1;
   }
   return MEGA_OK;
 }

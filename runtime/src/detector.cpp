@@ -57,12 +57,30 @@ bool Detector::update(const float* logits, Detection* out) {
   }
   const size_t slot = size_t(hop_ % hops_) * size_t(n_);
   for (int32_t i = 0; i < n_; ++i) history_[slot + size_t(i)] = float(probs_[size_t(i)] / sum);
+  const int64_t hop = hop_++;
   // average over the hops seen so far (at most hops_)
-  const int64_t seen = std::min<int64_t>(hop_ + 1, hops_);
+  return fire_at(hop, std::min<int64_t>(hop + 1, hops_), out);
+}
+
+bool Detector::finish(Detection* out) {
+  if (hop_ == 0) return false;
+  const int64_t last = hop_ - 1;
+  // the window shrinks from the end as it grew at the start: the last hops alone
+  for (int64_t window = std::min<int64_t>(hop_, hops_) - 1; window >= 1; --window) {
+    if (fire_at(last, window, out)) return true;
+  }
+  return false;
+}
+
+bool Detector::fire_at(int64_t hop, int64_t window, Detection* out) {
+  // smoothed_ = mean of the posteriors of hops (hop - window, hop], summed in ring-slot order
   for (int32_t i = 0; i < n_; ++i) {
     double acc = 0.0;
-    for (int64_t h = 0; h < seen; ++h) acc += history_[size_t(h) * size_t(n_) + size_t(i)];
-    smoothed_[size_t(i)] = float(acc / double(seen));
+    for (int64_t s = 0; s < std::min<int64_t>(hop + 1, hops_); ++s) {
+      const int64_t age = ((hop - s) % hops_ + hops_) % hops_;  // hops back from `hop` to the one in slot s
+      if (age < window) acc += history_[size_t(s) * size_t(n_) + size_t(i)];
+    }
+    smoothed_[size_t(i)] = float(acc / double(window));
   }
   int32_t best = -1;
   for (int32_t i = 0; i < n_; ++i) {
@@ -73,7 +91,6 @@ bool Detector::update(const float* logits, Detection* out) {
       best = i;
     }
   }
-  const int64_t hop = hop_++;
   if (best < 0) return false;
   // Whatever is above threshold now (the winner, a confusable runner-up, or
   // anything during suppression) must fall below before it may fire: the
@@ -88,7 +105,7 @@ bool Detector::update(const float* logits, Detection* out) {
     out->score = smoothed_[size_t(best)];
     out->hop_index = hop;
     int64_t event = hop;
-    while (event > hop - seen + 1 && argmax_at(event - 1) == best) --event;
+    while (event > hop - window + 1 && argmax_at(event - 1) == best) --event;
     out->event_hop = event;
   }
   return true;

@@ -64,6 +64,14 @@ class Detector {
                                              std::string* error);
   // One hop: logits (n_labels). Returns true and fills *out when a keyword fires.
   bool update(const float* logits, Detection* out);
+  // The end of the stream, after the last hop's update(): a word in the last
+  // hops has not yet filled the smoothing window, so the window shrinks from
+  // the end as it grew at the start (the mean of the last smoothing_hops - 1
+  // hops, then of fewer, down to the last one alone), each under the same
+  // firing rules, until a keyword fires. Returns true and fills *out for that
+  // detection (hop_index: the last hop); at most one. Allocates nothing; the
+  // stream continues normally if more updates follow.
+  bool finish(Detection* out);
   // Smoothed posteriors after the last update (n_labels).
   const float* smoothed() const { return smoothed_.data(); }
   // Hops updated since creation or reset (the next update's hop_index).
@@ -84,6 +92,8 @@ class Detector {
  private:
   Detector() = default;
   int32_t argmax_at(int64_t hop) const;  // most probable label in a remembered hop
+  // Smooths over the `window` hops ending at `hop`, then applies the firing rules at `hop`.
+  bool fire_at(int64_t hop, int64_t window, Detection* out);
   std::vector<bool> can_fire_;      // label does not start with '_'
   std::vector<bool> armed_;         // fell below threshold since it last fired
   std::vector<float> thresholds_;
