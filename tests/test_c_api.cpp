@@ -653,3 +653,40 @@ TEST(CApiDetector, ManyDetectionsOnATinyModel) {
   mega_session_free(s);
   mega_model_free(m);
 }
+
+// A word that ends the recording: samples/commands.wav cut 50 ms after "left"
+// ends (7.90 s). Smoothed over 3 hops, "left" has filled only the last hop or
+// two when the audio stops; the flush's finish() hears it, hop-by-hop updates
+// without it do not.
+TEST(CApiDetector, FlushHearsTheWordThatEndsTheRecording) {
+  int32_t rate = 0;
+  std::vector<float> audio = read_pcm16_wav(std::string(MEGA_SAMPLES) + "/commands.wav", &rate);
+  ASSERT_EQ(rate, 16000);
+  audio.resize(size_t(7.95 * rate));
+  mega_status st = MEGA_ERR_IO;
+  mega_model* m = mega_model_load(demo_model().c_str(), &st);
+  ASSERT_NE(m, nullptr) << mega_load_error();
+  mega_detector_options o;
+  mega_detector_options_init(&o);
+  o.threshold = 0.965f;  // the demo model's defaults when this test was written, fixed here
+  o.smoothing_hops = 3;
+  o.refractory_ms = 1000;
+  mega_detector* d = mega_detector_create(m, &o, &st);
+  mega_session* s = mega_session_create(m, &st);
+  ASSERT_TRUE(d && s);
+  auto labels_of = [&](const std::vector<Found>& found) {
+    std::vector<std::string> out;
+    for (const Found& f : found) out.push_back(mega_model_label(m, f.label));
+    return out;
+  };
+  const std::vector<std::string> by_update = labels_of(scan_c_update(s, d, audio, m));
+  EXPECT_EQ(by_update, std::vector<std::string>({"go"}));  // "left" has not filled the window
+  mega_session_reset(s);
+  mega_detector_reset(d);
+  const std::vector<Found> by_flush = scan_c(s, d, audio, 4000, m);
+  ASSERT_EQ(labels_of(by_flush), std::vector<std::string>({"go", "left"}));
+  EXPECT_NEAR(by_flush[1].time_s, 7.90, 0.25 + 1e-6);  // within one hop of the word's end
+  mega_session_free(s);
+  mega_detector_free(d);
+  mega_model_free(m);
+}
