@@ -83,6 +83,12 @@ $PY "$ROOT/tools/convert/mega_convert.py" "$FIX/tiny_uni.pt" -o "$T/fp16.mega" -
 expect_rc 0 "selftest on a float16 model" -- "$KS" selftest -m "$T/fp16.mega"
 expect_rc 0 "info on a float16 model" -- "$KS" info -m "$T/fp16.mega"
 expect_in "$T/out" "float16" "info says float16"
+# per-keyword detection thresholds: converter -> model file -> info
+echo '{"thresholds": [0.55, 0.65, 0.75, 0.85], "smoothing_hops": 2, "refractory_ms": 600}' >"$T/det.json"
+$PY "$ROOT/tools/convert/mega_convert.py" "$FIX/tiny_uni.pt" -o "$T/det.mega" --labels class0,class1,class2,class3 \
+  --detection "$T/det.json" >/dev/null || fail "conversion with per-label thresholds"
+expect_rc 0 "info on a model with per-label thresholds" -- "$KS" info -m "$T/det.mega"
+expect_in "$T/out" "thresholds 0.550 0.650 0.750 0.850; smoothing 2 hops, refractory 600 ms" "info shows each label's threshold"
 expect_rc 3 "newer schema refused" -- "$KS" selftest -m "$FIX/bad_schema_newer.mega"
 expect_in "$T/err" "newer than this runtime supports" "schema message"
 expect_rc 3 "missing model file" -- "$KS" info -m "$T/none.mega"
