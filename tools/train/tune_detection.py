@@ -163,6 +163,27 @@ def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoo
         th[k] = t
 
 
+def pick_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
+    """tune_per_keyword at every smoothing; the one with the best recall under
+    the limit (ties: fewer false alarms, then less smoothing). Returns (key,
+    smoothing, thresholds as a list for the model file, score); a keyword the
+    greedy search left off gets the highest threshold searched, the labels
+    that never fire ('_...') 1.0."""
+    best = None
+    for smoothing in SMOOTHINGS:
+        th, r = tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms)
+        ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
+        key = (int(ok), r["recall"], -r["false_alarms"], -smoothing)
+        print(f"smoothing {smoothing}: per-keyword recall {r['recall']:.3f}, {r['false_alarms']} false alarms "
+              f"({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)", flush=True)
+        if best is None or key > best[0]:
+            best = (key, smoothing, th, r)
+    key, smoothing, th, r = best
+    top = float(THRESHOLDS.max())
+    thresholds = [1.0 if l.startswith("_") else round(float(min(t, top)), 4) for l, t in zip(labels, th)]
+    return key, smoothing, thresholds, r
+
+
 def split_recording(probs, keywords, free, hop_s, at_hop):
     """A recording's posteriors and labels cut at one hop: two (probs,
     keywords, free), each timed from its own start. A keyword goes with the
@@ -239,6 +260,9 @@ def main() -> int:
     ap.add_argument("-o", "--output", help="detection.json to write (not with --holdout-check)")
     ap.add_argument("--max-fa-per-hour", type=float, default=1.0)
     ap.add_argument("--refractory-ms", type=int, default=1000)
+    ap.add_argument("--per-keyword", action="store_true",
+                    help="with -o: a threshold per keyword (tune_per_keyword at each smoothing, the best "
+                         "recall under the limit) instead of one shared threshold")
     ap.add_argument("--holdout-check", action="store_true",
                     help="tune on each half of the recording and score on the other; write nothing")
     ap.add_argument("--curve", action="store_true",
@@ -272,6 +296,11 @@ def main() -> int:
         if not args.output and not args.false_alarms:
             return 0
     key, smoothing, thr, r = pick(rows, args.max_fa_per_hour)
+    thresholds = [round(thr, 4)] * len(labels)
+    if args.per_keyword:
+        key, smoothing, thresholds, r = pick_per_keyword(probs, labels, hop_s, keywords, free, args.max_fa_per_hour,
+                                                         args.refractory_ms)
+        thr = min(t for t, l in zip(thresholds, labels) if not l.startswith("_"))
     if args.false_alarms:
         print(f"at threshold {thr:g}, smoothing {smoothing} (tuned for <= {args.max_fa_per_hour:g} per "
               f"keyword-free hour): recall {r['recall']:.1%}")
@@ -283,7 +312,7 @@ def main() -> int:
     if not key[0]:
         print(f"tune_detection.py: warning: no setting keeps false alarms under {args.max_fa_per_hour}/h of "
               "keyword-free audio; chose the one with the fewest", file=sys.stderr)
-    out = {"thresholds": [round(thr, 4)] * len(labels), "smoothing_hops": smoothing,
+    out = {"thresholds": thresholds, "smoothing_hops": smoothing,
            "refractory_ms": args.refractory_ms,
            "tuned_on": {"stream": " + ".join(os.path.basename(w) for w in args.stream),
                         "max_fa_per_hour": args.max_fa_per_hour,
@@ -291,7 +320,7 @@ def main() -> int:
                         "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}}
     with open(args.output, "w") as f:
         json.dump(out, f, indent=1)
-    print(f"chose threshold {thr:g}, smoothing {smoothing}: recall {r['recall']:.3f}, "
+    print(f"chose threshold{'s ' + ' '.join(f'{l} {t:g}' for l, t in zip(labels, thresholds)) if args.per_keyword else ' ' + format(thr, 'g')}, smoothing {smoothing}: recall {r['recall']:.3f}, "
           f"{r['false_alarms']} false alarms -> {args.output}")
     return 0
 
