@@ -36,8 +36,8 @@ COMMANDS = os.path.join(SAMPLES, "commands.wav")
 CLIPS = sorted(os.path.join(SAMPLES, f) for f in os.listdir(SAMPLES) if f.endswith(".wav"))
 
 
-def run(*args, env=None, check=True):
-    r = subprocess.run(list(args), capture_output=True, text=True, env=env)
+def run(*args, env=None, check=True, cwd=None):
+    r = subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=cwd)
     if check:
         assert r.returncode == 0, f"{args}: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
     return r
@@ -374,12 +374,6 @@ def test_the_library_is_found_or_the_error_says_where_it_looked(tmp_path):
     assert r.returncode == 1 and "cannot load libmega_kws" in r.stderr and "nowhere.so" in r.stderr
 
 
-def test_the_version_is_the_projects():
-    cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
-    assert f"project(mega_kws VERSION {mega_kws.__version__} " in cmake
-    assert f'version = "{mega_kws.__version__}"' in open(os.path.join(ROOT, "python", "pyproject.toml")).read()
-
-
 # ---- installing it with pip ----
 
 def test_pip_install_into_a_venv(tmp_path):
@@ -393,8 +387,9 @@ def test_pip_install_into_a_venv(tmp_path):
     py = str(venv / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run(py, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--quiet", str(src), env=env)
-    r = run(py, "-c", "import mega_kws, sys; print(mega_kws.__file__)", env=env, check=True)
+    r = run(py, "-c", "import mega_kws, sys; print(mega_kws.__file__); print(mega_kws.__version__)", env=env)
     assert r.stdout.startswith(str(venv))
+    assert r.stdout.splitlines()[1] == _pyproject_version()  # from the installed distribution's metadata
     scan = run(py, "-m", "mega_kws", "scan", "-m", DEMO, COMMANDS, env=env)
     assert scan.stdout == run(CLI, "scan", "-m", DEMO, COMMANDS).stdout
 
@@ -410,3 +405,241 @@ def test_the_readme_example(tmp_path):
     out = run(sys.executable, str(script), DEMO, COMMANDS, env=env).stdout
     assert out == run(CLI, "scan", "-m", DEMO, COMMANDS).stdout
     assert len(out.splitlines()) >= 1  # the model's strict defaults: some of the five words
+    # it checks the rate: a recording at 44.1 kHz is refused, not scanned as if it were 16 kHz
+    other = str(tmp_path / "44k.wav")
+    write_wav(other, speechlike(44100), rate=44100)
+    r = run(sys.executable, str(script), DEMO, other, env=env, check=False)
+    assert r.returncode == 1 and r.stdout == "" and "audio at 44100 Hz, the model takes 16000 Hz" in r.stderr
+
+
+# ---- threads: close() while another thread is inside a call (issue 72) ----
+
+RACE = r"""
+import sys, threading, time
+import numpy as np
+import mega_kws
+what = sys.argv[1]
+model = mega_kws.Model(sys.argv[2])
+session = mega_kws.Session(model)
+detector = mega_kws.Detector(model)
+x = np.zeros(16000 * 600, np.float32)  # ten minutes: seconds of work
+calls = {"push": lambda: session.push(x), "detect": lambda: detector.detect(session, x),
+         "classify": lambda: session.classify(x)}
+closes = {"session": session.close, "detector": detector.close, "model": model.close}
+call, victim = what.split("/")
+outcome = []
+def work():
+    try:
+        calls[call]()
+        outcome.append("completed")
+    except mega_kws.InvalidArgumentError as e:
+        outcome.append("stopped: " + str(e))
+t = threading.Thread(target=work)
+t.start()
+time.sleep(0.2)
+in_flight = t.is_alive()
+closes[victim]()
+t.join()
+print("in flight" if in_flight else "done before close", outcome[0], sep="\n")
+"""
+
+
+@pytest.mark.parametrize("what", ["push/session", "detect/session", "detect/detector", "classify/session",
+                                  "push/model", "detect/model"])
+def test_close_from_another_thread_waits_for_the_call(what):
+    """Session.close() while another thread is inside push() used to free the
+    native session under it (SIGSEGV). Now close() waits: a long push or
+    detect stops at the next chunk with an error naming the close, a single
+    native call (classify) completes; a closed Model's sessions keep working."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
+    r = run(sys.executable, "-c", RACE, what, DEMO, env=env, check=False)
+    assert r.returncode == 0, f"{what}: rc {r.returncode} (-11: a segfault)\n{r.stdout}\n{r.stderr}"
+    in_flight, outcome = r.stdout.splitlines()
+    call, victim = what.split("/")
+    if in_flight == "in flight" and call != "classify" and victim != "model":
+        assert outcome.startswith("stopped: ") and f"the {victim} was closed" in outcome, outcome
+    else:
+        assert outcome == "completed", outcome
+
+
+def test_calls_on_one_object_from_two_threads_are_serialized(demo):
+    """Two threads pushing into one session (the C API allows one at a time):
+    the chunks go in one call after the other, as one stream."""
+    import threading
+    x, _, _ = mega_kws.read_wav(COMMANDS)
+    x = x[:len(x) // demo.chunk_samples * demo.chunk_samples]
+    half = len(x) // demo.chunk_samples // 2 * demo.chunk_samples
+    s = mega_kws.Session(demo)
+    want = s.push(x)
+    s.reset()
+    got = {}
+    threads = [threading.Thread(target=lambda k, a: got.__setitem__(k, s.push(a)), args=(k, a))
+               for k, a in ((0, np.zeros(half, np.float32)), (1, np.zeros(half, np.float32)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got[0]) + len(got[1]) == 2 * half // demo.chunk_samples
+    s.reset()
+    np.testing.assert_array_equal(s.push(x), want)
+
+
+def test_use_after_close_says_so(demo):
+    s, d = mega_kws.Session(demo), mega_kws.Detector(demo)
+    s.close()
+    d.close()
+    x = np.zeros(100, np.float32)
+    for call in (lambda: s.push(x), lambda: s.classify(x), s.reset, lambda: s.stats, s.self_test,
+                 lambda: d.update(np.zeros(12, np.float32)), d.reset):
+        with pytest.raises(mega_kws.InvalidArgumentError, match="the (session|detector) is closed") as e:
+            call()
+        assert isinstance(e.value, ValueError) and isinstance(e.value, MegaError)
+        assert e.value.status == Status.INVALID_ARGUMENT
+    live_s, live_d = mega_kws.Session(demo), mega_kws.Detector(demo)
+    with pytest.raises(ValueError, match="the session is closed"):
+        live_d.detect(s, x)
+    with pytest.raises(ValueError, match="the detector is closed"):
+        d.detect(live_s, x)
+    with pytest.raises(ValueError, match="the detector is closed"):
+        d.flush(live_s)
+    s.close()  # twice: nothing
+    m = mega_kws.Model(DEMO)
+    m.close()
+    for make in (mega_kws.Session, mega_kws.Detector):
+        with pytest.raises(mega_kws.InvalidArgumentError, match="the model is closed"):
+            make(m)
+    with pytest.raises(TypeError, match=r"mega_kws.Model\(path\)"):
+        mega_kws.Session(DEMO)
+
+
+# ---- detector settings out of range: refused, not silently the model's (issue 72) ----
+
+@pytest.mark.parametrize("kw", [dict(threshold=-0.5), dict(sensitivity=-1), dict(smoothing=-3), dict(smoothing=2.5),
+                                dict(smoothing=2 ** 32 + 3), dict(refractory_ms=-1), dict(refractory_ms=2 ** 32),
+                                dict(sensitivity=float("nan"))])
+def test_detector_options_out_of_range_are_a_value_error(demo, kw):
+    """The C API reads a negative value as "the model's"; from Python that is
+    None, so a negative (or wrapped-around) value is a mistake to refuse."""
+    (name, value), = kw.items()
+    with pytest.raises(ValueError, match=name) as e:
+        mega_kws.Detector(demo, **kw)
+    assert isinstance(e.value, MegaError) and e.value.status == Status.INVALID_ARGUMENT
+    assert "None keeps the model's" in str(e.value)
+
+
+@pytest.mark.parametrize("flag,value", [("--threshold", "-0.5"), ("--threshold", "0"), ("--threshold", "1.5"),
+                                        ("--threshold", "nan"), ("--sensitivity", "-1"), ("--sensitivity", "2"),
+                                        ("--smoothing", "-3"), ("--smoothing", "2.5"), ("--smoothing", "2000"),
+                                        ("--refractory-ms", "-1"), ("--threads", "0"), ("--threads", "x")])
+def test_scan_refuses_what_keyword_spotter_refuses(flag, value):
+    cli = run(CLI, "scan", "-m", DEMO, flag, value, COMMANDS, check=False)
+    py = py_cli("scan", "-m", DEMO, flag, value, COMMANDS, check=False)
+    assert cli.returncode == 2 and py.returncode == 2, (cli.stderr, py.stderr)
+    assert py.stderr == cli.stderr.replace("keyword_spotter:", "mega_kws:") and py.stdout == ""
+
+
+# ---- scan_file streams the file (issue 72) ----
+
+def test_scan_file_streams_in_bounded_memory(tmp_path, demo):
+    """A long recording is read in blocks: the peak of Python's allocations
+    stays far under the file's size, and the detections are those of the
+    whole file pushed at once."""
+    import tracemalloc
+    words, _, _ = mega_kws.read_wav(COMMANDS)
+    reps = 24  # about five minutes, 9.5 MB of 16-bit PCM
+    long = np.concatenate([words] * reps + [words[:12345]])
+    path = str(tmp_path / "long.wav")
+    write_wav(path, long)
+    size = os.path.getsize(path)
+    tracemalloc.start()
+    try:
+        found, seconds = mega_kws.scan_file(path, demo, sensitivity=0.8)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 9_000_000 and peak < 3_000_000, (size, peak)
+    x, rate, n = mega_kws.read_wav(path)
+    s, d = mega_kws.Session(demo), mega_kws.Detector(demo, sensitivity=0.8)
+    assert found == d.detect(s, x) + d.flush(s)
+    assert seconds == n / rate and len(found) >= reps
+    # a NaN far into the file is still refused, at its place
+    x[400000] = np.nan
+    bad = str(tmp_path / "nan.wav")
+    write_float_wav(bad, x)
+    with pytest.raises(ValueError, match=r"sample 400000 \(at 25\.000 s\) is not a finite number"):
+        mega_kws.scan_file(bad, demo)
+
+
+def test_open_wav_reads_in_blocks_what_read_wav_reads(tmp_path):
+    x = speechlike(10000)
+    p = str(tmp_path / "stereo24.wav")
+    write_wav(p, np.stack([x, -0.25 * x], axis=1), channels=2, width=3)
+    whole, rate, n = mega_kws.read_wav(p)
+    with mega_kws.open_wav(p) as w:
+        assert (w.sample_rate, w.n_frames, w.channels) == (rate, n, 2)
+        parts = [w.read(999) for _ in range(12)]
+    assert [len(b) for b in parts] == [999] * 10 + [10, 0]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+# ---- audio at another rate: refused clearly (issue 72) ----
+
+def test_audio_at_another_rate_is_refused(tmp_path, demo):
+    x, rate, _ = mega_kws.read_wav(os.path.join(SAMPLES, "yes.wav"))
+    s, d = mega_kws.Session(demo), mega_kws.Detector(demo)
+    for call in (s.push, s.classify, lambda a, sample_rate: d.detect(s, a, sample_rate=sample_rate)):
+        with pytest.raises(mega_kws.InvalidArgumentError, match="audio at 44100 Hz, the model takes 16000 Hz"):
+            call(x, sample_rate=44100)
+    np.testing.assert_array_equal(s.classify(x, sample_rate=rate), s.classify(x))
+    p = str(tmp_path / "44k.wav")
+    write_wav(p, speechlike(44100), rate=44100)
+    for f in (mega_kws.classify_file, mega_kws.scan_file):
+        with pytest.raises(ValueError, match="44100 Hz, the model takes 16000 Hz") as e:
+            f(p, demo)
+        assert str(e.value).count(p) == 1 and "sox" in str(e.value)
+    # the command line names the file once, as keyword_spotter does
+    for cmd in ("scan", "classify"):
+        r = py_cli(cmd, "-m", DEMO, p, check=False)
+        assert r.returncode == 1 and r.stderr.count(p) == 1 and "44100 Hz" in r.stderr, r.stderr
+    r = py_cli("classify", "-m", DEMO, "--json", p, os.path.join(tmp_path, "missing.wav"), check=False)
+    assert r.returncode == 1
+    for line in r.stdout.splitlines():
+        assert line.count(str(tmp_path)) == 1 and "error" in json.loads(line), line
+    r = py_cli("scan", "-m", str(tmp_path / "missing.mega"), p, check=False)
+    assert r.returncode == 3 and r.stderr.count("missing.mega") == 1, r.stderr
+
+
+# ---- one version ----
+
+def _pyproject_version(root=os.path.join(ROOT, "python")):
+    import re
+    return re.search(r'^version = "([^"]+)"', open(os.path.join(root, "pyproject.toml")).read(), re.M).group(1)
+
+
+def test_pyproject_has_the_cmake_projects_version():
+    import re
+    found = re.search(r"project\(mega_kws\s+VERSION\s+([0-9.]+)", open(os.path.join(ROOT, "CMakeLists.txt")).read())
+    if not found:
+        pytest.skip("the top-level CMakeLists.txt's project() has no VERSION")
+    assert _pyproject_version() == found.group(1)
+    assert mega_kws.__version__ == found.group(1)
+    lib = mega_kws._native.lib()
+    if hasattr(lib, "mega_version"):  # the library's own, where it has one
+        assert mega_kws._native.library_version() == found.group(1)
+
+
+def test_the_version_is_read_from_one_place(tmp_path):
+    """__version__ is pyproject.toml's (not a second copy in __init__.py);
+    without it and without pip's metadata (cmake --install), the library's."""
+    src = tmp_path / "python"
+    shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__", "_config.py"))
+    text = (src / "pyproject.toml").read_text()
+    (src / "pyproject.toml").write_text(text.replace(f'version = "{_pyproject_version()}"', 'version = "9.8.7"'))
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+    code = "import mega_kws; print(mega_kws.__version__)"
+    assert run(sys.executable, "-c", code, env=env).stdout.strip() == "9.8.7"
+    bare = tmp_path / "site"
+    shutil.copytree(src / "mega_kws", bare / "mega_kws")
+    env["PYTHONPATH"] = str(bare)
+    want = mega_kws._native.library_version() or "unknown"
+    assert run(sys.executable, "-c", code, env=env, cwd=str(tmp_path)).stdout.strip() == want

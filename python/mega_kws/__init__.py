@@ -6,7 +6,7 @@ A thin layer (ctypes) over the C API of libmega_kws (mega/mega_kws.h):
     model = mega_kws.Model("sc10-demo.mega")
     session = mega_kws.Session(model)              # backend="cpu", threads=1
     detector = mega_kws.Detector(model)            # the model's tuned detection defaults
-    for d in detector.detect(session, samples):    # float audio in [-1, 1] at model.sample_rate
+    for d in detector.detect(session, samples, sample_rate=rate):  # float audio in [-1, 1]
         print(f"{d.time_s:.3f} {d.label} {d.score:.3f}")
 
 Samples are 1-D NumPy arrays (or sequences) of floats in [-1, 1]: float32 is
@@ -16,25 +16,78 @@ refused with a TypeError rather than guessed at: scale them yourself, e.g.
 0 and samples beyond full scale clipped, both counted (Session.stats), as the
 runtime does for any caller.
 
+Audio must be at the model's sample rate (model.sample_rate); nothing here
+resamples. Pass ``sample_rate=`` to Session.push, Session.classify and
+Detector.detect and audio at another rate is refused with an error naming
+both rates; classify_file and scan_file refuse such files the same way.
+
 Failures of the runtime raise MegaError, which carries the C status
-(``.status``, a Status) and the runtime's message (``.message``).
+(``.status``, a Status) and the runtime's message (``.message``). Bad
+arguments (a detector option out of range, audio at another rate, an object
+used after close()) raise InvalidArgumentError: a MegaError with
+Status.INVALID_ARGUMENT that is also a ValueError.
+
+Threads: a Model is immutable and may be shared by any number of threads,
+sessions and detectors. A Session or Detector is one stream: its calls hold
+the object's lock, so two threads calling into the same one run one after
+the other (give each thread its own for work in parallel). close() (or the
+end of a with block) from another thread waits for a call in flight: a push,
+detect or update stops at its next chunk and raises InvalidArgumentError
+("... was closed ..."), other calls complete; then the object is freed.
+
+``__version__`` is python/pyproject.toml's version, which the tests keep equal
+to the CMake project's (and the library's mega_version()).
 """
 
+import contextlib
 import dataclasses
 import enum
 import math
 import os
+import re
+import threading
 
 import numpy as np
 
 from . import _native
 from ._native import library_path
-from ._wav import read_wav
+from ._wav import WavReader, open_wav, read_wav
 
-__version__ = "0.1.0"
+__all__ = ["Status", "MegaError", "InvalidArgumentError", "Model", "Session", "Detector", "Detection",
+           "Classification", "classify_file", "scan_file", "read_wav", "open_wav", "WavReader",
+           "default_model_path", "library_path"]
 
-__all__ = ["Status", "MegaError", "Model", "Session", "Detector", "Detection", "Classification",
-           "classify_file", "scan_file", "read_wav", "default_model_path", "library_path"]
+
+def _version():
+    """The version, written in one place: pyproject.toml beside the package
+    (the source tree), else the installed distribution's metadata (pip
+    install), else the library's mega_version() (cmake --install installs the
+    package and the library from one tree); "unknown" if none says."""
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")
+    try:
+        with open(pyproject, encoding="utf-8") as f:
+            text = f.read()
+        found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+        if found and re.search(r'^name\s*=\s*"mega-kws"', text, re.M):
+            return found.group(1)
+    except OSError:
+        pass
+    try:
+        from importlib import metadata
+        return metadata.version("mega-kws")
+    except Exception:  # not installed with pip (or Python < 3.8)
+        pass
+    try:
+        return _native.library_version() or "unknown"
+    except OSError:  # no library found
+        return "unknown"
+
+
+def __getattr__(name):  # __version__ is worked out when first asked for: it may load the library
+    if name == "__version__":
+        globals()["__version__"] = _version()
+        return globals()["__version__"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Status(enum.IntEnum):
@@ -67,15 +120,38 @@ class MegaError(Exception):
         super().__init__(f"{message} [{name}]")
 
 
+class InvalidArgumentError(MegaError, ValueError):
+    """A MegaError with Status.INVALID_ARGUMENT, also a ValueError: an option
+    out of range, audio at another sample rate, an object used after close()."""
+
+
+def _error(status, message):
+    return (InvalidArgumentError if status == Status.INVALID_ARGUMENT else MegaError)(status, message)
+
+
+def _invalid(message):
+    return InvalidArgumentError(Status.INVALID_ARGUMENT, message)
+
+
 def _check(status, what):
     if status != Status.OK:
         text = _native.lib().mega_status_string(status).decode()
-        raise MegaError(status, f"{what}: {text}")
+        raise _error(status, f"{what}: {text}")
 
 
 def _load_error(status, what):
+    """The runtime's reason for a failed creation, with `what` (e.g. the
+    model's path) in front unless the reason names it already."""
     text = _native.lib().mega_load_error().decode(errors="replace")
-    return MegaError(status.value, f"{what}: {text}" if text else what)
+    if not text:
+        return _error(status.value, what)
+    return _error(status.value, text if what in text else f"{what}: {text}")
+
+
+def _check_rate(model, sample_rate):
+    if sample_rate is not None and sample_rate != model.sample_rate:
+        raise _invalid(f"audio at {sample_rate} Hz, the model takes {model.sample_rate} Hz: resample it first "
+                       f"(e.g. sox IN.wav -r {model.sample_rate} OUT.wav; keyword_spotter resamples files itself)")
 
 
 def _samples(x):
@@ -107,12 +183,41 @@ def default_model_path():
 class _Owned:
     """Owns one C object: self._h, freed by self._free (kept on the object: at
     interpreter exit module globals may be gone) on close(), at the end of a
-    with block, or when collected."""
+    with block, or when collected.
+
+    Every native call runs inside `with self._use() as handle:`, which holds
+    the object's lock (ctypes releases the GIL during the call, so another
+    thread may call close() meanwhile). close() marks the object closing and
+    then takes the lock: it waits for the call in flight; calls made of many
+    native calls (push, detect, update) check between them and stop."""
+
+    _kind = "object"
+    _h = None
+    _closing = False
+
+    def __init__(self):
+        self._lock = threading.RLock()  # reentrant: a signal handler may close() between two native calls
+
+    @contextlib.contextmanager
+    def _use(self):
+        with self._lock:
+            if self._closing or not self._h:
+                raise _invalid(f"the {self._kind} is closed")
+            yield self._h
+
+    def _stop_if_closing(self, what):
+        if self._closing:
+            raise _invalid(f"{what}: the {self._kind} was closed (by another thread) during this call")
 
     def close(self):
-        if getattr(self, "_h", None):
-            self._free(self._h)
-            self._h = None
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before it owned anything
+            return
+        self._closing = True
+        with lock:
+            if self._h:
+                self._free(self._h)
+                self._h = None
 
     def __enter__(self):
         return self
@@ -129,9 +234,13 @@ class Model(_Owned):
 
     Raises MegaError: Status.IO for a file that cannot be opened,
     Status.BAD_MODEL for one that is not a valid model (the message says what
-    is wrong), Status.UNSUPPORTED_MODEL for a newer format."""
+    is wrong), Status.UNSUPPORTED_MODEL for a newer format. Immutable: share
+    it between threads, sessions and detectors."""
+
+    _kind = "model"
 
     def __init__(self, path):
+        super().__init__()
         self.path = os.fspath(path)
         lib = _native.lib()
         st = _native._S(-1)
@@ -147,16 +256,19 @@ class Model(_Owned):
         self.streamable = bool(lib.mega_model_streamable(self._h))
 
     def close(self):
-        """Frees the model (sessions and detectors made from it keep working)."""
+        """Frees the model. Sessions and detectors made from it keep working;
+        one being created from it in another thread is waited for."""
         super().close()
-
-    def _handle(self):
-        if not self._h:
-            raise ValueError("the model is closed")
-        return self._h
 
     def __repr__(self):
         return f"Model({self.path!r}: {self.n_classes} labels, {self.sample_rate} Hz, chunk {self.chunk_samples})"
+
+
+def _model_of(model):
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a mega_kws.Model (load one with mega_kws.Model(path)), not "
+                        f"{type(model).__name__}")
+    return model
 
 
 class Session(_Owned):
@@ -164,11 +276,15 @@ class Session(_Owned):
 
     backend: "cpu", "cuda" or "auto" (cuda when the library has it and a GPU is
     present); threads: CPU threads sharing each chunk's work (1..16); fp16 and
-    device: for cuda. All memory is allocated here."""
+    device: for cuda. All memory is allocated here. One stream: threads that
+    share it take turns (see the module's note on threads)."""
+
+    _kind = "session"
 
     def __init__(self, model, backend="cpu", threads=1, fp16=False, device=0):
+        super().__init__()
         lib = _native.lib()
-        self.model = model
+        self.model = _model_of(model)
         o = _native.SessionOptions()
         lib.mega_session_options_init(o)
         o.backend = backend.encode()
@@ -177,14 +293,19 @@ class Session(_Owned):
         o.device = int(device)
         st = _native._S(-1)
         self._free = lib.mega_session_free
-        self._h = lib.mega_session_create_with_options(model._handle(), o, st)
-        if not self._h:
+        with model._use() as model_handle:  # Model.close() in another thread waits for this
+            h = lib.mega_session_create_with_options(model_handle, o, st)
+        if not h:
             raise _load_error(Status(st.value), "cannot create a session")
-        self.backend = lib.mega_session_backend(self._h).decode()
+        self._h = h
+        self.backend = lib.mega_session_backend(h).decode()
 
-    def push(self, samples):
+    def push(self, samples, sample_rate=None):
         """Streams samples; returns the window logits of every chunk they
-        completed, shape (n_chunks, n_classes) float32 (n_chunks may be 0)."""
+        completed, shape (n_chunks, n_classes) float32 (n_chunks may be 0).
+        sample_rate: the audio's, when known: another rate than the model's is
+        refused (InvalidArgumentError) instead of giving meaningless logits."""
+        _check_rate(self.model, sample_rate)
         x = _samples(samples)
         lib = _native.lib()
         n, k = len(x), self.model.n_classes
@@ -192,37 +313,45 @@ class Session(_Owned):
         used, done = _native.ctypes.c_int64(0), _native.ctypes.c_int32(0)
         off = rows = 0
         base, dst = x.ctypes.data, out.ctypes.data
-        while off < n:
-            _check(lib.mega_session_push(self._h, base + 4 * off, n - off, used, done, dst + 4 * k * rows), "push")
-            off += used.value
-            rows += done.value
+        with self._use() as h:
+            while off < n:  # one chunk per native call
+                self._stop_if_closing(f"push, after {off} of {n} samples")
+                _check(lib.mega_session_push(h, base + 4 * off, n - off, used, done, dst + 4 * k * rows), "push")
+                off += used.value
+                rows += done.value
         return out[:rows]
 
-    def classify(self, samples):
+    def classify(self, samples, sample_rate=None):
         """Offline logits of one clip (zero-padded to whole chunks and at least a
-        window; resets the stream): shape (n_classes,) float32."""
+        window; resets the stream): shape (n_classes,) float32. sample_rate:
+        as for push."""
+        _check_rate(self.model, sample_rate)
         x = _samples(samples)
         out = np.empty(self.model.n_classes, np.float32)
-        _check(_native.lib().mega_session_classify(self._h, x.ctypes.data, len(x), out.ctypes.data), "classify")
+        with self._use() as h:
+            _check(_native.lib().mega_session_classify(h, x.ctypes.data, len(x), out.ctypes.data), "classify")
         return out
 
     def reset(self):
         """Back to a fresh stream."""
-        _native.lib().mega_session_reset(self._h)
+        with self._use() as h:
+            _native.lib().mega_session_reset(h)
 
     @property
     def stats(self):
         """Input hygiene counts since creation: NaN/Inf samples replaced by 0,
         samples clipped to full scale, chunks whose state was reset."""
         c = [_native.ctypes.c_int64(0) for _ in range(3)]
-        _check(_native.lib().mega_session_stats(self._h, *c), "stats")
+        with self._use() as h:
+            _check(_native.lib().mega_session_stats(h, *c), "stats")
         return {"n_nonfinite_samples": c[0].value, "n_clamped_samples": c[1].value, "n_state_resets": c[2].value}
 
     def self_test(self):
         """Runs the model file's self-test; returns the max abs logit difference
         (MegaError with Status.SELF_TEST_FAILED if it is over the tolerance)."""
         diff = _native.ctypes.c_float(0)
-        _check(_native.lib().mega_session_self_test(self._h, diff), "self-test")
+        with self._use() as h:
+            _check(_native.lib().mega_session_self_test(h, diff), "self-test")
         return diff.value
 
 
@@ -240,18 +369,35 @@ def _detection(c):
     return Detection(c.label.decode(), c.label_index, float(c.score), c.time_s, c.hop_index)
 
 
+def _option(name, value, lo, hi, integer=False, above_lo=False):
+    """value checked against [lo, hi] ((lo, hi] with above_lo). The C API
+    takes a negative value for "the model's"; here that is None, so a negative
+    one is a mistake, refused like any other value out of range."""
+    v = float(value)  # TypeError / ValueError for what is not a number
+    ok = (v > lo if above_lo else v >= lo) and v <= hi  # False for NaN
+    if not ok or (integer and v != int(v)):
+        kind = "an integer" if integer else "a number"
+        raise _invalid(f"{name} must be {kind} in {'(' if above_lo else '['}{lo}, {hi}], got {value!r} "
+                       "(None keeps the model's)")
+    return int(v) if integer else v
+
+
 class Detector(_Owned):
     """Window logits to keyword detections (mega_detector_create), starting from
     the model's stored defaults. Overrides (None keeps the model's):
     threshold (one for every label, in (0, 1]) or thresholds (one per label),
     smoothing (hops, 1..1024), refractory_ms (0..600000), sensitivity (0..1,
-    applied to the thresholds last; 0.5 keeps them). Out-of-range values raise
-    MegaError with Status.INVALID_ARGUMENT and the reason."""
+    applied to the thresholds last; 0.5 keeps them). A value out of range
+    raises InvalidArgumentError (a ValueError; Status.INVALID_ARGUMENT) with
+    the reason. One stream, like a Session."""
+
+    _kind = "detector"
 
     def __init__(self, model, threshold=None, thresholds=None, smoothing=None, refractory_ms=None,
                  sensitivity=None):
+        super().__init__()
         lib = _native.lib()
-        self.model = model
+        self.model = _model_of(model)
         o = _native.DetectorOptions()
         lib.mega_detector_options_init(o)
         keep = None
@@ -260,22 +406,24 @@ class Detector(_Owned):
             o.thresholds = keep.ctypes.data_as(_native.c_float_p)
             o.n_thresholds = len(keep)
         if threshold is not None:
-            o.threshold = float(threshold)
+            o.threshold = _option("threshold", threshold, 0, 1, above_lo=True)
         if smoothing is not None:
-            o.smoothing_hops = int(smoothing)
+            o.smoothing_hops = _option("smoothing", smoothing, 1, 1024, integer=True)
         if refractory_ms is not None:
-            o.refractory_ms = int(refractory_ms)
+            o.refractory_ms = _option("refractory_ms", refractory_ms, 0, 600000, integer=True)
         if sensitivity is not None:
-            o.sensitivity = float(sensitivity)
+            o.sensitivity = _option("sensitivity", sensitivity, 0, 1)
         st = _native._S(-1)
         self._free = lib.mega_detector_free
-        self._h = lib.mega_detector_create(model._handle(), o, st)
+        with model._use() as model_handle:  # Model.close() in another thread waits for this
+            h = lib.mega_detector_create(model_handle, o, st)
         del keep  # copied by the library
-        if not self._h:
+        if not h:
             raise _load_error(Status(st.value), "bad detector options")
+        self._h = h
         thr = np.empty(model.n_classes, np.float32)
         smooth, refr = _native.ctypes.c_int32(0), _native.ctypes.c_int32(0)
-        _check(lib.mega_detector_settings(self._h, thr.ctypes.data, smooth, refr), "detector settings")
+        _check(lib.mega_detector_settings(h, thr.ctypes.data, smooth, refr), "detector settings")
         self.thresholds, self.smoothing, self.refractory_ms = thr, smooth.value, refr.value
         self._found = (_native.CDetection * 1)()
 
@@ -296,29 +444,36 @@ class Detector(_Owned):
         lib = _native.lib()
         fired = _native.ctypes.c_int32(0)
         out = []
-        for i in range(a.shape[0]):
-            _check(lib.mega_detector_update(self._h, a.ctypes.data + 4 * a.shape[1] * i, self._found, fired),
-                   "detector update")
-            if fired.value:
-                out.append(_detection(self._found[0]))
+        with self._use() as h:
+            for i in range(a.shape[0]):
+                self._stop_if_closing(f"detector update, after {i} of {a.shape[0]} hops")
+                _check(lib.mega_detector_update(h, a.ctypes.data + 4 * a.shape[1] * i, self._found, fired),
+                       "detector update")
+                if fired.value:
+                    out.append(_detection(self._found[0]))
         return out
 
-    def detect(self, session, samples):
+    def detect(self, session, samples, sample_rate=None):
         """Streams samples through session and this detector
         (mega_session_detect); returns the detections, time_s in the session's
-        stream (as keyword_spotter scan prints them)."""
+        stream (as keyword_spotter scan prints them). sample_rate: as for
+        Session.push."""
+        _check_rate(self.model, sample_rate)
         x = _samples(samples)
         lib = _native.lib()
         chunk = self.model.chunk_samples
-        block = chunk * 1024
+        block = chunk * max(1, self.model.sample_rate // chunk)  # about a second per native call
         found = (_native.CDetection * (block // chunk + 1))()
         n_out = _native.ctypes.c_int32(0)
         out = []
-        for off in range(0, len(x), block):
-            n = min(block, len(x) - off)
-            st = lib.mega_session_detect(session._h, self._h, x.ctypes.data + 4 * off, n, found, len(found), n_out)
-            out += [_detection(found[i]) for i in range(n_out.value)]
-            _check(st, "detect")
+        with session._use() as sh, self._use() as dh:  # always the session first, then the detector
+            for off in range(0, len(x), block):
+                session._stop_if_closing(f"detect, after {off} of {len(x)} samples")
+                self._stop_if_closing(f"detect, after {off} of {len(x)} samples")
+                n = min(block, len(x) - off)
+                st = lib.mega_session_detect(sh, dh, x.ctypes.data + 4 * off, n, found, len(found), n_out)
+                out += [_detection(found[i]) for i in range(n_out.value)]
+                _check(st, "detect")
         return out
 
     def flush(self, session):
@@ -326,12 +481,13 @@ class Detector(_Owned):
         chunk with silence so a word at the very end is heard
         (mega_session_detect_flush); returns its detection, if any."""
         n_out = _native.ctypes.c_int32(0)
-        st = _native.lib().mega_session_detect_flush(session._h, self._h, self._found, 1, n_out)
-        _check(st, "flush")
-        return [_detection(self._found[i]) for i in range(n_out.value)]
+        with session._use() as sh, self._use() as dh:
+            _check(_native.lib().mega_session_detect_flush(sh, dh, self._found, 1, n_out), "flush")
+            return [_detection(self._found[i]) for i in range(n_out.value)]
 
     def reset(self):
-        _native.lib().mega_detector_reset(self._h)
+        with self._use() as h:
+            _native.lib().mega_detector_reset(h)
 
 
 def _model(model):
@@ -343,17 +499,25 @@ def _model(model):
     return Model(path)
 
 
-def _read_for(model, path):
-    """A file's samples at the model's rate; refuses what keyword_spotter refuses."""
-    x, rate, n_frames = read_wav(path)
-    if rate != model.sample_rate:
-        raise ValueError(f"{os.fspath(path)}: {rate} Hz, the model takes {model.sample_rate} Hz: resample it first "
-                         "(keyword_spotter resamples)")
+def _open_for(model, path):
+    """An open WavReader on path; a file at another rate than the model's is
+    refused (keyword_spotter would resample it)."""
+    w = open_wav(path)
+    if w.sample_rate != model.sample_rate:
+        w.close()
+        raise ValueError(f"{w.path}: {w.sample_rate} Hz, the model takes {model.sample_rate} Hz: resample it "
+                         f"first (sox IN.wav -r {model.sample_rate} OUT.wav), or use keyword_spotter, which "
+                         "resamples")
+    return w
+
+
+def _refuse_nonfinite(path, x, first, rate):
+    """As keyword_spotter does, a file with NaN/Inf samples is refused
+    (first: the index of x[0] in the file)."""
     bad = np.flatnonzero(~np.isfinite(x))
     if len(bad):
-        raise ValueError(f"{os.fspath(path)}: sample {bad[0]} (at {bad[0] / rate:.3f} s) is not a finite number "
-                         "(NaN or Inf)")
-    return x, rate, n_frames
+        i = first + int(bad[0])
+        raise ValueError(f"{os.fspath(path)}: sample {i} (at {i / rate:.3f} s) is not a finite number (NaN or Inf)")
 
 
 @dataclasses.dataclass
@@ -390,9 +554,12 @@ def classify_file(path, model=None, backend="cpu", threads=1):
     window long is zero-padded and classified offline; a longer one is streamed
     and its best window (the highest keyword probability) wins; bidirectional
     models slide whole windows instead. model: a Model, a path, or None (the
-    default model). Returns a Classification."""
+    default model). A file at another sample rate than the model's is refused
+    (ValueError). Returns a Classification."""
     m = _model(model)
-    x, rate, n_frames = _read_for(m, path)
+    with _open_for(m, path) as w:
+        x, rate, n_frames = w.read(w.n_frames), w.sample_rate, w.n_frames
+    _refuse_nonfinite(path, x, 0, rate)
     s = Session(m, backend=backend, threads=threads)
     window, chunk = m.window_samples, m.chunk_samples
     start = 0.0
@@ -430,16 +597,25 @@ def classify_file(path, model=None, backend="cpu", threads=1):
                           padded=n_frames * m.sample_rate < window * rate, sample_rate=rate)
 
 
+SCAN_BLOCK_FRAMES = 1 << 16  # what scan_file reads at a time (about 4 s at 16 kHz)
+
+
 def scan_file(path, model=None, backend="cpu", threads=1, **detector_options):
     """Detections in a WAV recording, as keyword_spotter scan finds them: the
     file streamed through a session and a Detector (detector_options: its
-    overrides), the last partial chunk completed with silence. Returns
-    (detections, seconds scanned)."""
+    overrides) block by block, in memory that does not grow with the file,
+    the last partial chunk completed with silence. A file at another sample
+    rate than the model's is refused (ValueError). Returns (detections,
+    seconds scanned)."""
     m = _model(model)
-    x, rate, _ = _read_for(m, path)
-    s = Session(m, backend=backend, threads=threads)
-    d = Detector(m, **detector_options)
-    found = d.detect(s, x) + d.flush(s)
-    d.close()
-    s.close()
-    return found, len(x) / rate
+    with _open_for(m, path) as w, Session(m, backend=backend, threads=threads) as s, \
+            Detector(m, **detector_options) as d:
+        found = []
+        done = 0
+        while done < w.n_frames:
+            x = w.read(SCAN_BLOCK_FRAMES)
+            _refuse_nonfinite(path, x, done, w.sample_rate)
+            found += d.detect(s, x)
+            done += len(x)
+        found += d.flush(s)
+        return found, w.n_frames / w.sample_rate

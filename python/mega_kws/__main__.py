@@ -3,10 +3,12 @@ through the Python package, with the same output (WAV files at the model's
 rate only: this reader does not resample).
 
 Exit codes as keyword_spotter's: 0 ok, 1 a file failed, 2 usage error,
-3 model not loadable, 4 compute device not available."""
+3 model not loadable, 4 compute device not available. Numbers out of range
+are usage errors with keyword_spotter's messages."""
 
 import argparse
 import json
+import math
 import sys
 
 import mega_kws
@@ -16,10 +18,37 @@ def _json_str(s):
     return json.dumps(s, ensure_ascii=False)
 
 
+class _Usage(Exception):
+    pass
+
+
+def _number(text, lo, hi, message, integer=False):
+    """text as a number in [lo, hi], as keyword_spotter's parse_int /
+    parse_float take it (the whole argument; no NaN); else a usage error."""
+    if text is None:
+        return None
+    try:
+        v = int(text) if integer else float(text)
+    except ValueError:
+        raise _Usage(message) from None
+    if math.isnan(v) or not lo <= v <= hi:
+        raise _Usage(message)
+    return v
+
+
+def _reason(path, e):
+    """What went wrong with a file, without its path (said once by the caller)."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    text = str(e)
+    prefix = f"{path}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
 def _common(p):
     p.add_argument("-m", "--model", help="the .mega model [$MEGA_KWS_MODEL, else the installed demo model]")
     p.add_argument("--backend", default="cpu", help="cpu, cuda or auto [cpu]")
-    p.add_argument("-t", "--threads", type=int, default=1, help="CPU threads per chunk [1]")
+    p.add_argument("-t", "--threads", default="1", help="CPU threads per chunk, 1..16 [1]")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
@@ -28,15 +57,26 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("scan", help="print every keyword detection in a recording")
     _common(sc)
-    sc.add_argument("--threshold", type=float, help="one threshold for every keyword, (0, 1] [from the model]")
-    sc.add_argument("--smoothing", type=int, help="posteriors averaged over this many hops [from the model]")
-    sc.add_argument("--refractory-ms", type=int, help="quiet time after a detection [from the model]")
-    sc.add_argument("--sensitivity", type=float, help="0..1; 0.5 keeps the thresholds, higher fires more")
+    sc.add_argument("--threshold", help="one threshold for every keyword, (0, 1] [from the model]")
+    sc.add_argument("--smoothing", help="posteriors averaged over this many hops, 1..1024 [from the model]")
+    sc.add_argument("--refractory-ms", help="quiet time after a detection, 0..600000 [from the model]")
+    sc.add_argument("--sensitivity", help="0..1; 0.5 keeps the thresholds, higher fires more")
     sc.add_argument("file")
     cl = sub.add_parser("classify", help="the most probable label of each clip")
     _common(cl)
     cl.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
+    try:  # keyword_spotter's ranges and messages (apps/keyword_spotter/cli_options.cpp, engine_flags.h)
+        a.threads = _number(a.threads, 1, 16, "--threads needs an integer in [1, 16]", integer=True)
+        if a.command == "scan":
+            a.threshold = _number(a.threshold, 0.001, 1.0, "--threshold needs a number in (0, 1]")
+            a.smoothing = _number(a.smoothing, 1, 1024, "--smoothing needs an integer in [1, 1024]", integer=True)
+            a.refractory_ms = _number(a.refractory_ms, 0, 600000, "--refractory-ms needs an integer in [0, 600000]",
+                                      integer=True)
+            a.sensitivity = _number(a.sensitivity, 0.0, 1.0, "--sensitivity needs a number in [0, 1]")
+    except _Usage as e:
+        print(f"mega_kws: {e} (try --help)", file=sys.stderr)
+        return 2
 
     try:
         model = mega_kws._model(a.model)
@@ -60,7 +100,7 @@ def main(argv=None):
         try:
             found, seconds = mega_kws.scan_file(a.file, model, backend=a.backend, threads=a.threads, **opts)
         except (mega_kws.MegaError, ValueError, OSError) as e:
-            print(f"mega_kws: {e}", file=sys.stderr)
+            print(f"mega_kws: {a.file}: {_reason(a.file, e)}", file=sys.stderr)
             return 1
         for d in found:
             if a.json:
@@ -77,9 +117,9 @@ def main(argv=None):
         except (mega_kws.MegaError, ValueError, OSError) as e:
             failures += 1
             if a.json:
-                print(f'{{"file": {_json_str(path)}, "error": {_json_str(str(e))}}}')
+                print(f'{{"file": {_json_str(path)}, "error": {_json_str(_reason(path, e))}}}')
             else:
-                print(f"mega_kws: {path}: {e}", file=sys.stderr)
+                print(f"mega_kws: {path}: {_reason(path, e)}", file=sys.stderr)
             continue
         if a.json:
             logits = ", ".join(f"{float(v):.7g}" for v in r.logits)

@@ -125,3 +125,13 @@ def library_path():
     """The path (or name) libmega_kws was loaded from."""
     lib()
     return _lib_path
+
+
+def library_version():
+    """The loaded library's mega_version() ("MAJOR.MINOR.PATCH"), or None for
+    a library without it (older than the function)."""
+    fn = getattr(lib(), "mega_version", None)
+    if fn is None:
+        return None
+    fn.restype, fn.argtypes = ctypes.c_char_p, []
+    return fn().decode()

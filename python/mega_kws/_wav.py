@@ -1,7 +1,10 @@
 """A WAV reader with no dependency beyond NumPy: PCM (8, 16, 24, 32 bit) and
 IEEE float (32, 64 bit), any channel count, scaled and mixed down to mono
 float32 as keyword_spotter's libsndfile reader does (x / 2^(bits-1); 8-bit is
-unsigned: (x - 128) / 128; channels averaged). It does not resample."""
+unsigned: (x - 128) / 128; channels averaged). It does not resample.
+
+open_wav reads a file in blocks (memory bounded by the block, whatever the
+file's length); read_wav reads it whole."""
 
 import os
 import struct
@@ -9,53 +12,113 @@ import struct
 import numpy as np
 
 _PCM, _FLOAT, _EXTENSIBLE = 1, 3, 0xFFFE
+_ENCODINGS = {(_PCM, 8), (_PCM, 16), (_PCM, 24), (_PCM, 32), (_FLOAT, 32), (_FLOAT, 64)}
+
+
+class WavReader:
+    """An open WAV file: .path, .sample_rate, .channels, .n_frames (the whole
+    file's, known from the header); read(n) returns the next n frames (fewer at
+    the end, none after it) as mono float32. Close it (or use it in a with
+    block) to close the file.
+
+    Raises FileNotFoundError / IsADirectoryError / OSError for a file that
+    cannot be read, ValueError for one that is not a WAV this reader takes
+    (both checked when it is opened)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._f = open(self.path, "rb")
+        try:
+            self._parse_header()
+        except BaseException:
+            self._f.close()
+            raise
+        self._left = self.n_frames
+
+    def _parse_header(self):
+        f, path = self._f, self.path
+        size_of_file = os.fstat(f.fileno()).st_size
+        head = f.read(12)
+        if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            raise ValueError(f"{path}: not a WAV file (RIFF/WAVE); convert it, e.g. with sox, or use keyword_spotter")
+        fmt = None
+        pos = 12
+        while pos + 8 <= size_of_file:
+            f.seek(pos)
+            cid, size = struct.unpack("<4sI", f.read(8))
+            body = pos + 8
+            if cid == b"fmt ":
+                if size < 16:
+                    raise ValueError(f"{path}: malformed fmt chunk")
+                raw = f.read(min(size, 26))
+                if len(raw) < 16:
+                    raise ValueError(f"{path}: malformed fmt chunk")
+                tag, channels, rate, _, _, bits = struct.unpack_from("<HHIIHH", raw)
+                if tag == _EXTENSIBLE and len(raw) >= 26:
+                    tag = struct.unpack_from("<H", raw, 24)[0]
+                fmt = (tag, channels, rate, bits)
+            elif cid == b"data":
+                if fmt is None:
+                    raise ValueError(f"{path}: data before the fmt chunk")
+                available = size_of_file - body
+                if size > available and size != 0xFFFFFFFF:
+                    raise ValueError(f"{path}: file is truncated: the header announces {size} bytes of audio, "
+                                     f"{available} are there")
+                self._format(*fmt, n_bytes=min(size, available))
+                return
+            pos = body + size + (size & 1)
+        raise ValueError(f"{path}: no audio data chunk")
+
+    def _format(self, tag, channels, rate, bits, n_bytes):
+        path = self.path
+        if channels < 1 or channels > 64:
+            raise ValueError(f"{path}: unsupported channel count {channels}")
+        if rate < 1000 or rate > 768000:
+            raise ValueError(f"{path}: unsupported sample rate {rate} Hz")
+        if (tag, bits) not in _ENCODINGS:
+            raise ValueError(f"{path}: unsupported WAV encoding (format {tag}, {bits} bits): use PCM "
+                             "8/16/24/32-bit or float 32/64-bit")
+        self.sample_rate, self.channels, self._tag, self._bits = rate, channels, tag, bits
+        self._frame_bytes = bits // 8 * channels
+        self.n_frames = n_bytes // self._frame_bytes
+        if self.n_frames == 0:
+            raise ValueError(f"{path}: no audio in the file (0 frames)")
+
+    def read(self, n):
+        """The next min(n, what is left) frames, mono float32."""
+        n = max(0, min(int(n), self._left))
+        raw = self._f.read(n * self._frame_bytes)
+        if len(raw) != n * self._frame_bytes:  # the file shrank after it was opened
+            raise ValueError(f"{self.path}: file is truncated: it ended {self._left - len(raw) // self._frame_bytes} "
+                             "frames early")
+        self._left -= n
+        return _decode(raw, self._tag, self.channels, self._bits)
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open_wav(path):
+    """A WavReader on path (see WavReader): for reading a long file in blocks."""
+    return WavReader(path)
 
 
 def read_wav(path):
-    """(samples, sample_rate, n_frames): samples is mono float32.
+    """(samples, sample_rate, n_frames): samples is mono float32, the whole file.
 
     Raises FileNotFoundError / IsADirectoryError / OSError for a file that
     cannot be read, ValueError for one that is not a WAV this reader takes."""
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        raise ValueError(f"{path}: not a WAV file (RIFF/WAVE); convert it, e.g. with sox, or use keyword_spotter")
-    fmt = None
-    pos = 12
-    while pos + 8 <= len(data):
-        cid, size = data[pos:pos + 4], struct.unpack_from("<I", data, pos + 4)[0]
-        body = pos + 8
-        if cid == b"fmt ":
-            if size < 16:
-                raise ValueError(f"{path}: malformed fmt chunk")
-            tag, channels, rate, _, _, bits = struct.unpack_from("<HHIIHH", data, body)
-            if tag == _EXTENSIBLE and size >= 26:
-                tag = struct.unpack_from("<H", data, body + 24)[0]
-            fmt = (tag, channels, rate, bits)
-        elif cid == b"data":
-            if fmt is None:
-                raise ValueError(f"{path}: data before the fmt chunk")
-            available = len(data) - body
-            if size > available and size != 0xFFFFFFFF:
-                raise ValueError(f"{path}: file is truncated: the header announces {size} bytes of audio, "
-                                 f"{available} are there")
-            return _decode(path, data[body:body + min(size, available)], *fmt)
-        pos = body + size + (size & 1)
-    raise ValueError(f"{path}: no audio data chunk")
+    with WavReader(path) as w:
+        return w.read(w.n_frames), w.sample_rate, w.n_frames
 
 
-def _decode(path, raw, tag, channels, rate, bits):
-    if channels < 1 or channels > 64:
-        raise ValueError(f"{path}: unsupported channel count {channels}")
-    if rate < 1000 or rate > 768000:
-        raise ValueError(f"{path}: unsupported sample rate {rate} Hz")
-    width = bits // 8
-    frame = width * channels
-    n_frames = len(raw) // frame if frame else 0
-    if n_frames == 0:
-        raise ValueError(f"{path}: no audio in the file (0 frames)")
-    raw = raw[:n_frames * frame]
+def _decode(raw, tag, channels, bits):
     if tag == _PCM and bits == 8:
         x = (np.frombuffer(raw, np.uint8).astype(np.float32) - 128.0) / 128.0
     elif tag == _PCM and bits == 16:
@@ -68,11 +131,8 @@ def _decode(path, raw, tag, channels, rate, bits):
         x = (np.frombuffer(raw, "<i4").astype(np.float64) / 2147483648.0).astype(np.float32)
     elif tag == _FLOAT and bits == 32:
         x = np.frombuffer(raw, "<f4").astype(np.float32)
-    elif tag == _FLOAT and bits == 64:
+    else:  # _FLOAT, 64 (the encodings were checked when the file was opened)
         x = np.frombuffer(raw, "<f8").astype(np.float32)
-    else:
-        raise ValueError(f"{path}: unsupported WAV encoding (format {tag}, {bits} bits): use PCM 8/16/24/32-bit "
-                         "or float 32/64-bit")
     if channels > 1:  # the mean, summed in double as the CLI's reader does
         x = (x.reshape(-1, channels).astype(np.float64).sum(axis=1) / channels).astype(np.float32)
-    return np.ascontiguousarray(x, dtype=np.float32), rate, n_frames
+    return np.ascontiguousarray(x, dtype=np.float32)
