@@ -7,8 +7,8 @@ installed, or with MEGA_KWS_BUILD_NATIVE=1, it builds the library from the
 source tree around this directory with CMake (the runtime alone: no CLI,
 tests or benchmarks) and puts it, with the demo model, into the package.
 Either way it prints which (pip shows it with -v), and at run time
-mega_kws.library_path() names the library loaded. MEGA_KWS_LIBRARY still
-overrides both at run time.
+mega_kws.library_path() names the library loaded. MEGA_KWS_LIBRARY overrides
+both at run time; set at install time, it makes this step record nothing.
 """
 
 import importlib.util
@@ -70,6 +70,11 @@ class BuildPy(build_py):
         super().run()
         native = _native()
         pkg = os.path.join(self.build_lib, "mega_kws")
+        if os.environ.get("MEGA_KWS_LIBRARY"):
+            # the library is given at run time (as the tests do): nothing recorded, nothing built
+            _say(f"MEGA_KWS_LIBRARY is set ({os.environ['MEGA_KWS_LIBRARY']}): the package will load "
+                 "what it names at run time; no library recorded or built")
+            return
         installed = None if os.environ.get("MEGA_KWS_BUILD_NATIVE") == "1" else native.installed_library()
         if installed:
             _say(f"using the installed library {installed}")
