@@ -68,8 +68,8 @@ else()
   # What the library and the programs link: the list dpkg-shlibdeps makes
   # of the amd64 build on Debian 12.
   set(MEGA_DEB_LIB_DEPENDS "libc6 (>= 2.33), libgcc-s1 (>= 3.0), libopenblas0, libstdc++6 (>= 11), ")
-  set(MEGA_DEB_CLI_DEPENDS "libc6 (>= 2.34), libgcc-s1 (>= 3.0), libopenblas0, libportaudio2 (>= 19+svn20101113), "
-                           "libsamplerate0 (>= 0.1.7), libsndfile1 (>= 1.0.20), libstdc++6 (>= 11), ")
+  string(CONCAT MEGA_DEB_CLI_DEPENDS "libc6 (>= 2.34), libgcc-s1 (>= 3.0), libopenblas0, libportaudio2 (>= 19+svn20101113), "
+                                     "libsamplerate0 (>= 0.1.7), libsndfile1 (>= 1.0.20), libstdc++6 (>= 11), ")
 endif()
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${MEGA_DEB_LIB})
