@@ -88,6 +88,13 @@ contains libmega-kws-dev "usr/$LIBDIR/libmega_kws.so" usr/include/mega/mega_kws.
 contains mega-kws usr/bin/keyword_spotter usr/share/mega_kws/models/sc10-demo.mega usr/share/mega_kws/samples/yes.wav
 contains python3-mega-kws usr/lib/python3/dist-packages/mega_kws/__init__.py \
   usr/lib/python3/dist-packages/mega_kws/_config.py
+# the library's machine code is the architecture's
+X=$(mktemp -d)
+dpkg-deb -x "$(deb "$LIBPKG")" "$X"
+MACHINE=$(readelf -h "$X/usr/$LIBDIR/libmega_kws.so.$SOVERSION" | sed -n 's/^ *Machine: *//p')
+rm -rf "$X"
+case $ARCH in amd64) want="X86-64" ;; arm64) want="AArch64" ;; *) want="" ;; esac
+[ -z "$want" ] || [[ "$MACHINE" == *"$want"* ]] || fail "$LIBPKG ($ARCH) holds a library for $MACHINE"
 dpkg-deb -I "$(deb "$LIBPKG")" shlibs | grep -qx "libmega_kws $SOVERSION $LIBPKG (>= $VERSION)" ||
   fail "$LIBPKG has no shlibs entry for libmega_kws.so.$SOVERSION"
 echo "packages: ${PKGS[*]} ($ARCH) made, control fields and contents as expected"
