@@ -4,6 +4,14 @@
 # CMake package (find_package(MegaKWS), target MegaKWS::mega_kws) and a
 # pkg-config file (mega_kws.pc); the Python package mega_kws, told where the
 # library and the demo model are. Included from the top-level CMakeLists.txt.
+#
+# The install components, which are also the Debian packages `cpack -G DEB`
+# makes (cmake/packaging.cmake):
+#   runtime  libmega_kws.so.N (and the CUDA module)      -> libmega-kwsN
+#   dev      headers, CMake package, pkg-config file     -> libmega-kws-dev
+#   cli      keyword_spotter, mega_rtf, mega-convert, the demo model, the
+#            sample clips, the README                    -> mega-kws
+#   python   the Python package mega_kws                 -> python3-mega-kws
 include(CMakePackageConfigHelpers)
 
 set(MEGA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MegaKWS)
@@ -30,27 +38,27 @@ configure_file(cmake/mega_kws.pc.in ${CMAKE_CURRENT_BINARY_DIR}/mega_kws.pc @ONL
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mega_kws.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 if(MEGA_BUILD_APPS)
-  install(TARGETS keyword_spotter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  install(TARGETS keyword_spotter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 endif()
 if(TARGET mega_rtf)
-  install(TARGETS mega_rtf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  install(TARGETS mega_rtf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 endif()
-install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT runtime)
-install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT runtime FILES_MATCHING PATTERN "*.wav")
+install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT cli)
+install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT cli FILES_MATCHING PATTERN "*.wav")
 
 # The converter: the package tools.convert as in the source tree, under
 # share/mega_kws/tools/convert, run by a small wrapper in bin that finds it
 # relative to itself.
-install(FILES tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools COMPONENT tools)
+install(FILES tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools COMPONENT cli)
 install(FILES tools/convert/__init__.py tools/convert/mega_convert.py tools/convert/mega_format.py
               tools/convert/mega_torch.py tools/convert/check_official.py
-        DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert COMPONENT tools)
-install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert/generated COMPONENT tools
+        DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert COMPONENT cli)
+install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert/generated COMPONENT cli
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 file(RELATIVE_PATH MEGA_BIN_TO_DATA /root/${CMAKE_INSTALL_BINDIR} /root/${MEGA_INSTALL_DATADIR})
 configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
-install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
-install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT cli)
 
 # The Python package (python/mega_kws): its sources, and a _config.py written
 # at install time (so it follows --prefix and DESTDIR) with the installed
@@ -63,3 +71,5 @@ install(DIRECTORY python/mega_kws DESTINATION ${MEGA_PYTHON_INSTALL_DIR} COMPONE
 set(MEGA_SONAME ${CMAKE_SHARED_LIBRARY_PREFIX}mega_kws${CMAKE_SHARED_LIBRARY_SUFFIX}.${PROJECT_VERSION_MAJOR})
 configure_file(cmake/write_python_config.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/write_python_config.cmake @ONLY)
 install(SCRIPT ${CMAKE_CURRENT_BINARY_DIR}/write_python_config.cmake COMPONENT python)
+
+include(${CMAKE_CURRENT_LIST_DIR}/packaging.cmake)

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Sets up, builds (warnings as errors) and runs every test; checks the install
-# and the aarch64 cross build; then runs the tests again under
+# Sets up, builds (warnings as errors) and runs every test; checks the install,
+# the Debian packages, the README's paths and the aarch64 cross build
+# (with its arm64 packages); then runs the tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,11 +13,18 @@ FIXTURES=$PWD/build-fixtures   # base-size golden fixtures, generated once, shar
 # skip without a GPU. The sanitizer build stays CPU-only.
 CUDA=()
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then CUDA=(-DMEGA_CUDA=ON); fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_TEST_GENERATED="$FIXTURES" "${CUDA[@]}"
+# prefix /usr: the layout of the Debian packages made from this build (scripts/test_packages.sh)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_TEST_GENERATED="$FIXTURES" \
+      -DCMAKE_INSTALL_PREFIX=/usr "${CUDA[@]}"
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 if [ ${#CUDA[@]} -gt 0 ]; then bash scripts/check_cuda_arch.sh build 87; fi   # Jetson Orin device code
 bash scripts/test_install.sh build   # cmake --install; examples/embed against the installed package
+# the Debian packages of this build: made, installed, used (CLI, Python, pip, C example), removed
+t0=$SECONDS
+bash scripts/test_packages.sh build
+echo "Debian packages: $((SECONDS - t0)) s"
+/usr/bin/python3 scripts/check_readme_paths.py --build build README.md   # every path the README names
 bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI parity under qemu
 
 # The CUDA backend's tests on the CPU stand-in for the CUDA runtime and cuBLAS

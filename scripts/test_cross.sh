@@ -9,7 +9,8 @@
 #     paper's base model, on both builds, and requires the same labels and
 #     logits within the documented parity tolerance (1e-4);
 #  4. installs the aarch64 build and cross-compiles examples/embed against the
-#     installed package, then runs it under qemu;
+#     installed package, then runs it under qemu; makes the arm64 Debian
+#     packages (scripts/test_packages.sh --no-install --arch arm64);
 #  5. builds the CLI with toolchains/jetson-aarch64.cmake (Orin CPU flags)
 #     against a sysroot (scripts/make_test_sysroot.sh: Debian arm64 packages
 #     standing in for a JetPack rootfs) and compares it with x86 in the same way.
@@ -22,7 +23,9 @@ JOBS=$(nproc)
 bash scripts/setup_cross.sh
 [ -x "$NATIVE/keyword_spotter" ] || { echo "no $NATIVE/keyword_spotter: build natively first"; exit 1; }
 
-cmake --preset aarch64-cross -DMEGA_TEST_GENERATED="${MEGA_TEST_GENERATED:-$PWD/build-fixtures}"
+# prefix /usr: Debian's layout (lib/aarch64-linux-gnu) for the arm64 packages below
+cmake --preset aarch64-cross -DMEGA_TEST_GENERATED="${MEGA_TEST_GENERATED:-$PWD/build-fixtures}" \
+      -DCMAKE_INSTALL_PREFIX=/usr
 cmake --build --preset aarch64-cross -j "$JOBS"
 readelf -h $B/keyword_spotter | grep -q 'AArch64' || { echo "$B/keyword_spotter is not an aarch64 program"; exit 1; }
 emulator() {  # emulator BUILD_DIR: how the toolchain file runs target programs there (see its note on -L)
@@ -64,6 +67,9 @@ cut -f1,2 "$T/embed.txt" | cmp - "$T/scan.x86.txt" ||
 "$NATIVE/keyword_spotter" scan -m models/sc10-demo.mega --sensitivity 0.8 samples/commands.wav 2>/dev/null |
   cut -f1,2 > "$T/scan08.x86.txt"
 [ "$(wc -l < "$T/scan08.x86.txt")" -eq 5 ] || { echo "the x86 scan did not find the five words"; exit 1; }
+# The arm64 Debian packages of the cross build: architecture arm64, the
+# dependencies on Debian's libraries, the files in /usr/lib/aarch64-linux-gnu.
+bash scripts/test_packages.sh --no-install --arch arm64 $B
 # The Jetson toolchain file (Orin's -mcpu=cortex-a78ae) with a sysroot, as
 # for a JetPack rootfs (here one made of Debian arm64 packages): the CLI
 # builds against the sysroot's libraries only, runs under qemu -L SYSROOT and
@@ -81,4 +87,4 @@ $(emulator $J) $J/keyword_spotter classify --json -m models/sc10-demo.mega sampl
 echo -n "jetson toolchain + sysroot: "
 /usr/bin/python3 scripts/compare_logits.py "$T/demo.x86.json" "$T/jetson.arm.json" --tol 1e-4
 
-echo "aarch64: unit tests, CLI parity with x86 and the installed package's example passed"
+echo "aarch64: unit tests, CLI parity with x86, the installed package's example and the arm64 packages passed"

@@ -3,14 +3,23 @@ search for libmega_kws.
 
 Where the library is looked for, first hit wins:
   1. the MEGA_KWS_LIBRARY environment variable (a path);
-  2. the path `cmake --install` wrote into mega_kws/_config.py;
-  3. the system's search (ctypes.util.find_library, then dlopen of
-     libmega_kws.so.0 and libmega_kws.so: LD_LIBRARY_PATH, ldconfig).
+  2. the path written into mega_kws/_config.py by `cmake --install` (and the
+     Debian package python3-mega-kws), or by `pip install ./python` (the
+     installed library it found, or the one it built into the package);
+  3. an installed libmega_kws.so.SOVERSION in the system's library
+     directories (/usr/lib/<multiarch triplet> as the Debian package
+     libmega-kwsN puts it, /usr/local/lib, ...): installed_library();
+  4. the system's search (ctypes.util.find_library, then dlopen of
+     libmega_kws.so.SOVERSION and libmega_kws.so: LD_LIBRARY_PATH, ldconfig).
 """
 
 import ctypes
 import ctypes.util
 import os
+import sysconfig
+
+SOVERSION = 0  # libmega_kws.so.0: the project's major version (CMakeLists.txt)
+LIBRARY_NAME = f"libmega_kws.so.{SOVERSION}"
 
 c_float_p = ctypes.POINTER(ctypes.c_float)
 c_int32_p = ctypes.POINTER(ctypes.c_int32)
@@ -70,6 +79,29 @@ _SIGNATURES = {
 
 _lib = None
 _lib_path = None
+_lib_origin = None
+
+
+def library_dirs():
+    """The directories installed_library() searches, in order: the
+    multiarch ones first (Debian's /usr/lib/x86_64-linux-gnu)."""
+    arch = sysconfig.get_config_var("MULTIARCH")
+    out = []
+    for prefix in ("/usr/local", "/usr"):
+        if arch:
+            out.append(f"{prefix}/lib/{arch}")
+        out += [f"{prefix}/lib64", f"{prefix}/lib"]
+    return out
+
+
+def installed_library():
+    """The path of an installed libmega_kws.so.SOVERSION in library_dirs(),
+    or None."""
+    for d in library_dirs():
+        path = os.path.join(d, LIBRARY_NAME)
+        if os.path.exists(path):
+            return path
+    return None
 
 
 def _candidates():
@@ -78,20 +110,24 @@ def _candidates():
         return [("MEGA_KWS_LIBRARY", env)]  # asked for: nothing else is tried
     out = []
     try:
-        from . import _config  # written by cmake --install
-        out.append(("the installed package's _config.py", _config.LIBRARY))
+        from . import _config  # written by cmake --install or pip install
+        if _config.LIBRARY:
+            out.append(("the installed package's _config.py", _config.LIBRARY))
     except ImportError:
         pass
+    installed = installed_library()
+    if installed:
+        out.append(("the system's library directories", installed))
     found = ctypes.util.find_library("mega_kws")
     if found:
         out.append(("ctypes.util.find_library", found))
-    out += [("the dynamic linker", "libmega_kws.so.0"), ("the dynamic linker", "libmega_kws.so")]
+    out += [("the dynamic linker", LIBRARY_NAME), ("the dynamic linker", "libmega_kws.so")]
     return out
 
 
 def lib():
     """The loaded library, with every function's signature declared (loaded once)."""
-    global _lib, _lib_path
+    global _lib, _lib_path, _lib_origin
     if _lib is not None:
         return _lib
     tried = []
@@ -116,7 +152,7 @@ def lib():
             tried.append(f"{path} ({where}): mega_detector_options is {opts.struct_size} bytes there, "
                          f"{ctypes.sizeof(DetectorOptions)} here")
             continue
-        _lib, _lib_path = handle, path
+        _lib, _lib_path, _lib_origin = handle, path, where
         return _lib
     raise OSError("cannot load libmega_kws (set MEGA_KWS_LIBRARY to its path); tried:\n  " + "\n  ".join(tried))
 
@@ -135,3 +171,10 @@ def library_version():
         return None
     fn.restype, fn.argtypes = ctypes.c_char_p, []
     return fn().decode()
+
+
+def library_origin():
+    """How library_path() was found (e.g. "MEGA_KWS_LIBRARY", "the installed
+    package's _config.py")."""
+    lib()
+    return _lib_origin
