@@ -26,6 +26,13 @@ Output (--out DIR):
                                        between them (deterministic: --seed)
   DIR/keyword_free_validation.csv      its labels, the make_stream.py format: one
                                        keyword_free row per sentence and gap
+  DIR/clips/speech/<utt>_<k>.wav       1 s windows of the keyword-free sentences
+                                       (WINDOWS per sentence, at drawn offsets where the
+                                       window holds speech), a Speech Commands-layout
+                                       folder that train.py --classes kws12 reads as
+                                       _unknown_: real running speech to reject
+  DIR/clips/validation_list.txt        the windows of validation speakers
+  DIR/clips/testing_list.txt           empty
   DIR/speakers.txt                     speaker, split, sentences, keyword-free sentences
   DIR/SOURCES.txt                      repository, commit, credit
 Never commit the audio.
@@ -52,6 +59,7 @@ COMMIT = "613968e3b0b789fc33936fb5eba1973176ba7d11"
 VALIDATION_PERCENT = 40
 HOMOPHONES = {"KNOW", "NOH", "WRITE", "RITE", "WRIGHT"}  # "no", "right"
 GAP_S = (0.3, 1.5)
+WINDOWS = {"training": 3, "validation": 1}  # 1 s windows cut per keyword-free sentence
 
 
 def speaker_split(speaker: str) -> str:
@@ -104,6 +112,19 @@ def quiet_noise(rng, n: int) -> np.ndarray:
     return np.round(brown * level * 32767).astype(np.int16)
 
 
+def speech_windows(rng, x: np.ndarray, n: int) -> list:
+    """Up to n one-second windows of a sentence at drawn offsets, each holding
+    speech (its RMS at least a quarter of the sentence's loudest window's)."""
+    if len(x) <= SR:
+        return [np.pad(x, (0, SR - len(x)))]
+    hop = SR // 10
+    starts = np.arange(0, len(x) - SR + 1, hop)
+    rms = np.array([np.sqrt(np.mean(x[s:s + SR].astype(np.float64) ** 2)) for s in starts])
+    good = starts[rms >= 0.25 * rms.max()]
+    picked = rng.choice(good, size=min(n, len(good)), replace=False)
+    return [x[s:s + SR] for s in sorted(picked)]
+
+
 def build(repo: str, out: str, rev: str, seed: int) -> dict:
     texts, scp, utt2spk = table(repo, rev, "text"), table(repo, rev, "wav.scp"), table(repo, rev, "utt2spk")
     test_speakers = {line.split()[1] for line in git_show(repo, f"{rev}:test/utt2spk").decode().splitlines()
@@ -123,12 +144,18 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
             free[split].append((utt, path, texts[utt]))
     for split in free:
         os.makedirs(os.path.join(out, "keyword_free", split), exist_ok=True)
+    os.makedirs(os.path.join(out, "clips", "speech"), exist_ok=True)
     rng = np.random.default_rng(seed)
-    stream, rows, t = [], [], 0
+    win_rng = np.random.default_rng(seed + 1)
+    stream, rows, t, val_windows = [], [], 0, []
     for split, items in free.items():
         for utt, path, text in items:
             x = read_pcm16(git_show(repo, f"{rev}:{path}"), path)
             write_pcm16(os.path.join(out, "keyword_free", split, utt + ".wav"), x)
+            for k, w in enumerate(speech_windows(win_rng, x, WINDOWS[split])):
+                write_pcm16(os.path.join(out, "clips", "speech", f"{utt}_{k}.wav"), w)
+                if split == "validation":
+                    val_windows.append(f"speech/{utt}_{k}.wav")
             if split != "validation":
                 continue
             gap = quiet_noise(rng, int(rng.uniform(*GAP_S) * SR))
@@ -142,6 +169,9 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
         w = csv.writer(f)
         w.writerow(["kind", "onset_s", "offset_s", "label", "detail", "source"])
         w.writerows(rows)
+    with open(os.path.join(out, "clips", "validation_list.txt"), "w") as f:
+        f.writelines(v + "\n" for v in val_windows)
+    open(os.path.join(out, "clips", "testing_list.txt"), "w").close()
     with open(os.path.join(out, "speakers.txt"), "w") as f:
         f.write("speaker\tsplit\tsentences\tkeyword_free\n")
         for spk, (split, n, k) in sorted(counts.items()):

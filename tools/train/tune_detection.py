@@ -163,6 +163,21 @@ def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoo
         th[k] = t
 
 
+def trade_off(rows, chosen, free_hours, n_keywords, setting):
+    """What plot_card.py draws: over a sweep's settings, the best recall at each
+    false-alarm rate reached (the upper-left frontier), and the chosen setting."""
+    points = sorted((r["fa_per_hour_keyword_free"], r["recall"]) for _, _, r in rows)
+    frontier, best = [], -1.0
+    for fa, rec in points:
+        if rec > best:
+            frontier.append([round(fa, 4), round(rec, 4)])
+            best = rec
+    return {"frontier": frontier, "keyword_free_hours": round(free_hours, 4), "keywords": n_keywords,
+            "chosen": {"fa_per_hour": round(chosen["fa_per_hour_keyword_free"], 4),
+                       "recall": round(chosen["recall"], 4), "thresholds": setting["thresholds"],
+                       "smoothing_hops": setting["smoothing_hops"]}}
+
+
 def pick_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
     """tune_per_keyword at every smoothing; the one with the best recall under
     the limit (ties: fewer false alarms, then less smoothing). Returns (key,
@@ -260,6 +275,9 @@ def main() -> int:
     ap.add_argument("-o", "--output", help="detection.json to write (not with --holdout-check)")
     ap.add_argument("--max-fa-per-hour", type=float, default=1.0)
     ap.add_argument("--refractory-ms", type=int, default=1000)
+    ap.add_argument("--curve-json", metavar="FILE",
+                    help="with -o: write the trade-off (the best recall at each false-alarm rate over the sweep) "
+                         "and the chosen setting, for tools/train/plot_card.py")
     ap.add_argument("--per-keyword", action="store_true",
                     help="with -o: a threshold per keyword (tune_per_keyword at each smoothing, the best "
                          "recall under the limit) instead of one shared threshold")
@@ -320,6 +338,9 @@ def main() -> int:
                         "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}}
     with open(args.output, "w") as f:
         json.dump(out, f, indent=1)
+    if args.curve_json:
+        with open(args.curve_json, "w") as f:
+            json.dump(trade_off(rows, r, sum(b - a for a, b in free) / 3600, len(keywords), out), f, indent=1)
     print(f"chose threshold{'s ' + ' '.join(f'{l} {t:g}' for l, t in zip(labels, thresholds)) if args.per_keyword else ' ' + format(thr, 'g')}, smoothing {smoothing}: recall {r['recall']:.3f}, "
           f"{r['false_alarms']} false alarms -> {args.output}")
     return 0
