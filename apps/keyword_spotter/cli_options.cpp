@@ -47,7 +47,7 @@ struct Option {
 };
 
 const Option kOptions[] = {
-    {"-m", "--model", "PATH", kWithModel, "model file (.mega)", "$MEGA_KWS_MODEL, else the demo model installed with the program"},
+    {"-m", "--model", "PATH", kWithModel, "model file (.mega)", "$MEGA_KWS_MODEL, else the installed demo model"},
     {"-j", "--json", nullptr, kAll, "machine-readable output (JSON)", "off"},
     {"-b", "--block-size", "N", kClassify, "stream each clip N samples at a time", "whole clip"},
     {"-k", "--kernels", "NAME", kWithEngine, "optimized | reference (plain scalar loops; cpu)", "optimized"},
@@ -69,19 +69,34 @@ const char kExitCodes[] =
     "exit codes: 0 ok; 1 a file, the self-test, a stream or writing the output failed; 2 usage error;\n"
     "            3 model not loadable; 4 audio or compute device error\n";
 
+// "  -b, --block-size N   help [default] (commands)", the text wrapped at
+// kWidth columns under itself.
 void print_option(FILE* out, const Option& o, bool say_commands) {
+  constexpr size_t kIndent = 29, kWidth = 110;
   std::string flags = std::string(o.short_name ? o.short_name : "  ") + (o.short_name ? ", " : "  ") + o.long_name;
   if (o.value) flags += std::string(" ") + o.value;
-  std::fprintf(out, "  %-26s %s", flags.c_str(), o.help);
-  if (o.default_value) std::fprintf(out, " [%s]", o.default_value);
+  std::string text = o.help;
+  if (o.default_value) text += std::string(" [") + o.default_value + "]";
   if (say_commands && o.commands != kAll) {
     std::string cmds;
     for (const Command& c : kCommands) {
       if (o.commands & c.bit) cmds += std::string(cmds.empty() ? "" : ", ") + c.name;
     }
-    std::fprintf(out, " (%s)", cmds.c_str());
+    text += " (" + cmds + ")";
   }
-  std::fprintf(out, "\n");
+  std::string line = "  " + flags + std::string(kIndent - std::min(kIndent - 1, flags.size() + 2), ' ');
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.size();
+    if (line.size() + (end - start) > kWidth) {  // break at the last space that fits
+      const size_t space = text.rfind(' ', start + (kWidth - line.size()));
+      if (space != std::string::npos && space > start) end = space;
+    }
+    line += text.substr(start, end - start);
+    std::fprintf(out, "%s\n", line.c_str());
+    line.assign(kIndent, ' ');
+    start = end + (end < text.size() ? 1 : 0);
+  }
 }
 
 void print_usage(FILE* out) {
