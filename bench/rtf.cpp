@@ -67,6 +67,7 @@ void print_usage(FILE* out) {
       "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
       "  -s, --seconds S         audio to process                                   [10]\n"
       "  -h, --help              this help\n"
+      "      --version           the version\n"
       "\n"
       "exit codes: 0 ok; 1 the file or a step failed; 2 usage error;\n"
       "            3 model not loadable; 4 compute device error\n");
@@ -104,6 +105,9 @@ int parse_args(int argc, char** argv, Params* p) {
     double fv = 0.0;
     if (a == "-h" || a == "--help") {
       print_usage(stdout);
+      return kExitOk;
+    } else if (a == "--version") {
+      std::printf("mega_rtf %s\n", MEGA_KWS_VERSION_STRING);
       return kExitOk;
     } else if (a == "-m" || a == "--model") {
       if (!value()) return usage_error("%s needs a value", a.c_str());

@@ -15,7 +15,7 @@
 include(CMakePackageConfigHelpers)
 
 set(MEGA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MegaKWS)
-set(MEGA_INSTALL_DATADIR ${CMAKE_INSTALL_DATADIR}/mega_kws)
+# MEGA_INSTALL_DATADIR and MEGA_BIN_TO_DATA: set in the top-level CMakeLists.txt
 
 install(TARGETS mega_kws EXPORT MegaKWSTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
@@ -55,7 +55,6 @@ install(FILES tools/convert/__init__.py tools/convert/mega_convert.py tools/conv
         DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert COMPONENT cli)
 install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert/generated COMPONENT cli
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
-file(RELATIVE_PATH MEGA_BIN_TO_DATA /root/${CMAKE_INSTALL_BINDIR} /root/${MEGA_INSTALL_DATADIR})
 configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
 install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT cli)

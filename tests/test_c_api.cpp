@@ -56,6 +56,15 @@ TEST(CApi, LoadClassifyStreamSelfTest) {
   mega_model_free(m);
 }
 
+// One version everywhere: project(... VERSION) in the top-level CMakeLists.txt,
+// which defines MEGA_KWS_VERSION_STRING for this test too.
+TEST(CApi, VersionIsTheProjects) {
+  const char* v = mega_version();
+  ASSERT_NE(v, nullptr);
+  EXPECT_GT(std::strlen(v), 0u);
+  EXPECT_STREQ(v, MEGA_KWS_VERSION_STRING);
+}
+
 TEST(CApi, ErrorsAreStatusCodes) {
   mega_status st = MEGA_OK;
   EXPECT_EQ(mega_model_load("/nonexistent.mega", &st), nullptr);

@@ -29,14 +29,62 @@ expect_rc() {
 expect_in() {  # FILE NEEDLE DESCRIPTION
   if grep -qF -- "$2" "$1"; then pass "$3"; else fail "$3: '$2' not in $(basename "$1")"; cat "$1"; fi
 }
+expect_not_in() {  # FILE NEEDLE DESCRIPTION
+  if grep -qF -- "$2" "$1"; then fail "$3: '$2' in $(basename "$1")"; cat "$1"; else pass "$3"; fi
+}
 
 expect_rc 0 "--help" -- "$KS" --help
 expect_in "$T/out" "classify" "--help lists classify"
 expect_in "$T/out" "[whole clip]" "--help shows defaults"
+# each command's --help lists the options it accepts, and only those
 expect_rc 0 "classify --help" -- "$KS" classify --help
+expect_in "$T/out" "--block-size" "classify --help lists --block-size"
+expect_not_in "$T/out" "--sensitivity" "classify --help leaves out --sensitivity"
+expect_rc 0 "scan --help" -- "$KS" scan --help
+expect_in "$T/out" "--sensitivity" "scan --help lists --sensitivity"
+expect_in "$T/out" "--threshold" "scan --help lists --threshold"
+expect_not_in "$T/out" "--block-size" "scan --help leaves out --block-size"
+expect_rc 0 "info --help" -- "$KS" info --help
+expect_in "$T/out" "--json" "info --help lists --json"
+expect_not_in "$T/out" "--backend" "info --help leaves out --backend"
+expect_not_in "$T/out" "--threshold" "info --help leaves out --threshold"
+# an option that does not apply to the command is refused, the same way for every command
+expect_rc 2 "classify --sensitivity is refused" -- "$KS" classify -m "$MODEL" --sensitivity 0.8 "$ROOT/samples/yes.wav"
+expect_in "$T/err" "option --sensitivity does not apply to classify" "classify --sensitivity: the message"
+expect_rc 2 "scan -b is refused" -- "$KS" scan -m "$MODEL" -b 100 "$ROOT/samples/yes.wav"
+expect_in "$T/err" "option --block-size does not apply to scan" "scan -b: the message"
+expect_rc 2 "info --threads is refused" -- "$KS" info -m "$MODEL" --threads 2
+expect_in "$T/err" "option --threads does not apply to info" "info --threads: the message"
+expect_rc 2 "devices --model is refused" -- "$KS" devices -m "$MODEL"
+# --option=value
+expect_rc 0 "--model=PATH" -- "$KS" info --model="$FIX/tiny_uni.mega"
+expect_in "$T/out" "tiny_uni.mega" "--model=PATH is the model"
+expect_rc 0 "--block-size=N" -- "$KS" classify --model="$MODEL" --json --block-size=1000 "$ROOT/samples/yes.wav"
+expect_in "$T/out" '"label": "yes"' "--block-size=N classifies"
+expect_rc 2 "--json=1 (a switch takes no value)" -- "$KS" info -m "$MODEL" --json=1
+expect_rc 2 "--model= (empty)" -- "$KS" info --model=
+# --version: the project's (project(... VERSION) in CMakeLists.txt)
+VERSION=$(sed -n 's/^project([A-Za-z_]* VERSION \([0-9][0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+expect_rc 0 "--version" -- "$KS" --version
+if [ -n "$VERSION" ] && [ "$(cat "$T/out")" = "keyword_spotter $VERSION" ]; then pass "--version says $VERSION"
+else fail "--version: '$(cat "$T/out")', wanted 'keyword_spotter $VERSION'"; fi
 expect_rc 2 "no command" -- "$KS"
 expect_rc 2 "unknown command" -- "$KS" frobnicate
-expect_rc 2 "classify without a model" -- "$KS" classify "$ROOT/samples/yes.wav"
+# without -m: $MEGA_KWS_MODEL, else the demo model installed relative to the
+# program (bin/../share/mega_kws/models), else the source tree's from the build tree
+mkdir -p "$T/inst/bin"
+cp "$KS" "$T/inst/bin/keyword_spotter"
+expect_rc 2 "no -m and no default model" -- env -u MEGA_KWS_MODEL "$T/inst/bin/keyword_spotter" classify "$ROOT/samples/yes.wav"
+expect_in "$T/err" "$T/inst/bin/../share/mega_kws/models/sc10-demo.mega" "the error names the paths tried"
+expect_in "$T/err" "MEGA_KWS_MODEL" "the error names MEGA_KWS_MODEL"
+mkdir -p "$T/inst/share/mega_kws/models"
+cp "$MODEL" "$T/inst/share/mega_kws/models/"
+expect_rc 0 "no -m: the installed demo model" -- env -u MEGA_KWS_MODEL "$T/inst/bin/keyword_spotter" classify --json "$ROOT/samples/yes.wav"
+expect_in "$T/out" '"label": "yes"' "the installed demo model classifies"
+expect_rc 0 "no -m: \$MEGA_KWS_MODEL first" -- env MEGA_KWS_MODEL="$FIX/tiny_uni.mega" "$T/inst/bin/keyword_spotter" info
+expect_in "$T/out" "class0" "\$MEGA_KWS_MODEL is the model"
+expect_rc 0 "no -m, from the build tree" -- env -u MEGA_KWS_MODEL "$KS" info
+expect_in "$T/out" "models/sc10-demo.mega" "the build tree's default is the source tree's demo model"
 expect_rc 2 "unknown option" -- "$KS" classify -m "$MODEL" --bogus x.wav
 expect_rc 2 "bad block size" -- "$KS" classify -m "$MODEL" --block-size 0 x.wav
 expect_rc 2 "classify without files" -- "$KS" classify -m "$MODEL"
@@ -48,6 +96,44 @@ expect_rc 0 "selftest on the random base model" -- "$KS" selftest -m "$RANDOM_MO
 expect_in "$T/out" "self-test passed" "selftest says passed"
 DEMO=$ROOT/models/sc10-demo.mega
 expect_rc 0 "selftest on the trained demo model" -- "$KS" selftest -m "$DEMO"
+# the demo model's notes were written without its accuracy figure ("None ?"): info leaves such a placeholder out
+expect_rc 0 "info on the demo model" -- "$KS" info -m "$DEMO"
+grep '^notes' "$T/out" >"$T/notes"
+expect_in "$T/notes" "See docs/models.md" "info shows the demo model's notes"
+expect_not_in "$T/notes" "None" "no 'None' in the notes"
+expect_not_in "$T/notes" "?" "no '?' in the notes"
+# --json: one JSON object, for info and selftest as for the others
+expect_rc 0 "info --json" -- "$KS" info -m "$DEMO" --json
+if $PY - "$T/out" <<'PY'; then pass "info --json is JSON with the model's fields"; else fail "info --json"; cat "$T/out"; fi
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.count("\n") == 1, "one line"
+i = json.loads(text)
+assert i["labels"][:3] == ["yes", "no", "up"] and len(i["labels"]) == 12, i["labels"]
+assert i["hparams"]["sample_rate"] == 16000 and i["hparams"]["window_chunks"] == 4, i["hparams"]
+assert len(i["detection"]["thresholds"]) == 12 and i["self_test"] is True and i["dtype"] == "float32"
+assert "None" not in i["notes"] and i["notes"].endswith("See docs/models.md."), i["notes"]
+PY
+expect_rc 0 "selftest --json" -- "$KS" selftest -m "$DEMO" --json
+if $PY - "$T/out" <<'PY'; then pass "selftest --json is JSON"; else fail "selftest --json"; cat "$T/out"; fi
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r["passed"] is True and r["status"] == "ok" and 0 <= r["max_abs_diff"] <= r["tolerance"], r
+PY
+# results that cannot be written (a full disk) are an error: exit 1, one line on stderr
+for args in "classify -m $DEMO $ROOT/samples/yes.wav $ROOT/samples/no.wav" "classify -m $DEMO --json $ROOT/samples/yes.wav" \
+            "scan -m $DEMO $ROOT/samples/commands.wav" "info -m $DEMO" "info -m $DEMO --json" "selftest -m $DEMO" \
+            "selftest -m $DEMO --json" "--help" "classify --help" "--version"; do
+  # shellcheck disable=SC2086
+  "$KS" $args >/dev/full 2>"$T/err"
+  rc=$?
+  n=$(grep -c "cannot write the output" "$T/err")
+  if [ "$rc" -eq 1 ] && [ "$n" -eq 1 ] && { [ "${args%% *}" = scan ] || [ "$(wc -l <"$T/err")" -eq 1 ]; }; then
+    pass "${args%% -m*} > /dev/full: exit 1, one line ($(grep "cannot write" "$T/err"))"
+  else
+    fail "${args%% -m*} > /dev/full: exit $rc, $n error line(s)"; cat "$T/err"
+  fi
+done
 # the demo model gets every bundled sample clip right (espeak-ng en-us renderings)
 expect_rc 0 "classify the bundled samples with the demo model" -- "$KS" classify -m "$DEMO" --json "$ROOT"/samples/{yes,no,up,down,left,right,on,off,stop,go}.wav
 if $PY - "$T/out" <<'PY'; then pass "every sample clip classified correctly"; else fail "sample clips misclassified"; cat "$T/out"; fi
@@ -224,6 +310,24 @@ expect_in "$T/err" "16000 samples beyond full scale clipped" "scan reports the c
 expect_rc 2 "scan takes one file" -- "$KS" scan -m "$MODEL" "$src" "$src"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
+# per-keyword thresholds by label: the others keep the model's
+expect_rc 0 "scan with the model's thresholds" -- "$KS" scan -m "$DEMO" --json "$ROOT/samples/commands.wav"
+cp "$T/out" "$T/scan_default.jsonl"
+expect_rc 0 "scan --threshold go=1.0" -- "$KS" scan -m "$DEMO" --json --threshold go=1.0 "$ROOT/samples/commands.wav"
+if $PY - "$T/scan_default.jsonl" "$T/out" <<'PY'; then pass "go=1.0 silences go, the others as before"; else fail "--threshold go=1.0"; cat "$T/out"; fi
+import json, sys
+before, after = ([json.loads(l)["label"] for l in open(p)] for p in sys.argv[1:3])
+assert "go" in before and "go" not in after, (before, after)
+assert after == [x for x in before if x != "go"], (before, after)
+PY
+expect_rc 0 "scan --threshold=go=1,left=1.0" -- "$KS" scan -m "$DEMO" --threshold=go=1,left=1.0 "$ROOT/samples/commands.wav"
+if [ -s "$T/out" ]; then fail "go and left at 1.0 still detected"; cat "$T/out"; else pass "go and left at 1.0: nothing detected"; fi
+expect_rc 2 "--threshold with an unknown label" -- "$KS" scan -m "$DEMO" --threshold go=0.8,gone=0.5 "$src"
+expect_in "$T/err" "no label 'gone'" "the error names the unknown label"
+expect_rc 2 "--threshold go=1.5" -- "$KS" scan -m "$DEMO" --threshold go=1.5 "$src"
+expect_rc 2 "--threshold go=0" -- "$KS" scan -m "$DEMO" --threshold go=0 "$src"
+expect_rc 2 "--threshold go=" -- "$KS" scan -m "$DEMO" --threshold go= "$src"
+expect_rc 2 "--threshold go=0.8,go=0.9" -- "$KS" scan -m "$DEMO" --threshold go=0.8,go=0.9 "$src"
 
 # the benchmark: a program of its own (bench/rtf.cpp); the CLI says where it went
 expect_rc 2 "keyword_spotter bench is gone" -- "$KS" bench -m "$FIX/tiny_patch.mega" --seconds 2
@@ -234,6 +338,9 @@ if [ ! -x "$RTF" ]; then
 else
   expect_rc 0 "mega_rtf --help" -- "$RTF" --help
   expect_in "$T/out" "--streams B" "mega_rtf --help lists --streams"
+  expect_rc 0 "mega_rtf --version" -- "$RTF" --version
+  if [ "$(cat "$T/out")" = "mega_rtf $VERSION" ]; then pass "mega_rtf --version says $VERSION"
+  else fail "mega_rtf --version: '$(cat "$T/out")', wanted 'mega_rtf $VERSION'"; fi
   expect_rc 2 "mega_rtf without a model" -- "$RTF" --seconds 2
   expect_rc 2 "mega_rtf: unknown option" -- "$RTF" -m "$FIX/tiny_patch.mega" --bogus
   expect_rc 2 "mega_rtf takes at most one file" -- "$RTF" -m "$FIX/tiny_patch.mega" "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav"

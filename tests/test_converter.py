@@ -161,6 +161,18 @@ class ConverterTest(TempDirTest):
         self.assertIn("mega_convert: error:", r.stderr)
         self.assertNotIn("Traceback", r.stderr)
 
+    def test_notes_need_figures_not_placeholders(self):
+        # models/sc10-demo.mega's notes said "...accuracy (held-out voices): None ?" (no figure known)
+        notes = "Demo model; step/validation accuracy (held-out voices): None ?. See docs/models.md."
+        r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", self.out(), "--labels", LABELS4, "--notes", notes)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("'step/validation accuracy (held-out voices): None ?' has a placeholder", r.stderr)
+        self.assertFalse(os.path.exists(self.out()))
+        for fine in ("Demo model; step/validation accuracy (held-out voices): 4000 0.9312. See docs/models.md.",
+                     "Is this a question? Yes: see docs/models.md.", ""):
+            self.assertIsNone(mega_convert.placeholder_clause(fine), fine)
+        self.assertEqual(mega_convert.placeholder_clause("a: nan; b: 1"), "a: nan")
+
 
 class UnpackTest(TempDirTest):
     """mega_unpack.py: .mega -> checkpoint, checked against the file's self-test."""

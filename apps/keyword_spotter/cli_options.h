@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine_flags.h"
@@ -21,6 +22,7 @@ struct Params : EngineFlags {
   std::vector<std::string> files;
   // detection (scan, listen); negative = from the model file
   float threshold = -1.0f;
+  std::vector<std::pair<std::string, float>> label_thresholds;  // --threshold go=0.8,on=0.85
   int32_t smoothing = -1;
   int32_t refractory_ms = -1;
   float sensitivity = -1.0f;
@@ -30,7 +32,10 @@ struct Params : EngineFlags {
 };
 
 // Fills *p from argv. Returns -1 to go on and run p->command, else the exit
-// code (after --help, or a usage error printed on stderr).
+// code (after --help or --version, or a usage error printed on stderr).
+// Options take their value as the next argument or after '=' (--model=PATH);
+// an option that does not apply to the command is a usage error. Without -m,
+// the model is the default one (model_setup.h: default_model_path).
 int parse_args(int argc, char** argv, Params* p);
 
 }  // namespace kws

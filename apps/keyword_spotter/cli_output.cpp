@@ -1,7 +1,10 @@
 // What the commands print, shared: JSON strings, detection lines, durations.
 #include "cli_output.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace kws {
 
@@ -37,7 +40,7 @@ double print_detection(const mega::Model& m, const Params& p, int64_t end_sample
   } else {
     std::printf("%.3f\t%s\t%.3f\n", time_s, label.c_str(), d.score);
   }
-  std::fflush(stdout);
+  stdout_ok();  // flushed at once (a failed write is reported at exit)
   return time_s;
 }
 
@@ -45,6 +48,63 @@ std::string format_seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f s", s);
   return buf;
+}
+
+JsonLine& JsonLine::add(const char* key, const std::string& json) {
+  body_ += (body_.empty() ? "\"" : ", \"") + json_escape(key) + "\": " + json;
+  return *this;
+}
+
+JsonLine& JsonLine::str(const char* key, const std::string& v) { return add(key, "\"" + json_escape(v) + "\""); }
+
+JsonLine& JsonLine::num(const char* key, double v) {
+  if (!std::isfinite(v)) return add(key, "null");
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.7g", v);
+  return add(key, buf);
+}
+
+JsonLine& JsonLine::integer(const char* key, int64_t v) { return add(key, std::to_string(v)); }
+
+JsonLine& JsonLine::boolean(const char* key, bool v) { return add(key, v ? "true" : "false"); }
+
+JsonLine& JsonLine::strings(const char* key, const std::vector<std::string>& v) {
+  std::string a;
+  for (const std::string& s : v) a += (a.empty() ? "\"" : ", \"") + json_escape(s) + "\"";
+  return add(key, "[" + a + "]");
+}
+
+JsonLine& JsonLine::nums(const char* key, const std::vector<float>& v) {
+  std::string a;
+  char buf[32];
+  for (float x : v) {
+    std::snprintf(buf, sizeof buf, "%.7g", double(x));
+    a += (a.empty() ? "" : ", ") + std::string(std::isfinite(x) ? buf : "null");
+  }
+  return add(key, "[" + a + "]");
+}
+
+JsonLine& JsonLine::raw(const char* key, const std::string& json) { return add(key, json); }
+
+void JsonLine::end() const { std::printf("%s\n", text().c_str()); }
+
+namespace {
+
+int stdout_errno = 0;  // the first failed write's
+
+}  // namespace
+
+bool stdout_ok() {
+  errno = 0;
+  const bool ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!ok && stdout_errno == 0) stdout_errno = errno ? errno : EIO;
+  return ok;
+}
+
+int check_stdout(int rc) {
+  if (stdout_ok()) return rc;
+  std::fprintf(stderr, "keyword_spotter: cannot write the output: %s\n", std::strerror(stdout_errno));
+  return rc == kExitOk ? kExitFailed : rc;
 }
 
 }  // namespace kws

@@ -1,8 +1,10 @@
-// What the commands print, shared: JSON strings, detection lines, durations.
+// What the commands print, shared: JSON strings and objects, detection lines,
+// durations, and whether what went to stdout arrived.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli_options.h"
 #include "mega/detector.hpp"
@@ -17,5 +19,31 @@ std::string json_escape(const std::string& s);
 double print_detection(const mega::Model& m, const Params& p, int64_t end_sample, const mega::Detection& d);
 // "1.25 s"
 std::string format_seconds(double s);
+
+// One JSON object on one line of stdout, field by field:
+//   JsonLine j; j.str("file", path); j.num("score", 0.97); j.end();
+class JsonLine {
+ public:
+  JsonLine& str(const char* key, const std::string& v);
+  JsonLine& num(const char* key, double v);  // %.7g; NaN and Inf as null
+  JsonLine& integer(const char* key, int64_t v);
+  JsonLine& boolean(const char* key, bool v);
+  JsonLine& strings(const char* key, const std::vector<std::string>& v);
+  JsonLine& nums(const char* key, const std::vector<float>& v);
+  JsonLine& raw(const char* key, const std::string& json);  // v already JSON (a nested object)
+  std::string text() const { return "{" + body_ + "}"; }
+  void end() const;  // prints text() and a newline
+
+ private:
+  JsonLine& add(const char* key, const std::string& json);
+  std::string body_;
+};
+
+// Flushes stdout: false if anything written to it so far was lost (a full
+// disk, a closed pipe), remembering the first error for check_stdout().
+bool stdout_ok();
+// At exit: rc, or kExitFailed (when rc was kExitOk) with one line on stderr
+// if the results written to stdout did not all arrive.
+int check_stdout(int rc);
 
 }  // namespace kws

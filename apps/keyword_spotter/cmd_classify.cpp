@@ -133,7 +133,7 @@ int cmd_classify(const Params& p) {
       } else {
         std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
       }
-      std::fflush(stdout);
+      if (!stdout_ok()) break;  // the results are lost: the rest would be too (reported at exit)
       continue;
     }
     // "padded" describes the file, not the resampler's output (which can come
@@ -155,7 +155,7 @@ int cmd_classify(const Params& p) {
       if (r.window_start_s > 0.0) std::printf("\t(window at %.3f s)", r.window_start_s);
       std::printf("\n");
     }
-    std::fflush(stdout);
+    if (!stdout_ok()) break;
   }
   return failures ? kExitFailed : kExitOk;
 }

@@ -333,4 +333,7 @@ mega_status mega_session_detect_flush(mega_session* s, mega_detector* d, mega_de
 
 const char* mega_status_string(mega_status status) { return mega::status_name(mega::Status(status)); }
 
+// MEGA_KWS_VERSION_STRING: project(... VERSION) in the top-level CMakeLists.txt
+const char* mega_version(void) { return MEGA_KWS_VERSION_STRING; }
+
 }  // extern "C"

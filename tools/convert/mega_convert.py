@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import math
 import os
+import re
 import sys
 import tempfile
 
@@ -259,6 +260,21 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
+_PLACEHOLDERS = {"None", "?", "nan", "NaN", "null", "n/a"}
+
+
+def placeholder_clause(notes: str):
+    """The first clause of the notes ('; ' or '. ' ends one) that reads 'what: None ?',
+    a placeholder where a figure belongs (keyword_spotter info leaves such
+    clauses out); None if there is none."""
+    for clause in re.split(r"[;.](?: |$)", notes):
+        _, colon, value = clause.rpartition(":")
+        words = value.split()
+        if colon and words and all(w in _PLACEHOLDERS for w in words):
+            return clause.strip()
+    return None
+
+
 def sha256_of(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -313,6 +329,10 @@ def main(argv=None) -> int:
             raise ConvertError("--input-std must be a finite value >= 0")
         if not os.path.isfile(args.checkpoint):
             raise ConvertError(f"{args.checkpoint}: no such file")
+        bad_note = placeholder_clause(args.notes)
+        if bad_note:
+            raise ConvertError(f"--notes: '{bad_note}' has a placeholder where a figure belongs: "
+                               "give the figure or leave the clause out")
         model, fmt, extra = mega_torch.load_checkpoint(args.checkpoint)
         labels = args.labels.split(",") if args.labels else list(extra.get("labels", []))
         if not labels:

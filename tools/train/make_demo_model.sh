@@ -20,9 +20,11 @@ TEST=()
 test_recordings "$DATA"
 $PY "$HERE/tune_detection.py" --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 5 \
   -o "$RUN/detection.json" | tail -1
-STEP=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); v=c['best_val']; print(c['step'], '?' if v is None else round(v, 4))" "$RUN/best.pt")
+# the step and validation accuracy, where the checkpoint has them (a weight average has neither)
+FIGURES=$($PY -c "import torch,sys; c=torch.load(sys.argv[1]); s, v = c.get('step'), c.get('best_val')
+print('' if s is None or v is None else f'; step/validation accuracy (held-out voices): {s} {round(v, 4)}')" "$RUN/best.pt")
 $PY "$ROOT/tools/convert/mega_convert.py" "$RUN/best.pt" -o "$OUT" --detection "$RUN/detection.json" \
-  --notes "Demo model trained on synthetic speech (tools/data/make_sc10.py: espeak-ng, flite and festival voices, voice-disjoint splits) and real Speech Commands clips of training-split and validation-split speakers (CC BY 4.0); step/validation accuracy (held-out voices): $STEP. See docs/models.md."
+  --notes "Demo model trained on synthetic speech (tools/data/make_sc10.py: espeak-ng, flite and festival voices, voice-disjoint splits) and real Speech Commands clips of training-split and validation-split speakers (CC BY 4.0)$FIGURES. See docs/models.md."
 "$KS" selftest -m "$OUT"
 $PY "$HERE/evaluate.py" --ks "$KS" --model "$OUT" --data "$DATA" --split testing \
   --stream "$WORK/stream-test60.wav" --stream-labels "$WORK/stream-test60.csv" --json-out "$RUN/eval.json"

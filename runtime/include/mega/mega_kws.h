@@ -199,6 +199,10 @@ mega_status mega_session_detect_flush(mega_session* session, mega_detector* dete
 
 const char* mega_status_string(mega_status status);
 
+/* The library's version, "MAJOR.MINOR.PATCH" (the CMake project's version,
+ * also that of the installed MegaKWSConfigVersion.cmake and mega_kws.pc). */
+const char* mega_version(void);
+
 #ifdef __cplusplus
 }
 #endif
