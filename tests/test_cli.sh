@@ -201,6 +201,13 @@ for r in rows:
 PY
 expect_in "$T/err" "scanned 3.000 s" "scan summary on stderr"
 expect_rc 0 "scan of a resampled stereo file" -- "$KS" scan -m "$MODEL" "$T/s44k.wav"
+# resampled scans keep the resampler's tail: the whole file is scanned
+sox "$ROOT/samples/commands.wav" -r 8000 "$T/c8k.wav" && sox "$ROOT/samples/commands.wav" -r 44100 "$T/c44k.wav" &&
+  sox -n -r 1000 "$T/one_k.wav" synth 3 sine 100 || fail "sox could not make the rate variants for scan"
+for f in c8k.wav:12.352 c44k.wav:12.352 one_k.wav:3.000; do
+  expect_rc 0 "scan of ${f%%:*}" -- "$KS" scan -m "$MODEL" "$T/${f%%:*}"
+  expect_in "$T/err" "scanned ${f##*:} s" "scan of ${f%%:*} covers the whole file"
+done
 expect_rc 1 "scan of a missing file" -- "$KS" scan -m "$MODEL" "$T/missing.wav"
 expect_rc 1 "scan of a NaN file" -- "$KS" scan -m "$MODEL" "$T/nan.wav"
 expect_in "$T/err" "not a finite number" "scan names the bad sample"

@@ -168,7 +168,10 @@ int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
       continue;
     }
     SRC_DATA d = {};
-    d.data_in = avail ? im.pending.data() + im.pending_off : nullptr;
+    // Never null, even with no input left: libsamplerate treats a null data_in
+    // at the end of input as nothing to flush and drops the filter's tail.
+    static const float kNoInput = 0.0f;
+    d.data_in = avail ? im.pending.data() + im.pending_off : &kNoInput;
     d.input_frames = avail;
     d.data_out = out + written;
     d.output_frames = long(max - written);
