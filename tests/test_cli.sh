@@ -78,6 +78,13 @@ expect_rc 3 "newer schema refused" -- "$KS" selftest -m "$FIX/bad_schema_newer.m
 expect_in "$T/err" "newer than this runtime supports" "schema message"
 expect_rc 3 "missing model file" -- "$KS" info -m "$T/none.mega"
 expect_in "$T/err" "cannot open" "missing model message"
+# a FIFO as the model or an audio file: refused at once (it used to wait for a writer forever)
+mkfifo "$T/f.mega" "$T/f.wav"
+expect_rc 3 "a FIFO as the model" -- timeout 10 "$KS" info -m "$T/f.mega"
+expect_in "$T/err" "not a regular file" "FIFO model message"
+expect_rc 1 "a FIFO as an audio file (classify)" -- timeout 10 "$KS" classify -m "$MODEL" "$T/f.wav"
+expect_in "$T/err" "f.wav: not a regular file" "FIFO audio message"
+expect_rc 1 "a FIFO as an audio file (scan)" -- timeout 10 "$KS" scan -m "$MODEL" "$T/f.wav"
 expect_rc 3 "audio file as model" -- "$KS" info -m "$ROOT/samples/yes.wav"
 expect_in "$T/err" "not a .mega model file" "audio-as-model message"
 

@@ -2,10 +2,14 @@
 
 #include <samplerate.h>
 #include <sndfile.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 namespace kws {
 
@@ -29,17 +33,22 @@ using SrcState = std::unique_ptr<SRC_STATE, SRC_STATE* (*)(SRC_STATE*)>;
 // Opens and checks a file; shared by the whole-file and streaming readers.
 SndFile open_checked(const std::string& path, AudioInfo* info, std::string* error) {
   SndFile none(nullptr, sf_close);
-  struct stat sb;
-  if (::stat(path.c_str(), &sb) != 0) {
-    *error = "no such file";
+  // O_NONBLOCK: a FIFO must be refused, not waited on for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *error = errno == ENOENT ? "no such file" : std::string("cannot open: ") + std::strerror(errno);
     return none;
   }
-  if (S_ISDIR(sb.st_mode)) {
-    *error = "is a directory";
+  struct stat sb = {};
+  const bool regular = ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+  ::close(fd);
+  if (!regular) {
+    *error = S_ISDIR(sb.st_mode) ? "is a directory"
+                                 : "not a regular file (to scan a stream, pipe it to standard input: scan -)";
     return none;
   }
   SF_INFO sfi = {};
-  SndFile f(sf_open(path.c_str(), SFM_READ, &sfi), sf_close);
+  SndFile f(sf_open(path.c_str(), SFM_READ, &sfi), sf_close);  // by name: libsndfile also goes by the extension
   if (!f) {
     *error = std::string("not a readable audio file (") + sf_strerror(nullptr) + ")";
     return none;
