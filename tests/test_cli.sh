@@ -178,6 +178,24 @@ for f, needle in want.items():
     assert "error" in rows[f] and needle in rows[f]["error"], (f, rows.get(f))
 assert "label" in rows["stop.wav"]
 PY
+# truncated files: a header that announces more audio than the file holds is an error (exit 1, one line
+# naming the file), for classify and scan; libsndfile itself trims the length to the data and reads on
+sox "$ROOT/samples/commands.wav" "$T/c.aiff" && sox "$ROOT/samples/commands.wav" "$T/c.au" &&
+  sox "$ROOT/samples/commands.wav" "$T/c.ogg" || fail "sox could not make the files to truncate"
+head -c 98826 "$ROOT/samples/commands.wav" >"$T/cut_data.wav"
+head -c 200000 "$T/c.aiff" >"$T/cut_data.aiff"
+head -c 200000 "$T/c.au" >"$T/cut_data.au"
+head -c 20000 "$T/c.ogg" >"$T/cut_pages.ogg"  # 5.3 s decodable, the last page (the length) gone
+for f in cut_data.wav cut_data.aiff cut_data.au cut_pages.ogg; do
+  for cmd in classify scan; do
+    expect_rc 1 "$cmd of truncated $f" -- "$KS" $cmd -m "$MODEL" "$T/$f"
+    if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "$f: file is truncated" "$T/err" && [ ! -s "$T/out" ]; then
+      pass "$cmd of $f: one line naming the file ($(cat "$T/err"))"
+    else
+      fail "$cmd of $f: wanted one line '$f: file is truncated...'"; cat "$T/err"
+    fi
+  done
+done
 expect_rc 1 "plain output reports errors on stderr" -- "$KS" classify -m "$MODEL" "$T/missing.wav" "$src"
 expect_in "$T/err" "missing.wav: no such file" "stderr names the file"
 expect_in "$T/out" "stop.wav" "the good file is still classified"

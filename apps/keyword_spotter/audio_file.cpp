@@ -1,14 +1,15 @@
 #include "audio_file.h"
 
+#include <fcntl.h>
 #include <samplerate.h>
 #include <sndfile.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace kws {
@@ -29,6 +30,34 @@ std::string format_name(int format) {
 
 using SndFile = std::unique_ptr<SNDFILE, int (*)(SNDFILE*)>;
 using SrcState = std::unique_ptr<SRC_STATE, SRC_STATE* (*)(SRC_STATE*)>;
+
+// libsndfile trims a data chunk that runs past the end of the file to what is
+// there, and says so only in its log: "data : 395260 (should be 98782)" (WAV,
+// and the same for AIFF's SSND, AU's Data Size, SVX's BODY). True, with *why
+// set, if the header announces more audio than the file holds.
+bool data_cut_short(SNDFILE* f, std::string* why) {
+  char log[16384] = "";
+  sf_command(f, SFC_GET_LOG_INFO, log, sizeof log);
+  for (const char* line = log; *line;) {
+    const char* end = std::strchr(line, '\n');
+    const std::string l(line, end ? size_t(end - line) : std::strlen(line));
+    line = end ? end + 1 : line + l.size();
+    const size_t start = l.find_first_not_of(' ');
+    const size_t colon = l.find(" : ");
+    if (start == std::string::npos || colon == std::string::npos || colon < start) continue;
+    std::string marker = l.substr(start, colon - start);
+    marker.erase(marker.find_last_not_of(' ') + 1);  // AU pads it: "Data Size   : ..."
+    if (marker != "data" && marker != "SSND" && marker != "Data Size" && marker != "BODY") continue;
+    long long declared = 0, present = 0;
+    if (std::sscanf(l.c_str() + colon + 3, "%lld (should be %lld)", &declared, &present) != 2) continue;
+    if (declared > present && declared != 0xFFFFFFFFLL) {  // all ones: "length unknown" (a streamed header)
+      *why = "file is truncated: the header announces " + std::to_string(declared) + " bytes of audio, only " +
+             std::to_string(std::max(0LL, present)) + " are there";
+      return true;
+    }
+  }
+  return false;
+}
 
 // Opens and checks a file; shared by the whole-file and streaming readers.
 SndFile open_checked(const std::string& path, AudioInfo* info, std::string* error) {
@@ -71,6 +100,9 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
     *error = "unsupported sample rate " + std::to_string(sfi.samplerate) + " Hz";
     return none;
   }
+  if (data_cut_short(f.get(), error)) return none;
+  // A whole Ogg file has a last page that gives its length; without it the file was cut.
+  info->cut_if_unknown_length = (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG;
   return f;
 }
 
@@ -100,6 +132,11 @@ struct AudioFileStream::Impl {
         info.frames = frames_read;
         if (frames_read == 0) {
           *error = "no audio could be decoded (the file has no length in its header: truncated or damaged?)";
+          return false;
+        }
+        if (info.cut_if_unknown_length) {
+          *error = "file is truncated: its last Ogg page, which gives the length, is missing (" +
+                   std::to_string(frames_read) + " frames could be decoded)";
           return false;
         }
       } else if (frames_read < info.frames) {
