@@ -241,6 +241,15 @@ expect_in "$T/err" "16000 samples beyond full scale clipped" "scan reports the c
 expect_rc 2 "scan takes one file" -- "$KS" scan -m "$MODEL" "$src" "$src"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
+# every numeric option has a range (in --help); outside it: a usage error, never an abort
+for bad in "--block-size 0" "--block-size 1073741825" "--block-size 1e3" "--threads 0" "--threads 17" \
+           "--smoothing 0" "--smoothing 1025" "--refractory-ms -1" "--refractory-ms 600001" \
+           "--sensitivity -0.1" "--sensitivity 1.5" "--sensitivity nan" "--threshold 0" "--threshold inf"; do
+  expect_rc 2 "classify $bad" -- "$KS" classify -m "$MODEL" $bad "$src"
+done
+for bad in "--seconds 0" "--seconds 1e8" "--seconds nan" "--seconds -1" "--seconds 5x"; do
+  expect_rc 2 "listen $bad" -- "$KS" listen -m "$MODEL" $bad
+done
 
 # the benchmark: a program of its own (bench/rtf.cpp); the CLI says where it went
 expect_rc 2 "keyword_spotter bench is gone" -- "$KS" bench -m "$FIX/tiny_patch.mega" --seconds 2
@@ -250,11 +259,20 @@ if [ ! -x "$RTF" ]; then
   echo "SKIP: mega_rtf ($RTF is not built: MEGA_BUILD_BENCH=OFF?)"
 else
   expect_rc 0 "mega_rtf --help" -- "$RTF" --help
+  RTF_HELP=$T/rtf_help.txt
+  cp "$T/out" "$RTF_HELP"
   expect_in "$T/out" "--streams B" "mega_rtf --help lists --streams"
   expect_rc 2 "mega_rtf without a model" -- "$RTF" --seconds 2
   expect_rc 2 "mega_rtf: unknown option" -- "$RTF" -m "$FIX/tiny_patch.mega" --bogus
   expect_rc 2 "mega_rtf takes at most one file" -- "$RTF" -m "$FIX/tiny_patch.mega" "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav"
   expect_rc 3 "mega_rtf: missing model" -- "$RTF" -m "$T/none.mega"
+  # numeric options out of range: a usage error (--seconds 1e7 was an uncaught std::bad_alloc, exit 134)
+  for bad in "--seconds 1e7" "--seconds 3600.5" "--seconds 0" "--seconds nan" "--streams 0" "--streams 4097" \
+             "--threads 0" "--threads 17"; do
+    expect_rc 2 "mega_rtf $bad" -- timeout 60 "$RTF" -m "$MODEL" --backend cpu $bad
+    expect_in "$T/err" "${bad%% *}" "mega_rtf $bad: the message names the option"
+  done
+  expect_in "$RTF_HELP" "(0.001..3600)" "mega_rtf --help gives the range of --seconds"
   expect_rc 1 "mega_rtf: missing audio file" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/missing.wav"
   expect_rc 0 "mega_rtf --json" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
   if $PY - "$T/out" <<'PY'; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi

@@ -28,16 +28,16 @@ void print_usage(FILE* out) {
       "options:                                                        [default]\n"
       "  -m, --model PATH        model file (.mega)                      [required, except devices]\n"
       "  -j, --json              machine-readable output, one JSON object per line   [off]\n"
-      "  -b, --block-size N      classify: stream the clip N samples at a time      [whole clip]\n"
+      "  -b, --block-size N      classify: stream N samples at a time (1..2^30)     [whole clip]\n"
       "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
       "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
       "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
       "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
       "  -d, --device NAME|IDX   listen: input device (name substring or index)     [default input]\n"
-      "  -s, --seconds S         listen: stop after S s                             [until Ctrl-C]\n"
+      "  -s, --seconds S         listen: stop after S s (0.001..1e7)                [until Ctrl-C]\n"
       "      --threshold T       detection threshold for every keyword, 0..1        [from the model]\n"
-      "      --smoothing H       posteriors averaged over H chunk hops              [from the model]\n"
-      "      --refractory-ms MS  quiet time after a detection                       [from the model]\n"
+      "      --smoothing H       posteriors averaged over H chunk hops (1..1024)    [from the model]\n"
+      "      --refractory-ms MS  quiet time after a detection (0..600000)           [from the model]\n"
       "      --sensitivity S     0..1; 0.5 keeps the thresholds, higher fires more  [0.5]\n"
       "  -h, --help              this help\n"
       "\n"
@@ -98,13 +98,13 @@ int parse_args(int argc, char** argv, Params* p) {
     } else if (a == "-j" || a == "--json") {
       p->json = true;
     } else if (a == "-b" || a == "--block-size") {
-      if (!value() || !parse_int(v, 1, int64_t(1) << 30, &iv)) return usage_error("--block-size needs a positive integer");
+      if (!value() || !parse_int(v, 1, int64_t(1) << 30, &iv)) return usage_error("--block-size needs an integer in [1, 1073741824]");
       p->block_size = iv;
     } else if (a == "-d" || a == "--device") {
       if (!value()) return usage_error("--device needs a name or an index");
       p->device = v;
     } else if (a == "-s" || a == "--seconds") {
-      if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a positive number");
+      if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a number in [0.001, 1e7]");
       p->seconds = fv;
     } else if (a == "--threshold") {
       if (!value() || !parse_float(v, 0.001, 1.0, &fv)) return usage_error("--threshold needs a number in (0, 1]");
