@@ -238,7 +238,50 @@ expect_rc 1 "scan of a NaN file" -- "$KS" scan -m "$MODEL" "$T/nan.wav"
 expect_in "$T/err" "not a finite number" "scan names the bad sample"
 expect_rc 0 "scan of float audio beyond full scale" -- "$KS" scan -m "$MODEL" "$T/loud.wav"
 expect_in "$T/err" "16000 samples beyond full scale clipped" "scan reports the clipped samples"
-expect_rc 2 "scan takes one file" -- "$KS" scan -m "$MODEL" "$src" "$src"
+# several files: each with a fresh session and detector, each line naming its file; a bad file does not stop the others
+CMDS=$ROOT/samples/commands.wav
+expect_rc 0 "scan one file" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$CMDS"
+cp "$T/out" "$T/one.jsonl"
+expect_rc 0 "scan several files" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$CMDS" "$T/long.wav" "$CMDS"
+cp "$T/err" "$T/several.err"
+if $PY - "$T/one.jsonl" "$T/out" "$CMDS" "$T/long.wav" <<'PY'; then pass "several files: named, each from a fresh state"; else fail "scan of several files"; cat "$T/out"; fi
+import json, sys
+one = [json.loads(l) for l in open(sys.argv[1])]
+rows = [json.loads(l) for l in open(sys.argv[2])]
+cmds, long_wav = sys.argv[3], sys.argv[4]
+assert one and all("file" not in r for r in one)
+files = [r["file"] for r in rows]
+assert set(files) <= {cmds, long_wav} and files[:len(one)] == [cmds] * len(one), files
+strip = lambda r: {k: v for k, v in r.items() if k != "file"}
+# the first and the third file are the same recording: the same detections at the same times
+assert [strip(r) for r in rows[:len(one)]] == one, rows
+assert [strip(r) for r in rows[-len(one):]] == one and all(r["file"] == cmds for r in rows[-len(one):]), rows
+PY
+expect_in "$T/several.err" "commands.wav: scanned 12.352 s: 5 detection(s)" "several files: a summary per file"
+expect_rc 0 "scan several files, plain" -- "$KS" scan -m "$DEMO" --sensitivity 0.8 "$CMDS" "$CMDS"
+if [ "$(grep -c "^$CMDS	[0-9.]*	[a-z]*	[0-9.]*\$" "$T/out")" -eq 10 ]; then pass "plain lines start with the file"; else fail "plain lines of several files"; cat "$T/out"; fi
+expect_rc 1 "scan: a bad file among good ones" -- "$KS" scan -m "$DEMO" --sensitivity 0.8 "$T/missing.wav" "$CMDS"
+expect_in "$T/err" "missing.wav: no such file" "scan names the bad file"
+expect_in "$T/err" "commands.wav: scanned 12.352 s" "the good file is still scanned"
+expect_rc 2 "scan without files" -- "$KS" scan -m "$MODEL"
+expect_rc 2 "standard input twice" -- "$KS" scan -m "$MODEL" - -
+# "-": standard input, a WAV stream or raw s16le mono 16 kHz: the same detections as the file
+"$KS" scan -m "$DEMO" --json --sensitivity 0.8 - <"$CMDS" >"$T/stdin_redir.jsonl" 2>"$T/err" &&
+  cmp -s "$T/one.jsonl" "$T/stdin_redir.jsonl" && pass "scan - <file.wav" || { fail "scan - <file.wav"; cat "$T/err"; }
+cat "$CMDS" | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/stdin_wav.jsonl" 2>"$T/err" &&
+  cmp -s "$T/one.jsonl" "$T/stdin_wav.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "cat file.wav | scan -" ||
+  { fail "cat file.wav | scan -"; cat "$T/err"; }
+sox "$CMDS" -t raw -e signed -b 16 -c 1 -r 16000 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/stdin_raw.jsonl" 2>"$T/err" &&
+  cmp -s "$T/one.jsonl" "$T/stdin_raw.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "raw s16le | scan -" ||
+  { fail "raw s16le | scan -"; cat "$T/err"; }
+sox "$CMDS" -t wav -e floating-point -b 32 -r 44100 -c 2 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/out" 2>"$T/err" &&
+  $PY -c 'import json,sys; a=[json.loads(l)["label"] for l in open(sys.argv[1])]; b=[json.loads(l)["label"] for l in open(sys.argv[2])]; sys.exit(a != b)' "$T/one.jsonl" "$T/out" &&
+  pass "a 44.1 kHz stereo float WAV stream: the same words" || { fail "float WAV stream"; cat "$T/err"; }
+head -c 98826 "$CMDS" | "$KS" scan -m "$DEMO" - >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "ended early" "$T/err" && pass "a WAV stream cut short: exit 1" || { fail "cut WAV stream: exit $rc"; cat "$T/err"; }
+expect_rc 1 "empty standard input" -- "$KS" scan -m "$DEMO" - </dev/null
+expect_in "$T/err" "no audio on standard input" "empty standard input message"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 # every numeric option has a range (in --help); outside it: a usage error, never an abort

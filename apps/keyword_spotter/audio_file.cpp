@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "stdin_audio.h"
+
 namespace kws {
 
 namespace {
@@ -59,6 +61,18 @@ bool data_cut_short(SNDFILE* f, std::string* why) {
   return false;
 }
 
+bool supported(const AudioInfo& info, std::string* error) {
+  if (info.channels <= 0 || info.channels > 64) {
+    *error = "unsupported channel count " + std::to_string(info.channels);
+    return false;
+  }
+  if (info.sample_rate < 1000 || info.sample_rate > 768000) {
+    *error = "unsupported sample rate " + std::to_string(info.sample_rate) + " Hz";
+    return false;
+  }
+  return true;
+}
+
 // Opens and checks a file; shared by the whole-file and streaming readers.
 SndFile open_checked(const std::string& path, AudioInfo* info, std::string* error) {
   SndFile none(nullptr, sf_close);
@@ -92,14 +106,7 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
     *error = "no audio in the file (0 frames)";
     return none;
   }
-  if (sfi.channels <= 0 || sfi.channels > 64) {
-    *error = "unsupported channel count " + std::to_string(sfi.channels);
-    return none;
-  }
-  if (sfi.samplerate < 1000 || sfi.samplerate > 768000) {
-    *error = "unsupported sample rate " + std::to_string(sfi.samplerate) + " Hz";
-    return none;
-  }
+  if (!supported(*info, error)) return none;
   if (data_cut_short(f.get(), error)) return none;
   // A whole Ogg file has a last page that gives its length; without it the file was cut.
   info->cut_if_unknown_length = (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG;
@@ -110,6 +117,7 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
 
 struct AudioFileStream::Impl {
   SndFile file{nullptr, sf_close};
+  std::unique_ptr<StdinAudio> pipe;  // instead of file, for "-"
   SrcState src{nullptr, src_delete};
   AudioInfo info;
   double ratio = 1.0;
@@ -121,9 +129,10 @@ struct AudioFileStream::Impl {
   // Reads the next block of mono input into pending; false on error.
   bool fill(std::string* error) {
     const int ch = info.channels;
-    const sf_count_t got = sf_readf_float(file.get(), inter.data(), kBlockFrames);
+    const sf_count_t got = file ? sf_readf_float(file.get(), inter.data(), kBlockFrames)
+                                : pipe->read(inter.data(), kBlockFrames, error);
     if (got < 0) {
-      *error = sf_strerror(file.get());
+      if (file) *error = sf_strerror(file.get());
       return false;
     }
     if (got == 0) {
@@ -131,7 +140,8 @@ struct AudioFileStream::Impl {
       if (!info.length_known) {
         info.frames = frames_read;
         if (frames_read == 0) {
-          *error = "no audio could be decoded (the file has no length in its header: truncated or damaged?)";
+          *error = pipe ? "no audio on standard input"
+                        : "no audio could be decoded (the file has no length in its header: truncated or damaged?)";
           return false;
         }
         if (info.cut_if_unknown_length) {
@@ -172,8 +182,19 @@ std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, 
   std::unique_ptr<AudioFileStream> s(new AudioFileStream());
   s->impl_ = std::make_unique<Impl>();
   Impl& im = *s->impl_;
-  im.file = open_checked(path, &im.info, error);
-  if (!im.file) return nullptr;
+  if (path == kStdinPath) {
+    im.pipe = std::make_unique<StdinAudio>();
+    if (!im.pipe->open(error)) return nullptr;
+    im.info.sample_rate = im.pipe->sample_rate();
+    im.info.channels = im.pipe->channels();
+    im.info.format = im.pipe->format();
+    im.info.length_known = false;
+    im.info.frames = 0;
+    if (!supported(im.info, error)) return nullptr;
+  } else {
+    im.file = open_checked(path, &im.info, error);
+    if (!im.file) return nullptr;
+  }
   im.inter.resize(size_t(kBlockFrames) * size_t(im.info.channels));
   if (im.info.sample_rate != want_rate) {
     int err = 0;

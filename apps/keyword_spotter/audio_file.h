@@ -27,9 +27,13 @@ struct AudioInfo {
 bool read_audio_file(const std::string& path, int32_t want_rate, double max_seconds, std::vector<float>* samples,
                      AudioInfo* info, std::string* error);
 
+// The path that means standard input: a WAV stream or raw s16le mono at
+// 16 kHz (stdin_audio.h).
+constexpr const char* kStdinPath = "-";
+
 // Streams a file of any length in blocks, as mono at want_rate, with bounded
-// memory (scan). read() returns the samples written (0 at the end, -1 on
-// error with *error set).
+// memory (scan); or standard input (kStdinPath). read() returns the samples
+// written (0 at the end, -1 on error with *error set).
 class AudioFileStream {
  public:
   static std::unique_ptr<AudioFileStream> open(const std::string& path, int32_t want_rate, AudioInfo* info,

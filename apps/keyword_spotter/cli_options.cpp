@@ -1,6 +1,7 @@
 // keyword_spotter's command line: --help, and the options into Params.
 #include "cli_options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +20,9 @@ void print_usage(FILE* out) {
       "\n"
       "commands:\n"
       "  classify   classify audio clips (any format libsndfile reads, any rate, mono or stereo)\n"
-      "  scan       stream a recording of any length and print each keyword detection\n"
+      "  scan       stream recordings of any length and print each keyword detection;\n"
+      "             FILE '-' is standard input: a WAV stream (RIFF header) or else raw\n"
+      "             signed 16-bit little-endian mono at 16 kHz (arecord -f S16_LE -r 16000 | ...)\n"
       "  listen     spot keywords live on a microphone (PortAudio)\n"
       "  devices    list audio input devices\n"
       "  info       print the model's metadata\n"
@@ -127,7 +130,8 @@ int parse_args(int argc, char** argv, Params* p) {
   const bool needs_model = p->command != "devices";
   if (needs_model && p->model_path.empty()) return usage_error("-m MODEL is required");
   if (p->command == "classify" && p->files.empty()) return usage_error("classify needs at least one audio file");
-  if (p->command == "scan" && p->files.size() != 1) return usage_error("scan takes exactly one audio file");
+  if (p->command == "scan" && p->files.empty()) return usage_error("scan needs at least one audio file (- for standard input)");
+  if (std::count(p->files.begin(), p->files.end(), "-") > 1) return usage_error("standard input (-) can be read only once");
   if (p->command != "classify" && p->command != "scan" && !p->files.empty()) {
     return usage_error("%s takes no files", p->command.c_str());
   }
