@@ -42,6 +42,7 @@ void print_usage(FILE* out) {
       "      --smoothing H       posteriors averaged over H chunk hops (1..1024)    [from the model]\n"
       "      --refractory-ms MS  quiet time after a detection (0..600000)           [from the model]\n"
       "      --sensitivity S     0..1; 0.5 keeps the thresholds, higher fires more  [0.5]\n"
+      "  -v, --verbose           listen, devices: ALSA's and JACK's own messages    [off]\n"
       "  -h, --help              this help\n"
       "\n"
       "exit codes: 0 ok; 1 a file, the self-test or a stream failed; 2 usage error;\n"
@@ -100,6 +101,8 @@ int parse_args(int argc, char** argv, Params* p) {
       p->model_path = v;
     } else if (a == "-j" || a == "--json") {
       p->json = true;
+    } else if (a == "-v" || a == "--verbose") {
+      p->verbose = true;
     } else if (a == "-b" || a == "--block-size") {
       if (!value() || !parse_int(v, 1, int64_t(1) << 30, &iv)) return usage_error("--block-size needs an integer in [1, 1073741824]");
       p->block_size = iv;
