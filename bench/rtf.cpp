@@ -40,6 +40,10 @@
 namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitModel = 3, kExitDevice = 4;
+// The audio is held in memory (an hour at 16 kHz: 230 MB) and each batch step
+// holds a chunk per stream: larger values were an uncaught std::bad_alloc.
+constexpr double kMaxSeconds = 3600.0;
+constexpr int64_t kMaxStreams = 4096;
 
 // The engine's options (engine_flags.h) and the benchmark's.
 struct Params : kws::EngineFlags {
@@ -63,9 +67,9 @@ void print_usage(FILE* out) {
       "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
       "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
       "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
-      "      --streams B         B streams advanced together in one batch           [one stream]\n"
+      "      --streams B         B streams advanced together in one batch (1..4096) [one stream]\n"
       "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
-      "  -s, --seconds S         audio to process                                   [10]\n"
+      "  -s, --seconds S         audio to process (0.001..3600)                     [10]\n"
       "  -h, --help              this help\n"
       "      --version           the version\n"
       "\n"
@@ -115,10 +119,12 @@ int parse_args(int argc, char** argv, Params* p) {
     } else if (a == "-j" || a == "--json") {
       p->json = true;
     } else if (a == "--streams") {
-      if (!value() || !parse_int(v, 1, 1 << 20, &iv)) return usage_error("--streams needs an integer in [1, 1048576]");
+      if (!value() || !parse_int(v, 1, kMaxStreams, &iv)) return usage_error("--streams needs an integer in [1, 4096]");
       p->streams = int32_t(iv);
     } else if (a == "-s" || a == "--seconds") {
-      if (!value() || !parse_float(v, 0.001, 1e7, &fv)) return usage_error("--seconds needs a positive number");
+      if (!value() || !parse_float(v, 0.001, kMaxSeconds, &fv)) {
+        return usage_error("--seconds needs a number in [0.001, 3600]");
+      }
       p->seconds = fv;
     } else if (a.size() > 1 && a[0] == '-') {
       return usage_error("unknown option '%s'", a.c_str());

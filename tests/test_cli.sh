@@ -179,6 +179,13 @@ expect_rc 3 "newer schema refused" -- "$KS" selftest -m "$FIX/bad_schema_newer.m
 expect_in "$T/err" "newer than this runtime supports" "schema message"
 expect_rc 3 "missing model file" -- "$KS" info -m "$T/none.mega"
 expect_in "$T/err" "cannot open" "missing model message"
+# a FIFO as the model or an audio file: refused at once (it used to wait for a writer forever)
+mkfifo "$T/f.mega" "$T/f.wav"
+expect_rc 3 "a FIFO as the model" -- timeout 10 "$KS" info -m "$T/f.mega"
+expect_in "$T/err" "not a regular file" "FIFO model message"
+expect_rc 1 "a FIFO as an audio file (classify)" -- timeout 10 "$KS" classify -m "$MODEL" "$T/f.wav"
+expect_in "$T/err" "f.wav: not a regular file" "FIFO audio message"
+expect_rc 1 "a FIFO as an audio file (scan)" -- timeout 10 "$KS" scan -m "$MODEL" "$T/f.wav"
 expect_rc 3 "audio file as model" -- "$KS" info -m "$ROOT/samples/yes.wav"
 expect_in "$T/err" "not a .mega model file" "audio-as-model message"
 
@@ -272,6 +279,24 @@ for f, needle in want.items():
     assert "error" in rows[f] and needle in rows[f]["error"], (f, rows.get(f))
 assert "label" in rows["stop.wav"]
 PY
+# truncated files: a header that announces more audio than the file holds is an error (exit 1, one line
+# naming the file), for classify and scan; libsndfile itself trims the length to the data and reads on
+sox "$ROOT/samples/commands.wav" "$T/c.aiff" && sox "$ROOT/samples/commands.wav" "$T/c.au" &&
+  sox "$ROOT/samples/commands.wav" "$T/c.ogg" || fail "sox could not make the files to truncate"
+head -c 98826 "$ROOT/samples/commands.wav" >"$T/cut_data.wav"
+head -c 200000 "$T/c.aiff" >"$T/cut_data.aiff"
+head -c 200000 "$T/c.au" >"$T/cut_data.au"
+head -c 20000 "$T/c.ogg" >"$T/cut_pages.ogg"  # 5.3 s decodable, the last page (the length) gone
+for f in cut_data.wav cut_data.aiff cut_data.au cut_pages.ogg; do
+  for cmd in classify scan; do
+    expect_rc 1 "$cmd of truncated $f" -- "$KS" $cmd -m "$MODEL" "$T/$f"
+    if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "$f: file is truncated" "$T/err" && [ ! -s "$T/out" ]; then
+      pass "$cmd of $f: one line naming the file ($(cat "$T/err"))"
+    else
+      fail "$cmd of $f: wanted one line '$f: file is truncated...'"; cat "$T/err"
+    fi
+  done
+done
 expect_rc 1 "plain output reports errors on stderr" -- "$KS" classify -m "$MODEL" "$T/missing.wav" "$src"
 expect_in "$T/err" "missing.wav: no such file" "stderr names the file"
 expect_in "$T/out" "stop.wav" "the good file is still classified"
@@ -302,12 +327,62 @@ for r in rows:
 PY
 expect_in "$T/err" "scanned 3.000 s" "scan summary on stderr"
 expect_rc 0 "scan of a resampled stereo file" -- "$KS" scan -m "$MODEL" "$T/s44k.wav"
+# resampled scans keep the resampler's tail: the whole file is scanned
+sox "$ROOT/samples/commands.wav" -r 8000 "$T/c8k.wav" && sox "$ROOT/samples/commands.wav" -r 44100 "$T/c44k.wav" &&
+  sox -n -r 1000 "$T/one_k.wav" synth 3 sine 100 || fail "sox could not make the rate variants for scan"
+for f in c8k.wav:12.352 c44k.wav:12.352 one_k.wav:3.000; do
+  expect_rc 0 "scan of ${f%%:*}" -- "$KS" scan -m "$MODEL" "$T/${f%%:*}"
+  expect_in "$T/err" "scanned ${f##*:} s" "scan of ${f%%:*} covers the whole file"
+done
 expect_rc 1 "scan of a missing file" -- "$KS" scan -m "$MODEL" "$T/missing.wav"
 expect_rc 1 "scan of a NaN file" -- "$KS" scan -m "$MODEL" "$T/nan.wav"
 expect_in "$T/err" "not a finite number" "scan names the bad sample"
 expect_rc 0 "scan of float audio beyond full scale" -- "$KS" scan -m "$MODEL" "$T/loud.wav"
 expect_in "$T/err" "16000 samples beyond full scale clipped" "scan reports the clipped samples"
-expect_rc 2 "scan takes one file" -- "$KS" scan -m "$MODEL" "$src" "$src"
+# several files: each with a fresh session and detector, each line naming its file; a bad file does not stop the others
+CMDS=$ROOT/samples/commands.wav
+expect_rc 0 "scan one file" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$CMDS"
+cp "$T/out" "$T/one.jsonl"
+expect_rc 0 "scan several files" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$CMDS" "$T/long.wav" "$CMDS"
+cp "$T/err" "$T/several.err"
+if $PY - "$T/one.jsonl" "$T/out" "$CMDS" "$T/long.wav" <<'PY'; then pass "several files: named, each from a fresh state"; else fail "scan of several files"; cat "$T/out"; fi
+import json, sys
+one = [json.loads(l) for l in open(sys.argv[1])]
+rows = [json.loads(l) for l in open(sys.argv[2])]
+cmds, long_wav = sys.argv[3], sys.argv[4]
+assert one and all("file" not in r for r in one)
+files = [r["file"] for r in rows]
+assert set(files) <= {cmds, long_wav} and files[:len(one)] == [cmds] * len(one), files
+strip = lambda r: {k: v for k, v in r.items() if k != "file"}
+# the first and the third file are the same recording: the same detections at the same times
+assert [strip(r) for r in rows[:len(one)]] == one, rows
+assert [strip(r) for r in rows[-len(one):]] == one and all(r["file"] == cmds for r in rows[-len(one):]), rows
+PY
+expect_in "$T/several.err" "commands.wav: scanned 12.352 s: 5 detection(s)" "several files: a summary per file"
+expect_rc 0 "scan several files, plain" -- "$KS" scan -m "$DEMO" --sensitivity 0.8 "$CMDS" "$CMDS"
+if [ "$(grep -c "^$CMDS	[0-9.]*	[a-z]*	[0-9.]*\$" "$T/out")" -eq 10 ]; then pass "plain lines start with the file"; else fail "plain lines of several files"; cat "$T/out"; fi
+expect_rc 1 "scan: a bad file among good ones" -- "$KS" scan -m "$DEMO" --sensitivity 0.8 "$T/missing.wav" "$CMDS"
+expect_in "$T/err" "missing.wav: no such file" "scan names the bad file"
+expect_in "$T/err" "commands.wav: scanned 12.352 s" "the good file is still scanned"
+expect_rc 2 "scan without files" -- "$KS" scan -m "$MODEL"
+expect_rc 2 "standard input twice" -- "$KS" scan -m "$MODEL" - -
+# "-": standard input, a WAV stream or raw s16le mono 16 kHz: the same detections as the file
+"$KS" scan -m "$DEMO" --json --sensitivity 0.8 - <"$CMDS" >"$T/stdin_redir.jsonl" 2>"$T/err" &&
+  cmp -s "$T/one.jsonl" "$T/stdin_redir.jsonl" && pass "scan - <file.wav" || { fail "scan - <file.wav"; cat "$T/err"; }
+cat "$CMDS" | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/stdin_wav.jsonl" 2>"$T/err" &&
+  cmp -s "$T/one.jsonl" "$T/stdin_wav.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "cat file.wav | scan -" ||
+  { fail "cat file.wav | scan -"; cat "$T/err"; }
+sox "$CMDS" -t raw -e signed -b 16 -c 1 -r 16000 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/stdin_raw.jsonl" 2>"$T/err" &&
+  cmp -s "$T/one.jsonl" "$T/stdin_raw.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "raw s16le | scan -" ||
+  { fail "raw s16le | scan -"; cat "$T/err"; }
+sox "$CMDS" -t wav -e floating-point -b 32 -r 44100 -c 2 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/out" 2>"$T/err" &&
+  $PY -c 'import json,sys; a=[json.loads(l)["label"] for l in open(sys.argv[1])]; b=[json.loads(l)["label"] for l in open(sys.argv[2])]; sys.exit(a != b)' "$T/one.jsonl" "$T/out" &&
+  pass "a 44.1 kHz stereo float WAV stream: the same words" || { fail "float WAV stream"; cat "$T/err"; }
+head -c 98826 "$CMDS" | "$KS" scan -m "$DEMO" - >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "ended early" "$T/err" && pass "a WAV stream cut short: exit 1" || { fail "cut WAV stream: exit $rc"; cat "$T/err"; }
+expect_rc 1 "empty standard input" -- "$KS" scan -m "$DEMO" - </dev/null
+expect_in "$T/err" "no audio on standard input" "empty standard input message"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 # per-keyword thresholds by label: the others keep the model's
@@ -328,6 +403,17 @@ expect_rc 2 "--threshold go=1.5" -- "$KS" scan -m "$DEMO" --threshold go=1.5 "$s
 expect_rc 2 "--threshold go=0" -- "$KS" scan -m "$DEMO" --threshold go=0 "$src"
 expect_rc 2 "--threshold go=" -- "$KS" scan -m "$DEMO" --threshold go= "$src"
 expect_rc 2 "--threshold go=0.8,go=0.9" -- "$KS" scan -m "$DEMO" --threshold go=0.8,go=0.9 "$src"
+# every numeric option has a range (in --help); outside it: a usage error, never an abort
+for bad in "--block-size 0" "--block-size 1073741825" "--block-size 1e3" "--threads 0" "--threads 17"; do
+  expect_rc 2 "classify $bad" -- "$KS" classify -m "$MODEL" $bad "$src"
+done
+for bad in "--threads 0" "--smoothing 0" "--smoothing 1025" "--refractory-ms -1" "--refractory-ms 600001" \
+           "--sensitivity -0.1" "--sensitivity 1.5" "--sensitivity nan" "--threshold 0" "--threshold inf"; do
+  expect_rc 2 "scan $bad" -- "$KS" scan -m "$MODEL" $bad "$src"
+done
+for bad in "--seconds 0" "--seconds 1e8" "--seconds nan" "--seconds -1" "--seconds 5x"; do
+  expect_rc 2 "listen $bad" -- "$KS" listen -m "$MODEL" $bad
+done
 
 # the benchmark: a program of its own (bench/rtf.cpp); the CLI says where it went
 expect_rc 2 "keyword_spotter bench is gone" -- "$KS" bench -m "$FIX/tiny_patch.mega" --seconds 2
@@ -337,6 +423,8 @@ if [ ! -x "$RTF" ]; then
   echo "SKIP: mega_rtf ($RTF is not built: MEGA_BUILD_BENCH=OFF?)"
 else
   expect_rc 0 "mega_rtf --help" -- "$RTF" --help
+  RTF_HELP=$T/rtf_help.txt
+  cp "$T/out" "$RTF_HELP"
   expect_in "$T/out" "--streams B" "mega_rtf --help lists --streams"
   expect_rc 0 "mega_rtf --version" -- "$RTF" --version
   if [ "$(cat "$T/out")" = "mega_rtf $VERSION" ]; then pass "mega_rtf --version says $VERSION"
@@ -345,6 +433,13 @@ else
   expect_rc 2 "mega_rtf: unknown option" -- "$RTF" -m "$FIX/tiny_patch.mega" --bogus
   expect_rc 2 "mega_rtf takes at most one file" -- "$RTF" -m "$FIX/tiny_patch.mega" "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav"
   expect_rc 3 "mega_rtf: missing model" -- "$RTF" -m "$T/none.mega"
+  # numeric options out of range: a usage error (--seconds 1e7 was an uncaught std::bad_alloc, exit 134)
+  for bad in "--seconds 1e7" "--seconds 3600.5" "--seconds 0" "--seconds nan" "--streams 0" "--streams 4097" \
+             "--threads 0" "--threads 17"; do
+    expect_rc 2 "mega_rtf $bad" -- timeout 60 "$RTF" -m "$MODEL" --backend cpu $bad
+    expect_in "$T/err" "${bad%% *}" "mega_rtf $bad: the message names the option"
+  done
+  expect_in "$RTF_HELP" "(0.001..3600)" "mega_rtf --help gives the range of --seconds"
   expect_rc 1 "mega_rtf: missing audio file" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/missing.wav"
   expect_rc 0 "mega_rtf --json" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
   if $PY - "$T/out" <<'PY'; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi

@@ -8,7 +8,8 @@
 #      program must resample to the model's rate itself): same labels;
 #   c. --device no-such-device-xyz: exit 4 and the list of input devices;
 #   d. `devices` lists the pulse device while the server runs;
-#   e. no sound system at all: listen fails with exit 4 within seconds;
+#   e. no sound system at all: listen fails with exit 4 within seconds, and
+#      listen and devices say so in one line (ALSA's and JACK's noise only with --verbose);
 #   f. the sound server dies while listening: exit 4, no hang;
 #   g. inference slower than the device (test-only KWS_TEST_CONSUMER_DELAY_MS):
 #      the dropped frames are counted and reported, exit 0 after SIGTERM;
@@ -315,6 +316,20 @@ else
     grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/e.err" | tail -5
   fi
   [ -s "$T/e.out" ] && fail "e: printed on stdout: $(head -c 200 "$T/e.out")"
+  # one clear line, not ~100 lines of ALSA and JACK diagnostics (those only with --verbose)
+  for cmd in "listen -m $MODEL" "devices"; do
+    env -u PULSE_SERVER PULSE_RUNTIME_PATH="$T/nothing" timeout 30 "$KS" $cmd >/dev/null 2>"$T/e.err"
+    rc=$?
+    n=$(wc -l <"$T/e.err")
+    if [ "$rc" -eq 4 ] && [ "$n" -le 2 ] && grep -q "no audio input devices" "$T/e.err"; then
+      pass "e: ${cmd%% *} without a sound system: $n line(s) on stderr: $(head -c 200 "$T/e.err")"
+    else
+      fail "e: ${cmd%% *} without a sound system: exit $rc, $n lines on stderr, wanted 4 and at most 2"; head -5 "$T/e.err"
+    fi
+  done
+  env -u PULSE_SERVER PULSE_RUNTIME_PATH="$T/nothing" timeout 30 "$KS" devices --verbose >/dev/null 2>"$T/e.err"
+  [ "$(wc -l <"$T/e.err")" -gt 2 ] && pass "e: devices --verbose shows the libraries' messages" ||
+    fail "e: devices --verbose: $(wc -l <"$T/e.err") lines on stderr, wanted the libraries' messages"
 fi
 
 # --- h, i. a device that never delivers, a device whose open never returns ---

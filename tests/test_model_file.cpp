@@ -2,7 +2,13 @@
 // (this file also runs under AddressSanitizer in CI).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <random>
 
@@ -116,6 +122,27 @@ TEST(ModelFile, MissingFileDirectoryAndEmptyFile) {
   r = load_bytes({});
   EXPECT_EQ(r.status, mega::Status::bad_model);
   EXPECT_NE(r.error.find("too small"), std::string::npos) << r.error;
+}
+
+// A FIFO as the model path: refused at once, not a wait for a writer that never comes.
+TEST(ModelFile, FifoIsRefusedWithoutBlocking) {
+  char dir[] = "/tmp/mega_fifo.XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  const std::string fifo = std::string(dir) + "/model.mega";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto loading = std::async(std::launch::async, [&] { return load_file(fifo); });
+  const bool returned = loading.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!returned) {  // blocked in open(): be the writer it waits for, so that the test can end
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  const Result r = loading.get();
+  EXPECT_TRUE(returned) << "loading a FIFO blocked";
+  EXPECT_FALSE(r.loaded);
+  EXPECT_EQ(r.status, mega::Status::io_error);
+  EXPECT_NE(r.error.find("not a regular file"), std::string::npos) << r.error;
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
 }
 
 TEST(ModelFile, TruncatedAtManyOffsetsIsRefused) {

@@ -1,5 +1,7 @@
 #include "audio_devices.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -62,10 +64,10 @@ void print_input_devices(FILE* out, bool json) {
 namespace {
 
 void print_device_error_list(const char* why) {
-  std::fprintf(stderr, "keyword_spotter: %s\n", why);
-  if (count_input_devices() == 0) {
-    std::fprintf(stderr, "keyword_spotter: no input devices (is a sound server running? see `keyword_spotter devices`)\n");
+  if (count_input_devices() == 0) {  // one line: the usual case on a machine without sound
+    std::fprintf(stderr, "keyword_spotter: %s: %s\n", why, kNoInputDevices);
   } else {
+    std::fprintf(stderr, "keyword_spotter: %s\n", why);
     std::fprintf(stderr, "input devices:\n");
     print_input_devices(stderr, false);
   }
@@ -118,6 +120,30 @@ PaDeviceIndex find_input_device(const std::string& want) {
                  want.c_str(), int(found), Pa_GetDeviceInfo(found)->name);
   }
   return found;
+}
+
+}  // namespace kws
+
+namespace kws {
+
+namespace {
+
+// Found at run time: PortAudio's build decides whether ALSA and JACK are there.
+void drop_alsa_message(const char*, int, const char*, int, const char*, ...) {}
+void drop_jack_message(const char*) {}
+
+}  // namespace
+
+void set_audio_library_messages(bool show) {
+  if (show) return;
+  using AlsaHandler = void (*)(const char*, int, const char*, int, const char*, ...);
+  using JackHandler = void (*)(const char*);
+  if (void* f = dlsym(RTLD_DEFAULT, "snd_lib_error_set_handler")) {
+    reinterpret_cast<int (*)(AlsaHandler)>(f)(&drop_alsa_message);
+  }
+  for (const char* name : {"jack_set_error_function", "jack_set_info_function"}) {
+    if (void* f = dlsym(RTLD_DEFAULT, name)) reinterpret_cast<void (*)(JackHandler)>(f)(&drop_jack_message);
+  }
 }
 
 }  // namespace kws

@@ -1,11 +1,18 @@
 #include "audio_file.h"
 
+#include <fcntl.h>
 #include <samplerate.h>
 #include <sndfile.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "stdin_audio.h"
 
 namespace kws {
 
@@ -26,20 +33,65 @@ std::string format_name(int format) {
 using SndFile = std::unique_ptr<SNDFILE, int (*)(SNDFILE*)>;
 using SrcState = std::unique_ptr<SRC_STATE, SRC_STATE* (*)(SRC_STATE*)>;
 
+// libsndfile trims a data chunk that runs past the end of the file to what is
+// there, and says so only in its log: "data : 395260 (should be 98782)" (WAV,
+// and the same for AIFF's SSND, AU's Data Size, SVX's BODY). True, with *why
+// set, if the header announces more audio than the file holds.
+bool data_cut_short(SNDFILE* f, std::string* why) {
+  char log[16384] = "";
+  sf_command(f, SFC_GET_LOG_INFO, log, sizeof log);
+  for (const char* line = log; *line;) {
+    const char* end = std::strchr(line, '\n');
+    const std::string l(line, end ? size_t(end - line) : std::strlen(line));
+    line = end ? end + 1 : line + l.size();
+    const size_t start = l.find_first_not_of(' ');
+    const size_t colon = l.find(" : ");
+    if (start == std::string::npos || colon == std::string::npos || colon < start) continue;
+    std::string marker = l.substr(start, colon - start);
+    marker.erase(marker.find_last_not_of(' ') + 1);  // AU pads it: "Data Size   : ..."
+    if (marker != "data" && marker != "SSND" && marker != "Data Size" && marker != "BODY") continue;
+    long long declared = 0, present = 0;
+    if (std::sscanf(l.c_str() + colon + 3, "%lld (should be %lld)", &declared, &present) != 2) continue;
+    if (declared > present && declared != 0xFFFFFFFFLL) {  // all ones: "length unknown" (a streamed header)
+      *why = "file is truncated: the header announces " + std::to_string(declared) + " bytes of audio, only " +
+             std::to_string(std::max(0LL, present)) + " are there";
+      return true;
+    }
+  }
+  return false;
+}
+
+bool supported(const AudioInfo& info, std::string* error) {
+  if (info.channels <= 0 || info.channels > 64) {
+    *error = "unsupported channel count " + std::to_string(info.channels);
+    return false;
+  }
+  if (info.sample_rate < 1000 || info.sample_rate > 768000) {
+    *error = "unsupported sample rate " + std::to_string(info.sample_rate) + " Hz";
+    return false;
+  }
+  return true;
+}
+
 // Opens and checks a file; shared by the whole-file and streaming readers.
 SndFile open_checked(const std::string& path, AudioInfo* info, std::string* error) {
   SndFile none(nullptr, sf_close);
-  struct stat sb;
-  if (::stat(path.c_str(), &sb) != 0) {
-    *error = "no such file";
+  // O_NONBLOCK: a FIFO must be refused, not waited on for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *error = errno == ENOENT ? "no such file" : std::string("cannot open: ") + std::strerror(errno);
     return none;
   }
-  if (S_ISDIR(sb.st_mode)) {
-    *error = "is a directory";
+  struct stat sb = {};
+  const bool regular = ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+  ::close(fd);
+  if (!regular) {
+    *error = S_ISDIR(sb.st_mode) ? "is a directory"
+                                 : "not a regular file (to scan a stream, pipe it to standard input: scan -)";
     return none;
   }
   SF_INFO sfi = {};
-  SndFile f(sf_open(path.c_str(), SFM_READ, &sfi), sf_close);
+  SndFile f(sf_open(path.c_str(), SFM_READ, &sfi), sf_close);  // by name: libsndfile also goes by the extension
   if (!f) {
     *error = std::string("not a readable audio file (") + sf_strerror(nullptr) + ")";
     return none;
@@ -54,14 +106,10 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
     *error = "no audio in the file (0 frames)";
     return none;
   }
-  if (sfi.channels <= 0 || sfi.channels > 64) {
-    *error = "unsupported channel count " + std::to_string(sfi.channels);
-    return none;
-  }
-  if (sfi.samplerate < 1000 || sfi.samplerate > 768000) {
-    *error = "unsupported sample rate " + std::to_string(sfi.samplerate) + " Hz";
-    return none;
-  }
+  if (!supported(*info, error)) return none;
+  if (data_cut_short(f.get(), error)) return none;
+  // A whole Ogg file has a last page that gives its length; without it the file was cut.
+  info->cut_if_unknown_length = (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG;
   return f;
 }
 
@@ -69,6 +117,7 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
 
 struct AudioFileStream::Impl {
   SndFile file{nullptr, sf_close};
+  std::unique_ptr<StdinAudio> pipe;  // instead of file, for "-"
   SrcState src{nullptr, src_delete};
   AudioInfo info;
   double ratio = 1.0;
@@ -80,9 +129,10 @@ struct AudioFileStream::Impl {
   // Reads the next block of mono input into pending; false on error.
   bool fill(std::string* error) {
     const int ch = info.channels;
-    const sf_count_t got = sf_readf_float(file.get(), inter.data(), kBlockFrames);
+    const sf_count_t got = file ? sf_readf_float(file.get(), inter.data(), kBlockFrames)
+                                : pipe->read(inter.data(), kBlockFrames, error);
     if (got < 0) {
-      *error = sf_strerror(file.get());
+      if (file) *error = sf_strerror(file.get());
       return false;
     }
     if (got == 0) {
@@ -90,7 +140,13 @@ struct AudioFileStream::Impl {
       if (!info.length_known) {
         info.frames = frames_read;
         if (frames_read == 0) {
-          *error = "no audio could be decoded (the file has no length in its header: truncated or damaged?)";
+          *error = pipe ? "no audio on standard input"
+                        : "no audio could be decoded (the file has no length in its header: truncated or damaged?)";
+          return false;
+        }
+        if (info.cut_if_unknown_length) {
+          *error = "file is truncated: its last Ogg page, which gives the length, is missing (" +
+                   std::to_string(frames_read) + " frames could be decoded)";
           return false;
         }
       } else if (frames_read < info.frames) {
@@ -126,8 +182,19 @@ std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, 
   std::unique_ptr<AudioFileStream> s(new AudioFileStream());
   s->impl_ = std::make_unique<Impl>();
   Impl& im = *s->impl_;
-  im.file = open_checked(path, &im.info, error);
-  if (!im.file) return nullptr;
+  if (path == kStdinPath) {
+    im.pipe = std::make_unique<StdinAudio>();
+    if (!im.pipe->open(error)) return nullptr;
+    im.info.sample_rate = im.pipe->sample_rate();
+    im.info.channels = im.pipe->channels();
+    im.info.format = im.pipe->format();
+    im.info.length_known = false;
+    im.info.frames = 0;
+    if (!supported(im.info, error)) return nullptr;
+  } else {
+    im.file = open_checked(path, &im.info, error);
+    if (!im.file) return nullptr;
+  }
   im.inter.resize(size_t(kBlockFrames) * size_t(im.info.channels));
   if (im.info.sample_rate != want_rate) {
     int err = 0;
@@ -168,7 +235,10 @@ int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
       continue;
     }
     SRC_DATA d = {};
-    d.data_in = avail ? im.pending.data() + im.pending_off : nullptr;
+    // Never null, even with no input left: libsamplerate treats a null data_in
+    // at the end of input as nothing to flush and drops the filter's tail.
+    static const float kNoInput = 0.0f;
+    d.data_in = avail ? im.pending.data() + im.pending_off : &kNoInput;
     d.input_frames = avail;
     d.data_out = out + written;
     d.output_frames = long(max - written);

@@ -14,20 +14,26 @@ struct AudioInfo {
   int32_t channels = 0;
   int64_t frames = 0;       // of the file (for a file of unknown length, known once it has been read)
   bool length_known = true; // false: the header has no length (e.g. an Ogg file cut before its last page)
+  bool cut_if_unknown_length = false;  // the format always has a length when whole (Ogg): its absence is an error
   std::string format;       // e.g. "WAV (Microsoft) Signed 16 bit PCM"
   bool resampled = false;
 };
 
 // Reads a whole file as mono float samples at want_rate (channels averaged,
 // other rates resampled). Refuses, with a message: missing files, directories,
-// non-audio files, 0 frames, files longer than max_seconds, truncated data,
-// non-finite samples.
+// non-audio files, 0 frames, files longer than max_seconds, truncated files
+// (a header announcing more audio than the file holds; an Ogg file without its
+// last page), non-finite samples.
 bool read_audio_file(const std::string& path, int32_t want_rate, double max_seconds, std::vector<float>* samples,
                      AudioInfo* info, std::string* error);
 
+// The path that means standard input: a WAV stream or raw s16le mono at
+// 16 kHz (stdin_audio.h).
+constexpr const char* kStdinPath = "-";
+
 // Streams a file of any length in blocks, as mono at want_rate, with bounded
-// memory (scan). read() returns the samples written (0 at the end, -1 on
-// error with *error set).
+// memory (scan); or standard input (kStdinPath). read() returns the samples
+// written (0 at the end, -1 on error with *error set).
 class AudioFileStream {
  public:
   static std::unique_ptr<AudioFileStream> open(const std::string& path, int32_t want_rate, AudioInfo* info,

@@ -3,6 +3,7 @@
 #include "cli_options.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -30,7 +31,10 @@ struct Command {
 
 const Command kCommands[] = {
     {"classify", kClassify, " FILE...", "classify audio clips (any format libsndfile reads, any rate, mono or stereo)"},
-    {"scan", kScan, " FILE", "stream a recording of any length and print each keyword detection"},
+    {"scan", kScan, " FILE...",
+     "stream recordings of any length and print each keyword detection; FILE '-' is standard input: a WAV "
+     "stream (RIFF header), or else raw signed 16-bit little-endian mono at 16 kHz "
+     "(arecord -f S16_LE -r 16000 | keyword_spotter scan -)"},
     {"listen", kListen, "", "spot keywords live on a microphone (PortAudio)"},
     {"devices", kDevices, "", "list audio input devices"},
     {"info", kInfo, "", "print the model's metadata"},
@@ -49,19 +53,20 @@ struct Option {
 const Option kOptions[] = {
     {"-m", "--model", "PATH", kWithModel, "model file (.mega)", "$MEGA_KWS_MODEL, else the installed demo model"},
     {"-j", "--json", nullptr, kAll, "machine-readable output (JSON)", "off"},
-    {"-b", "--block-size", "N", kClassify, "stream each clip N samples at a time", "whole clip"},
+    {"-b", "--block-size", "N", kClassify, "stream each clip N samples at a time (1..2^30)", "whole clip"},
     {"-k", "--kernels", "NAME", kWithEngine, "optimized | reference (plain scalar loops; cpu)", "optimized"},
     {nullptr, "--backend", "NAME", kWithEngine, "cpu | cuda (NVIDIA GPU)", "cuda if built in and a GPU is present, else cpu"},
     {nullptr, "--fp16", nullptr, kWithEngine, "cuda: float16 activations (float32 accumulation)", "off"},
     {"-t", "--threads", "N", kWithEngine, "cpu: threads sharing each chunk's work (1..16)", "1"},
     {"-d", "--device", "NAME|IDX", kListen, "input device (name substring or index)", "default input"},
-    {"-s", "--seconds", "S", kListen, "stop after S s", "until Ctrl-C"},
+    {"-s", "--seconds", "S", kListen, "stop after S s (0.001..1e7)", "until Ctrl-C"},
     {nullptr, "--threshold", "T|L=T,..", kDetecting,
      "detection threshold in (0, 1]: T for every keyword, or per keyword by label (go=0.8,on=0.85; the others keep "
      "the model's)", "from the model"},
-    {nullptr, "--smoothing", "H", kDetecting, "posteriors averaged over H chunk hops", "from the model"},
-    {nullptr, "--refractory-ms", "MS", kDetecting, "quiet time after a detection", "from the model"},
+    {nullptr, "--smoothing", "H", kDetecting, "posteriors averaged over H chunk hops (1..1024)", "from the model"},
+    {nullptr, "--refractory-ms", "MS", kDetecting, "quiet time after a detection (0..600000)", "from the model"},
     {nullptr, "--sensitivity", "S", kDetecting, "0..1; 0.5 keeps the thresholds, higher fires more", "0.5"},
+    {"-v", "--verbose", nullptr, kListen | kDevices, "ALSA's and JACK's own messages while probing", "off"},
     {"-h", "--help", nullptr, kAll, "this help", nullptr},
 };
 
@@ -175,13 +180,15 @@ bool take_option(const Option& o, const char* v, Params* p, std::string* why) {
     p->model_path = v;
   } else if (name == "--json") {
     p->json = true;
+  } else if (name == "--verbose") {
+    p->verbose = true;
   } else if (name == "--block-size") {
-    if (!parse_int(v, 1, int64_t(1) << 30, &iv)) return bad("needs a positive integer");
+    if (!parse_int(v, 1, int64_t(1) << 30, &iv)) return bad("needs an integer in [1, 1073741824]");
     p->block_size = iv;
   } else if (name == "--device") {
     p->device = v;
   } else if (name == "--seconds") {
-    if (!parse_float(v, 0.001, 1e7, &fv)) return bad("needs a positive number");
+    if (!parse_float(v, 0.001, 1e7, &fv)) return bad("needs a number in [0.001, 1e7]");
     p->seconds = fv;
   } else if (name == "--threshold") {
     if (std::strchr(v, '=')) {
@@ -275,7 +282,8 @@ int parse_args(int argc, char** argv, Params* p) {
     if (p->model_path.empty()) return usage_error("no model: give -m PATH (no default model at " + tried + ")");
   }
   if (p->command == "classify" && p->files.empty()) return usage_error("classify needs at least one audio file");
-  if (p->command == "scan" && p->files.size() != 1) return usage_error("scan takes exactly one audio file");
+  if (p->command == "scan" && p->files.empty()) return usage_error("scan needs at least one audio file (- for standard input)");
+  if (std::count(p->files.begin(), p->files.end(), "-") > 1) return usage_error("standard input (-) can be read only once");
   if (p->command != "classify" && p->command != "scan" && !p->files.empty()) {
     return usage_error(p->command + " takes no files");
   }

@@ -29,6 +29,7 @@ struct Params : EngineFlags {
   // listen
   std::string device;           // name substring or index; empty = default input
   double seconds = 0.0;         // listen: stop after this long (0 = until Ctrl-C)
+  bool verbose = false;         // listen, devices: the audio libraries' own messages (ALSA, JACK) on stderr
 };
 
 // Fills *p from argv. Returns -1 to go on and run p->command, else the exit

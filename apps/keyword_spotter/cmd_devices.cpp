@@ -20,6 +20,7 @@ int cmd_devices(const Params& p) {
   // A keyword spotter must not start a JACK server as a side effect.
   setenv("JACK_NO_START_SERVER", "1", 0);
   Watchdog watchdog(kStartTimeout, kExitDevice, "listing the audio devices");
+  set_audio_library_messages(p.verbose);
   const PaError e = Pa_Initialize();
   if (e != paNoError) {
     std::fprintf(stderr, "keyword_spotter: cannot initialize PortAudio: %s\n", Pa_GetErrorText(e));
@@ -30,7 +31,7 @@ int cmd_devices(const Params& p) {
     std::fprintf(stderr, "keyword_spotter: cannot list audio devices: %s\n", Pa_GetErrorText(Pa_GetDeviceCount()));
     rc = kExitDevice;
   } else if (count_input_devices() == 0) {
-    std::fprintf(stderr, "keyword_spotter: no input devices (is a sound server running?)\n");
+    std::fprintf(stderr, "keyword_spotter: %s\n", kNoInputDevices);
     rc = kExitDevice;
   } else {
     print_input_devices(stdout, p.json);

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "audio_devices.h"
 #include "commands.h"
 #include "listen_report.h"
 #include "mic_source.h"
@@ -63,6 +64,7 @@ int cmd_listen(const Params& p) {
   std::optional<Watchdog> watchdog;
   watchdog.emplace(kStartTimeout, kExitDevice, "opening the audio device");
   int rc = kExitOk;
+  set_audio_library_messages(p.verbose);
   std::unique_ptr<MicSource> mic = MicSource::open(p.device, model_rate, &rc);
   if (!mic) return rc;
   // Everything the loop needs is allocated before the capture starts.

@@ -1,5 +1,8 @@
-// scan: a recording of any length streamed through the session and the
+// scan: recordings of any length streamed through the session and the
 // detector (the path listen takes, stream_pipeline.h), one line per detection.
+// Several files: each gets a fresh session and detector, and its name on
+// every line; a bad file is reported and the others are still scanned. "-":
+// standard input (a WAV stream or raw s16le mono at 16 kHz, stdin_audio.h).
 #include <cstdio>
 #include <string>
 
@@ -15,13 +18,65 @@ namespace {
 
 class PrintDetections : public StreamObserver {
  public:
-  PrintDetections(const mega::Model& m, const Params& p) : m_(m), p_(p) {}
-  void on_detection(int64_t end_sample, const mega::Detection& d) override { print_detection(m_, p_, end_sample, d); }
+  PrintDetections(const mega::Model& m, const Params& p, const std::string* file) : m_(m), p_(p), file_(file) {}
+  void on_detection(int64_t end_sample, const mega::Detection& d) override {
+    print_detection(m_, p_, end_sample, d, file_);
+  }
 
  private:
   const mega::Model& m_;
   const Params& p_;
+  const std::string* file_;  // null: one file, lines without its name
 };
+
+// One file through a fresh session and detector: the exit code, its errors
+// and summary on stderr (prefixed with the file's name when there are several).
+int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, const std::string& path) {
+  const bool several = p.files.size() > 1;
+  const std::string prefix = several ? path + ": " : std::string();
+  const mega::HParams& hp = m->hparams();
+  auto s = make_session(m, p, 0);
+  auto det = make_detector(*m, p);
+  if (!s || !det) return s ? kExitUsage : kExitModel;
+  std::string err;
+  auto in = FileSource::open(path, hp.sample_rate, &err);
+  if (!in) {
+    std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
+    return kExitFailed;
+  }
+  auto pipeline = StreamPipeline::create(*in, *s, *det, &err);
+  if (!pipeline) {
+    std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
+    return kExitFailed;
+  }
+  PrintDetections out(*m, p, several ? &path : nullptr);
+  switch (pipeline->run(StreamOptions(), out)) {
+    case StreamEnd::ended:
+    case StreamEnd::stopped:
+      break;
+    case StreamEnd::source_failed:
+      std::fprintf(stderr, "keyword_spotter: %s: %s (after %.3f s)\n", path.c_str(), in->error().c_str(),
+                   double(in->frames_read()) / hp.sample_rate);
+      return kExitFailed;
+    case StreamEnd::inference_failed:
+      std::fprintf(stderr, "keyword_spotter: %s: inference failed: %s\n", path.c_str(),
+                   mega::status_name(pipeline->status()));
+      return kExitFailed;
+    case StreamEnd::resampler_failed:
+      std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), pipeline->error().c_str());
+      return kExitFailed;
+  }
+  std::fprintf(stderr, "%sscanned %.3f s: %lld detection(s)", prefix.c_str(),
+               double(pipeline->stats().samples) / hp.sample_rate,
+               static_cast<long long>(pipeline->stats().n_detections));
+  // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
+  const mega::StreamStats& hygiene = s->stats();
+  if (hygiene.n_clamped_samples > 0) {
+    std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
+  }
+  std::fprintf(stderr, "\n");
+  return kExitOk;
+}
 
 }  // namespace
 
@@ -33,47 +88,13 @@ int cmd_scan(const Params& p) {
                          "bidirectional (use classify)\n");
     return kExitUsage;
   }
-  const mega::HParams& hp = m->hparams();
-  auto s = make_session(m, p, 0);
-  auto det = make_detector(*m, p);
-  if (!s || !det) return s ? kExitUsage : kExitModel;
-  std::string err;
-  auto in = FileSource::open(p.files[0], hp.sample_rate, &err);
-  if (!in) {
-    std::fprintf(stderr, "keyword_spotter: %s: %s\n", p.files[0].c_str(), err.c_str());
-    return kExitFailed;
+  int rc = kExitOk;
+  for (const std::string& path : p.files) {
+    const int file_rc = scan_file(m, p, path);
+    if (file_rc == kExitUsage || file_rc == kExitModel) return file_rc;  // the options, not the file
+    if (file_rc != kExitOk) rc = file_rc;
   }
-  auto pipeline = StreamPipeline::create(*in, *s, *det, &err);
-  if (!pipeline) {
-    std::fprintf(stderr, "keyword_spotter: %s: %s\n", p.files[0].c_str(), err.c_str());
-    return kExitFailed;
-  }
-  PrintDetections out(*m, p);
-  switch (pipeline->run(StreamOptions(), out)) {
-    case StreamEnd::ended:
-    case StreamEnd::stopped:
-      break;
-    case StreamEnd::source_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: %s (after %.3f s)\n", p.files[0].c_str(), in->error().c_str(),
-                   double(in->frames_read()) / hp.sample_rate);
-      return kExitFailed;
-    case StreamEnd::inference_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: inference failed: %s\n", p.files[0].c_str(),
-                   mega::status_name(pipeline->status()));
-      return kExitFailed;
-    case StreamEnd::resampler_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: %s\n", p.files[0].c_str(), pipeline->error().c_str());
-      return kExitFailed;
-  }
-  std::fprintf(stderr, "scanned %.3f s: %lld detection(s)", double(pipeline->stats().samples) / hp.sample_rate,
-               static_cast<long long>(pipeline->stats().n_detections));
-  // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
-  const mega::StreamStats& hygiene = s->stats();
-  if (hygiene.n_clamped_samples > 0) {
-    std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
-  }
-  std::fprintf(stderr, "\n");
-  return kExitOk;
+  return rc;
 }
 
 }  // namespace kws

@@ -611,7 +611,8 @@ Status Model::check_self_test(const float* logits, float* max_abs_diff) const {
 std::shared_ptr<const Model> Model::load(const std::string& path, std::string* error, Status* status) {
   LoadError err;
   auto md = std::make_unique<ModelData>();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; fstat refuses it below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     err.set(Status::io_error, std::string("cannot open: ") + std::strerror(errno));
     return finish(nullptr, err, path, error, status);
