@@ -104,7 +104,8 @@ def test_classify_matches_the_cli_on_the_samples(demo):
 
 
 @pytest.mark.parametrize("flags", [[], ["--sensitivity", "0.8", "--smoothing", "3"],
-                                   ["--threshold", "0.6", "--refractory-ms", "0"], ["--json"]])
+                                   ["--threshold", "0.6", "--refractory-ms", "0"], ["--json"],
+                                   ["--sensitivity", "0.8", "--threshold", "go=1.0,left=0.5"]])
 def test_scan_matches_the_cli(flags):
     cli = run(CLI, "scan", "-m", DEMO, *flags, COMMANDS)
     py = py_cli("scan", "-m", DEMO, *flags, COMMANDS)
@@ -530,7 +531,9 @@ def test_detector_options_out_of_range_are_a_value_error(demo, kw):
 @pytest.mark.parametrize("flag,value", [("--threshold", "-0.5"), ("--threshold", "0"), ("--threshold", "1.5"),
                                         ("--threshold", "nan"), ("--sensitivity", "-1"), ("--sensitivity", "2"),
                                         ("--smoothing", "-3"), ("--smoothing", "2.5"), ("--smoothing", "2000"),
-                                        ("--refractory-ms", "-1"), ("--threads", "0"), ("--threads", "x")])
+                                        ("--refractory-ms", "-1"), ("--threads", "0"), ("--threads", "x"),
+                                        ("--threshold", "go=1.5"), ("--threshold", "go="), ("--threshold", "=0.5"),
+                                        ("--threshold", "go=0.8,go=0.9"), ("--threshold", "gone=0.5")])
 def test_scan_refuses_what_keyword_spotter_refuses(flag, value):
     cli = run(CLI, "scan", "-m", DEMO, flag, value, COMMANDS, check=False)
     py = py_cli("scan", "-m", DEMO, flag, value, COMMANDS, check=False)

@@ -36,6 +36,31 @@ def _number(text, lo, hi, message, integer=False):
     return v
 
 
+def _threshold(text):
+    """--threshold T (every keyword) or LABEL=T,... (those labels), T in (0, 1],
+    as keyword_spotter parses it: a float, a {label: T} dict, or None."""
+    if text is None:
+        return None
+    if "=" not in text:
+        v = _number(text, 0.0, 1.0, "--threshold needs a number in (0, 1], or LABEL=T,...")
+        if v <= 0.0:
+            raise _Usage("--threshold needs a number in (0, 1], or LABEL=T,...")
+        return v
+    out = {}
+    for item in text.split(","):
+        label, eq, value = item.partition("=")
+        try:
+            t = _number(value, 0.0, 1.0, "") if label and eq else None
+        except _Usage:
+            t = None
+        if t is None or t <= 0.0:
+            raise _Usage(f"--threshold: '{item}' is not LABEL=T with T in (0, 1]")
+        if label in out:
+            raise _Usage(f"--threshold: '{label}' given twice")
+        out[label] = t
+    return out
+
+
 def _reason(path, e):
     """What went wrong with a file, without its path (said once by the caller)."""
     if isinstance(e, OSError) and e.strerror:
@@ -57,7 +82,8 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("scan", help="print every keyword detection in a recording")
     _common(sc)
-    sc.add_argument("--threshold", help="one threshold for every keyword, (0, 1] [from the model]")
+    sc.add_argument("--threshold", help="T in (0, 1] for every keyword, or per keyword by label (go=0.8,on=0.85; "
+                                        "the others keep the model's) [from the model]")
     sc.add_argument("--smoothing", help="posteriors averaged over this many hops, 1..1024 [from the model]")
     sc.add_argument("--refractory-ms", help="quiet time after a detection, 0..600000 [from the model]")
     sc.add_argument("--sensitivity", help="0..1; 0.5 keeps the thresholds, higher fires more")
@@ -69,7 +95,7 @@ def main(argv=None):
     try:  # keyword_spotter's ranges and messages (apps/keyword_spotter/cli_options.cpp, engine_flags.h)
         a.threads = _number(a.threads, 1, 16, "--threads needs an integer in [1, 16]", integer=True)
         if a.command == "scan":
-            a.threshold = _number(a.threshold, 0.001, 1.0, "--threshold needs a number in (0, 1]")
+            a.threshold = _threshold(a.threshold)
             a.smoothing = _number(a.smoothing, 1, 1024, "--smoothing needs an integer in [1, 1024]", integer=True)
             a.refractory_ms = _number(a.refractory_ms, 0, 600000, "--refractory-ms needs an integer in [0, 600000]",
                                       integer=True)
@@ -92,6 +118,17 @@ def main(argv=None):
     if a.command == "scan":
         opts = dict(threshold=a.threshold, smoothing=a.smoothing, refractory_ms=a.refractory_ms,
                     sensitivity=a.sensitivity)
+        if isinstance(a.threshold, dict):  # per label: the others keep the model's
+            unknown = [label for label in a.threshold if label not in model.labels]
+            if unknown:
+                print(f"mega_kws: --threshold: the model has no label '{unknown[0]}' (its labels: "
+                      f"{','.join(model.labels)})", file=sys.stderr)
+                return 2
+            with mega_kws.Detector(model) as stored:
+                thresholds = stored.thresholds.copy()
+            for label, t in a.threshold.items():
+                thresholds[model.labels.index(label)] = t
+            opts.update(threshold=None, thresholds=thresholds)
         try:
             mega_kws.Detector(model, **opts).close()
         except mega_kws.MegaError as e:
