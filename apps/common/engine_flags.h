@@ -20,6 +20,17 @@ struct EngineFlags {
   int threads = 1;
 };
 
+// What --help says of each option and its default: keyword_spotter's option
+// table and mega_rtf's usage print these.
+struct EngineFlagHelp {
+  const char* help;
+  const char* default_value;
+};
+constexpr EngineFlagHelp kKernelsHelp = {"optimized | reference (plain scalar loops; cpu)", "optimized"};
+constexpr EngineFlagHelp kBackendHelp = {"cpu | cuda (NVIDIA GPU)", "cuda if built in and a GPU is present, else cpu"};
+constexpr EngineFlagHelp kFp16Help = {"cuda: float16 activations (float32 accumulation)", "off"};
+constexpr EngineFlagHelp kThreadsHelp = {"cpu: threads sharing each chunk's work (1..16)", "1"};
+
 enum class FlagResult { not_mine, taken, bad };
 
 // argv[*i], if it is one of these options (its value, argv[*i + 1], is
