@@ -207,10 +207,8 @@ bool take_option(const Option& o, const char* v, Params* p, std::string* why) {
     if (!parse_float(v, 0.0, 1.0, &fv)) return bad("needs a number in [0, 1]");
     p->sensitivity = float(fv);
   } else {  // the engine's (engine_flags.h), as mega_rtf takes them
-    const char* args[] = {o.long_name, v};
-    int i = 0;
     const char* engine_why = nullptr;
-    if (take_engine_flag(v ? 2 : 1, const_cast<char**>(args), &i, p, &engine_why) == FlagResult::bad) {
+    if (set_engine_flag(o.long_name, v, p, &engine_why) == FlagResult::bad) {
       *why = engine_why;
       return false;
     }
