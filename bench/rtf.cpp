@@ -12,8 +12,9 @@
 // else the whole process's (it then also counts other libraries' idle
 // threads, such as OpenBLAS's pool spinning for a moment after start-up).
 //
-// Built on the runtime's public API (mega/*.hpp) and the CLI's audio-file
-// reader (apps/keyword_spotter/audio_file.h) for FILE.
+// Built on the runtime's public API (mega/*.hpp), the audio-file reader
+// (apps/audio/audio_file.h) for FILE, and the engine's options as
+// keyword_spotter parses them (apps/common/engine_flags.h).
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -54,7 +55,12 @@ struct Params : kws::EngineFlags {
   std::vector<std::string> files;
 };
 
+// The engine's options say what keyword_spotter's --help says of them (engine_flags.h).
 void print_usage(FILE* out) {
+  using kws::kBackendHelp;
+  using kws::kFp16Help;
+  using kws::kKernelsHelp;
+  using kws::kThreadsHelp;
   std::fprintf(out,
       "usage: mega_rtf -m MODEL [options] [FILE]\n"
       "\n"
@@ -64,17 +70,19 @@ void print_usage(FILE* out) {
       "options:                                                        [default]\n"
       "  -m, --model PATH        model file (.mega)                      [required]\n"
       "  -j, --json              machine-readable output, one JSON object           [off]\n"
-      "  -k, --kernels NAME      optimized | reference (plain scalar loops; cpu)    [optimized]\n"
-      "      --backend NAME      cpu | cuda (NVIDIA GPU)                    [cuda if built in and a GPU is present, else cpu]\n"
-      "      --fp16              cuda: float16 activations (float32 accumulation)   [off]\n"
+      "  -k, --kernels NAME      %s    [%s]\n"
+      "      --backend NAME      %s                    [%s]\n"
+      "      --fp16              %s   [%s]\n"
       "      --streams B         B streams advanced together in one batch (1..4096) [one stream]\n"
-      "  -t, --threads N         cpu: threads sharing each chunk's work (1..16)     [1]\n"
+      "  -t, --threads N         %s     [%s]\n"
       "  -s, --seconds S         audio to process (0.001..3600)                     [10]\n"
       "  -h, --help              this help\n"
       "      --version           the version\n"
       "\n"
       "exit codes: 0 ok; 1 the file or a step failed; 2 usage error;\n"
-      "            3 model not loadable; 4 compute device error\n");
+      "            3 model not loadable; 4 compute device error\n",
+      kKernelsHelp.help, kKernelsHelp.default_value, kBackendHelp.help, kBackendHelp.default_value, kFp16Help.help,
+      kFp16Help.default_value, kThreadsHelp.help, kThreadsHelp.default_value);
 }
 
 using kws::FlagResult;

@@ -1,5 +1,5 @@
-// libFuzzer target: the CLI's audio-file reader (apps/keyword_spotter/
-// audio_file.cpp: libsndfile, channel mix-down, libsamplerate) on arbitrary
+// libFuzzer target: the audio-file reader (apps/audio/audio_file.cpp:
+// libsndfile, then resampler.cpp's channel mix-down and libsamplerate) on arbitrary
 // bytes. The reader takes a path, as the CLI does, so each input goes
 // through a file in /dev/shm (or TMPDIR).
 #include <unistd.h>

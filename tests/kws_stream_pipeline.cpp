@@ -1,4 +1,4 @@
-// keyword_spotter's streaming path (apps/keyword_spotter/stream_pipeline.h)
+// keyword_spotter's streaming path (apps/audio/stream_pipeline.h)
 // driven by an in-memory audio source, the way the microphone (listen) and
 // files (scan) drive it: the same chunks, logits and detections as the
 // session and detector fed directly; stereo averaged; a source at another
@@ -24,6 +24,7 @@
 #include "file_source.h"
 #include "mega/detector.hpp"
 #include "mega/engine.hpp"
+#include "resampler.h"
 #include "stream_pipeline.h"
 
 namespace {
@@ -195,6 +196,48 @@ TEST(StreamPipeline, OtherRatesAreResampledToTheModels) {
   // the resampler's delay holds back a few dozen samples
   EXPECT_NEAR(double(p->stats().samples), double(x.size()), 200.0);
   EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
+}
+
+// The one mix-down and resampler that files (audio_file.cpp) and streams
+// (stream_pipeline.cpp) both go through.
+TEST(Resampler, AveragesChannels) {
+  const float inter[] = {1.0f, 2.0f, 6.0f, -1.0f, 1.0f, 0.5f};
+  float mono[2] = {};
+  kws::mix_to_mono(inter, 3, 2, mono);
+  EXPECT_EQ(mono[0], 3.0f);
+  EXPECT_EQ(mono[1], float(0.5 / 3));
+}
+
+// A block at a time (a stream) or all at once (a file), the same samples; at
+// the end the filter's tail is flushed, so nothing of the input is lost.
+TEST(Resampler, BlocksGiveWhatOneCallGivesAndTheTailIsKept) {
+  const std::vector<float> x = commands();
+  std::string err;
+  auto whole = kws::Resampler::create(16000.0, 48000.0, &err);
+  auto blocks = kws::Resampler::create(16000.0, 48000.0, &err);
+  ASSERT_TRUE(whole && blocks) << err;
+  EXPECT_EQ(whole->ratio(), 3.0);
+  auto drain = [](kws::Resampler& r, const float* in, int64_t n, bool end, std::vector<float>* out) {
+    std::vector<float> buf(3000);
+    std::string why;
+    for (;;) {
+      int64_t used = 0, made = 0;
+      ASSERT_TRUE(r.process(in, n, end, buf.data(), int64_t(buf.size()), &used, &made, &why)) << why;
+      out->insert(out->end(), buf.begin(), buf.begin() + made);
+      in += used;
+      n -= used;
+      if (used == 0 && made == 0) return;
+    }
+  };
+  std::vector<float> a, b;
+  drain(*whole, x.data(), int64_t(x.size()), true, &a);
+  for (size_t at = 0; at < x.size(); at += 777) {
+    drain(*blocks, x.data() + at, int64_t(std::min<size_t>(777, x.size() - at)), false, &b);
+  }
+  drain(*blocks, nullptr, 0, true, &b);
+  EXPECT_NEAR(double(a.size()), 3.0 * double(x.size()), 2.0);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f) << i;
 }
 
 TEST(StreamPipeline, StopsAtTheSampleLimitWithoutPadding) {

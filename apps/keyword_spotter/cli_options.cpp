@@ -54,10 +54,10 @@ const Option kOptions[] = {
     {"-m", "--model", "PATH", kWithModel, "model file (.mega)", "$MEGA_KWS_MODEL, else the installed demo model"},
     {"-j", "--json", nullptr, kAll, "machine-readable output (JSON)", "off"},
     {"-b", "--block-size", "N", kClassify, "stream each clip N samples at a time (1..2^30)", "whole clip"},
-    {"-k", "--kernels", "NAME", kWithEngine, "optimized | reference (plain scalar loops; cpu)", "optimized"},
-    {nullptr, "--backend", "NAME", kWithEngine, "cpu | cuda (NVIDIA GPU)", "cuda if built in and a GPU is present, else cpu"},
-    {nullptr, "--fp16", nullptr, kWithEngine, "cuda: float16 activations (float32 accumulation)", "off"},
-    {"-t", "--threads", "N", kWithEngine, "cpu: threads sharing each chunk's work (1..16)", "1"},
+    {"-k", "--kernels", "NAME", kWithEngine, kKernelsHelp.help, kKernelsHelp.default_value},
+    {nullptr, "--backend", "NAME", kWithEngine, kBackendHelp.help, kBackendHelp.default_value},
+    {nullptr, "--fp16", nullptr, kWithEngine, kFp16Help.help, kFp16Help.default_value},
+    {"-t", "--threads", "N", kWithEngine, kThreadsHelp.help, kThreadsHelp.default_value},
     {"-d", "--device", "NAME|IDX", kListen, "input device (name substring or index)", "default input"},
     {"-s", "--seconds", "S", kListen, "stop after S s (0.001..1e7)", "until Ctrl-C"},
     {nullptr, "--threshold", "T|L=T,..", kDetecting,
@@ -207,10 +207,8 @@ bool take_option(const Option& o, const char* v, Params* p, std::string* why) {
     if (!parse_float(v, 0.0, 1.0, &fv)) return bad("needs a number in [0, 1]");
     p->sensitivity = float(fv);
   } else {  // the engine's (engine_flags.h), as mega_rtf takes them
-    const char* args[] = {o.long_name, v};
-    int i = 0;
     const char* engine_why = nullptr;
-    if (take_engine_flag(v ? 2 : 1, const_cast<char**>(args), &i, p, &engine_why) == FlagResult::bad) {
+    if (set_engine_flag(o.long_name, v, p, &engine_why) == FlagResult::bad) {
       *why = engine_why;
       return false;
     }

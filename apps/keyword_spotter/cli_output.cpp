@@ -1,4 +1,4 @@
-// What the commands print, shared: JSON strings, detection lines, durations.
+// What the commands print, shared: JSON objects, detection lines, durations.
 #include "cli_output.h"
 
 #include <cerrno>
@@ -7,28 +7,6 @@
 #include <cstring>
 
 namespace kws {
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out;
-}
 
 double print_detection(const mega::Model& m, const Params& p, int64_t end_sample, const mega::Detection& d,
                        const std::string* file) {

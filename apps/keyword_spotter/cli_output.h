@@ -1,4 +1,4 @@
-// What the commands print, shared: JSON strings and objects, detection lines,
+// What the commands print, shared: JSON objects (strings: apps/common/json_escape.h),
 // durations, and whether what went to stdout arrived.
 #pragma once
 
@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "cli_options.h"
+#include "json_escape.h"
 #include "mega/detector.hpp"
 #include "mega/mega.hpp"
 
 namespace kws {
 
-std::string json_escape(const std::string& s);
 // One detection line: "12.250\tyes\t0.973" or {"time_s": 12.25, "label": "yes", "score": 0.973}; flushed.
 // Prints one detection (time in the stream, label, score) and returns its time
 // in seconds. end_sample: samples consumed when the firing chunk completed.

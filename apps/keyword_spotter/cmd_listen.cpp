@@ -63,10 +63,9 @@ int cmd_listen(const Params& p) {
   // guards the microphone's cleanup on early returns.
   std::optional<Watchdog> watchdog;
   watchdog.emplace(kStartTimeout, kExitDevice, "opening the audio device");
-  int rc = kExitOk;
   set_audio_library_messages(p.verbose);
-  std::unique_ptr<MicSource> mic = MicSource::open(p.device, model_rate, &rc);
-  if (!mic) return rc;
+  std::unique_ptr<MicSource> mic = MicSource::open(p.device, model_rate);
+  if (!mic) return kExitDevice;
   // Everything the loop needs is allocated before the capture starts.
   std::string err;
   auto pipeline = StreamPipeline::create(*mic, *session, *detector, &err);
@@ -84,6 +83,7 @@ int cmd_listen(const Params& p) {
   opts.max_samples = p.seconds > 0 ? int64_t(std::llround(p.seconds * model_rate)) : -1;
   opts.stop = StopSignals::flag();
   opts.block_delay = test_consumer_delay();
+  int rc = kExitOk;
   const StreamEnd end = pipeline->run(opts, report);
   report.end_status_line();
   switch (end) {

@@ -92,7 +92,7 @@ def main(argv=None):
     _common(cl)
     cl.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
-    try:  # keyword_spotter's ranges and messages (apps/keyword_spotter/cli_options.cpp, engine_flags.h)
+    try:  # keyword_spotter's ranges and messages (apps/keyword_spotter/cli_options.cpp; apps/common/)
         a.threads = _number(a.threads, 1, 16, "--threads needs an integer in [1, 16]", integer=True)
         if a.command == "scan":
             a.threshold = _threshold(a.threshold)

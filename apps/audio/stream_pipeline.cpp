@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <thread>
 
 namespace kws {
@@ -22,30 +21,23 @@ std::unique_ptr<StreamPipeline> StreamPipeline::create(AudioSource& source, mega
     return nullptr;
   }
   std::unique_ptr<StreamPipeline> p(new StreamPipeline(source, session, detector));
-  if (p->ratio_ != 1.0) {
-    int err = 0;
-    p->src_state_ = src_new(SRC_SINC_MEDIUM_QUALITY, 1, &err);
-    if (!p->src_state_) {
-      *error = std::string("cannot create the resampler: ") + src_strerror(err);
-      return nullptr;
-    }
+  const double model_rate = double(session.model().hparams().sample_rate);
+  if (model_rate != f.rate) {
+    p->resampler_ = Resampler::create(f.rate, model_rate, error);
+    if (!p->resampler_) return nullptr;
+    p->resampled_.resize(size_t(std::ceil(kBlockFrames * p->resampler_->ratio())) + 64);
   }
   return p;
 }
 
 StreamPipeline::StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector)
     : source_(source), session_(session), detector_(detector), format_(source.format()) {
-  const mega::HParams& hp = session.model().hparams();
-  ratio_ = double(hp.sample_rate) / format_.rate;
   raw_.resize(kBlockFrames * size_t(format_.channels));
   mono_.resize(kBlockFrames);
-  if (ratio_ != 1.0) resampled_.resize(size_t(std::ceil(kBlockFrames * ratio_)) + 64);
-  zeros_.assign(size_t(hp.chunk_samples()), 0.0f);
+  zeros_.assign(size_t(session.model().hparams().chunk_samples()), 0.0f);
 }
 
-StreamPipeline::~StreamPipeline() {
-  if (src_state_) src_delete(src_state_);
-}
+StreamPipeline::~StreamPipeline() = default;
 
 StreamEnd StreamPipeline::run(const StreamOptions& opts, StreamObserver& observer) {
   SpscRing<float>& ring = source_.ring();
@@ -73,34 +65,23 @@ StreamEnd StreamPipeline::run(const StreamOptions& opts, StreamObserver& observe
 
 // One block from the ring: to mono, to the model's rate, into the session.
 StreamPipeline::Fed StreamPipeline::consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer) {
-  for (size_t i = 0; i < n_frames; ++i) {
-    float v = raw_[i * size_t(format_.channels)];
-    if (format_.channels == 2) v = 0.5f * (v + raw_[i * 2 + 1]);
-    mono_[i] = v;
-  }
+  mix_to_mono(raw_.data(), format_.channels, n_frames, mono_.data());
   observer.on_audio(mono_.data(), n_frames);
-  if (!src_state_) return feed(mono_.data(), int64_t(n_frames), opts, observer);
-  SRC_DATA d;
-  std::memset(&d, 0, sizeof d);
-  d.data_in = mono_.data();
-  d.input_frames = long(n_frames);
-  d.src_ratio = ratio_;
-  d.end_of_input = 0;
-  while (d.input_frames > 0) {
-    d.data_out = resampled_.data();
-    d.output_frames = long(resampled_.size());
-    const int se = src_process(src_state_, &d);
-    if (se != 0) {
-      error_ = std::string("resampling failed: ") + src_strerror(se);
+  if (!resampler_) return feed(mono_.data(), int64_t(n_frames), opts, observer);
+  const float* in = mono_.data();
+  int64_t left = int64_t(n_frames);
+  while (left > 0) {
+    int64_t used = 0, made = 0;
+    if (!resampler_->process(in, left, false, resampled_.data(), int64_t(resampled_.size()), &used, &made, &error_)) {
       return Fed::failed;
     }
-    if (d.output_frames_gen > 0) {
-      const Fed f = feed(resampled_.data(), int64_t(d.output_frames_gen), opts, observer);
+    if (made > 0) {
+      const Fed f = feed(resampled_.data(), made, opts, observer);
       if (f != Fed::more) return f;
     }
-    if (d.input_frames_used == 0 && d.output_frames_gen == 0) break;  // cannot happen; never spin
-    d.data_in += d.input_frames_used;
-    d.input_frames -= d.input_frames_used;
+    if (used == 0 && made == 0) break;  // cannot happen; never spin
+    in += used;
+    left -= used;
   }
   return Fed::more;
 }

@@ -1,7 +1,6 @@
 #include "audio_file.h"
 
 #include <fcntl.h>
-#include <samplerate.h>
 #include <sndfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "resampler.h"
 #include "stdin_audio.h"
 
 namespace kws {
@@ -31,7 +31,6 @@ std::string format_name(int format) {
 }
 
 using SndFile = std::unique_ptr<SNDFILE, int (*)(SNDFILE*)>;
-using SrcState = std::unique_ptr<SRC_STATE, SRC_STATE* (*)(SRC_STATE*)>;
 
 // libsndfile trims a data chunk that runs past the end of the file to what is
 // there, and says so only in its log: "data : 395260 (should be 98782)" (WAV,
@@ -118,10 +117,9 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
 struct AudioFileStream::Impl {
   SndFile file{nullptr, sf_close};
   std::unique_ptr<StdinAudio> pipe;  // instead of file, for "-"
-  SrcState src{nullptr, src_delete};
+  std::unique_ptr<Resampler> resampler;  // null: the file is at the wanted rate
   AudioInfo info;
-  double ratio = 1.0;
-  std::vector<float> inter, mono, pending;  // pending: mono input not yet consumed by the resampler
+  std::vector<float> inter, pending;  // pending: mono input not yet consumed by the resampler
   size_t pending_off = 0;
   int64_t frames_read = 0;
   bool eof = false, done = false;
@@ -160,17 +158,14 @@ struct AudioFileStream::Impl {
     }
     pending.resize(size_t(got));
     pending_off = 0;
+    mix_to_mono(inter.data(), ch, size_t(got), pending.data());
     for (sf_count_t i = 0; i < got; ++i) {
-      double acc = 0.0;
-      for (int c = 0; c < ch; ++c) acc += inter[size_t(i) * size_t(ch) + size_t(c)];
-      const float v = float(acc / ch);
-      if (!std::isfinite(v)) {
+      if (!std::isfinite(pending[size_t(i)])) {
         char at[64];
         std::snprintf(at, sizeof at, "%.3f s", double(frames_read + i) / info.sample_rate);
         *error = "sample " + std::to_string(frames_read + i) + " (at " + at + ") is not a finite number (NaN or Inf)";
         return false;
       }
-      pending[size_t(i)] = v;
     }
     frames_read += got;
     return true;
@@ -197,13 +192,8 @@ std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, 
   }
   im.inter.resize(size_t(kBlockFrames) * size_t(im.info.channels));
   if (im.info.sample_rate != want_rate) {
-    int err = 0;
-    im.src.reset(src_new(SRC_SINC_MEDIUM_QUALITY, 1, &err));
-    if (!im.src) {
-      *error = std::string("cannot create a resampler: ") + src_strerror(err);
-      return nullptr;
-    }
-    im.ratio = double(want_rate) / im.info.sample_rate;
+    im.resampler = Resampler::create(im.info.sample_rate, want_rate, error);
+    if (!im.resampler) return nullptr;
     im.info.resampled = true;
   }
   *info = im.info;
@@ -222,7 +212,7 @@ int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
       if (!im.fill(error)) return -1;
     }
     const long avail = long(im.pending.size() - im.pending_off);
-    if (!im.src) {
+    if (!im.resampler) {
       if (avail == 0) {
         im.done = im.eof;
         continue;
@@ -234,24 +224,14 @@ int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
       written += n;
       continue;
     }
-    SRC_DATA d = {};
-    // Never null, even with no input left: libsamplerate treats a null data_in
-    // at the end of input as nothing to flush and drops the filter's tail.
-    static const float kNoInput = 0.0f;
-    d.data_in = avail ? im.pending.data() + im.pending_off : &kNoInput;
-    d.input_frames = avail;
-    d.data_out = out + written;
-    d.output_frames = long(max - written);
-    d.end_of_input = im.eof ? 1 : 0;
-    d.src_ratio = im.ratio;
-    const int err = src_process(im.src.get(), &d);
-    if (err) {
-      *error = std::string("resampling failed: ") + src_strerror(err);
+    int64_t used = 0, made = 0;
+    if (!im.resampler->process(im.pending.data() + im.pending_off, avail, im.eof, out + written, max - written, &used,
+                               &made, error)) {
       return -1;
     }
-    im.pending_off += size_t(d.input_frames_used);
-    written += d.output_frames_gen;
-    if (im.eof && d.output_frames_gen == 0 && d.input_frames_used == 0) im.done = true;
+    im.pending_off += size_t(used);
+    written += made;
+    if (im.eof && made == 0 && used == 0) im.done = true;
   }
   return written;
 }

@@ -22,10 +22,10 @@ class MicSource : public AudioSource {
   // find_input_device) for audio at model_rate: mono at that rate if the
   // device can, else two channels (averaged downstream), else the device's
   // default rate (resampled downstream; PortAudio never resamples). On
-  // failure prints why and returns null with *exit_code set. Everything the
+  // failure prints why and returns null (a device error). Everything the
   // capture needs is allocated here. Guard it with a Watchdog: a hung sound
   // server blocks PortAudio.
-  static std::unique_ptr<MicSource> open(const std::string& want, int32_t model_rate, int* exit_code);
+  static std::unique_ptr<MicSource> open(const std::string& want, int32_t model_rate);
   ~MicSource() override;
 
   // Starts the capture; prints why not.

@@ -1,5 +1,6 @@
-// Reading audio files for the CLI: libsndfile for every format it knows,
-// libsamplerate to bring any rate to the model's.
+// Reading audio files (classify, scan; mega_rtf's FILE): libsndfile for every
+// format it knows, then the one channel mix-down and resampler (resampler.h)
+// to bring any file to mono at the model's rate.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "audio_devices.h"
-#include "cli_options.h"
 
 namespace kws {
 
@@ -82,8 +81,7 @@ MicSource::MicSource() = default;
 
 MicSource::~MicSource() { close(false); }
 
-std::unique_ptr<MicSource> MicSource::open(const std::string& want, int32_t model_rate, int* exit_code) {
-  *exit_code = kExitDevice;
+std::unique_ptr<MicSource> MicSource::open(const std::string& want, int32_t model_rate) {
   // A keyword spotter must not start a JACK server as a side effect.
   setenv("JACK_NO_START_SERVER", "1", 0);
   std::unique_ptr<MicSource> mic(new MicSource());  // its destructor terminates PortAudio on every early return
@@ -119,7 +117,6 @@ std::unique_ptr<MicSource> MicSource::open(const std::string& want, int32_t mode
     return nullptr;
   }
   Pa_SetStreamFinishedCallback(mic->stream_, &Capture::on_finished);
-  *exit_code = kExitOk;
   return mic;
 }
 

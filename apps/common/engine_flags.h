@@ -20,14 +20,25 @@ struct EngineFlags {
   int threads = 1;
 };
 
+// What --help says of each option and its default: keyword_spotter's option
+// table and mega_rtf's usage print these.
+struct EngineFlagHelp {
+  const char* help;
+  const char* default_value;
+};
+constexpr EngineFlagHelp kKernelsHelp = {"optimized | reference (plain scalar loops; cpu)", "optimized"};
+constexpr EngineFlagHelp kBackendHelp = {"cpu | cuda (NVIDIA GPU)", "cuda if built in and a GPU is present, else cpu"};
+constexpr EngineFlagHelp kFp16Help = {"cuda: float16 activations (float32 accumulation)", "off"};
+constexpr EngineFlagHelp kThreadsHelp = {"cpu: threads sharing each chunk's work (1..16)", "1"};
+
 enum class FlagResult { not_mine, taken, bad };
 
-// argv[*i], if it is one of these options (its value, argv[*i + 1], is
-// consumed too): taken, or bad with *why set to the usage error.
-inline FlagResult take_engine_flag(int argc, char** argv, int* i, EngineFlags* f, const char** why) {
-  const char* a = argv[*i];
+// The option `a` (long or short name) with its value v (null: none; --fp16
+// takes none), if it is one of these: taken, or bad with *why set to the
+// usage error. keyword_spotter's parser, which reads --name=value too, calls
+// it with the value it found; mega_rtf's through take_engine_flag.
+inline FlagResult set_engine_flag(const char* a, const char* v, EngineFlags* f, const char** why) {
   auto is = [&](const char* name) { return std::strcmp(a, name) == 0; };
-  const char* v = *i + 1 < argc ? argv[*i + 1] : nullptr;
   auto bad = [&](const char* msg) {
     *why = msg;
     return FlagResult::bad;
@@ -53,8 +64,15 @@ inline FlagResult take_engine_flag(int argc, char** argv, int* i, EngineFlags* f
   } else {
     return FlagResult::not_mine;
   }
-  ++*i;
   return FlagResult::taken;
+}
+
+// argv[*i], if it is one of these options (its value, argv[*i + 1], is
+// consumed too): taken, or bad with *why set to the usage error.
+inline FlagResult take_engine_flag(int argc, char** argv, int* i, EngineFlags* f, const char** why) {
+  const FlagResult r = set_engine_flag(argv[*i], *i + 1 < argc ? argv[*i + 1] : nullptr, f, why);
+  if (r == FlagResult::taken && std::strcmp(argv[*i], "--fp16") != 0) ++*i;
+  return r;
 }
 
 // The combination the backends refuse, as a usage error; null if none.

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cli_output.h"
+#include "json_escape.h"
 
 namespace kws {
 

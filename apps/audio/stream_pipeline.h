@@ -8,8 +8,6 @@
 // allocated by create(); run() allocates, locks and prints nothing itself.
 #pragma once
 
-#include <samplerate.h>
-
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "audio_source.h"
+#include "resampler.h"
 #include "mega/detector.hpp"
 #include "mega/engine.hpp"
 
@@ -72,7 +71,7 @@ class StreamPipeline {
   // Streams until the source ends or fails, or until stopped.
   StreamEnd run(const StreamOptions& opts, StreamObserver& observer);
 
-  bool resampling() const { return src_state_ != nullptr; }
+  bool resampling() const { return resampler_ != nullptr; }
   const StreamStats& stats() const { return stats_; }
   mega::Status status() const { return status_; }
   const std::string& error() const { return error_; }
@@ -89,8 +88,7 @@ class StreamPipeline {
   mega::Engine& session_;
   mega::Detector& detector_;
   AudioFormat format_;
-  double ratio_ = 1.0;  // model rate / source rate
-  SRC_STATE* src_state_ = nullptr;
+  std::unique_ptr<Resampler> resampler_;  // null: the source is at the model's rate
   std::vector<float> raw_, mono_, resampled_, zeros_;
   mega::Detection detection_;
   StreamStats stats_;
