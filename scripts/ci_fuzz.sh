@@ -1,8 +1,8 @@
 #!/bin/bash
 # Builds the libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer,
 # see fuzz/) and runs each for a fixed time, both at once, on a copy of its
-# committed seed corpus (fuzz/corpus/). Fails on any crash, leak, timeout or
-# out-of-memory; the input that caused it is kept under the output directory.
+# committed seed corpus (fuzz/corpus/). Fails on any crash, leak (but the
+# third-party ones fuzz/lsan.supp names), timeout or out-of-memory; the input that caused it is kept under the output directory.
 #   ci_fuzz.sh [SECONDS_EACH]           (default 60)
 #   FUZZ_OUT=DIR ci_fuzz.sh 1800        keep corpora, logs and crash inputs in DIR
 #   FUZZ_NICE=19 ...                    run the fuzzers at that niceness
@@ -22,7 +22,7 @@ declare -A SEEDS=([model_load]=fuzz/corpus/model [audio_file]=fuzz/corpus/audio)
 declare -A PIDS=()
 for t in "${!SEEDS[@]}"; do
   mkdir -p "$OUT/$t/corpus" "$OUT/$t/crashes"
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp \
     nice -n "${FUZZ_NICE:-0}" "$BUILD/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$OUT/$t/crashes/" "$OUT/$t/corpus" "${SEEDS[$t]}" >"$OUT/$t/log" 2>&1 &
   PIDS[$t]=$!
