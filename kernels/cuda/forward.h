@@ -15,9 +15,11 @@
 namespace mega::gpu {
 
 // One cuBLAS-style GEMM (column-major, C = alpha op(A) op(B), beta 0),
-// strided-batched when batch > 1. Pointers are in the storage type.
+// strided-batched when batch > 1. Pointers are in the storage type, except
+// where ab_f32 (A and B) or c_f32 (C) say float32.
 struct GemmDesc {
   bool trans_a = false;  // B is never transposed here
+  bool ab_f32 = false, c_f32 = false;
   float alpha = 1.0f;
   int32_t m = 0, n = 0, k = 0;
   const void* a = nullptr;
@@ -153,7 +155,9 @@ Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const
     sp.scale = fold_scale ? 1.0f : scale;
     MEGA_TRY(ops.scores(sp));
     if (dm.fn == AttentionFn::softmax) MEGA_TRY(ops.softmax(sp));
-    MEGA_TRY(ops.gemm(values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n)));
+    GemmDesc vg = values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n);
+    vg.c_f32 = true;  // o sums over the chunk: float32 (gating.cuh)
+    MEGA_TRY(ops.gemm(vg));
   }
   return Status::ok;
 }
@@ -243,7 +247,9 @@ class GpuOps final : public mega::Ops {
     og.rows = rows;
     og.g = dm_.gate();
     MEGA_TRY(launch_.out_gate(og));
-    MEGA_TRY(launch_.gemm(linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d)));
+    GemmDesc hg = linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d);
+    hg.ab_f32 = hg.c_f32 = true;  // o * r and h_proj's weights are float32
+    MEGA_TRY(launch_.gemm(hg));
     ResidualParams<T> rp;
     rp.x = bf_.x + r0 * dm_.d;
     rp.hb = bf_.hb + r0 * dm_.d;
@@ -258,9 +264,11 @@ class GpuOps final : public mega::Ops {
   Status ffn(int32_t layer, Act in, int64_t r0, int64_t rows) override {
     const LayerDev& L = w_.layers[size_t(layer)];
     T* hidden = bf_.ffn + r0 * dm_.f;
-    T* out = bf_.hb + r0 * dm_.d;
+    float* out = bf_.hb + r0 * dm_.d;
     MEGA_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act));
-    MEGA_TRY(launch_.gemm(linear_gemm(L.fc2, hidden, rows, out)));
+    GemmDesc fg = linear_gemm(L.fc2, hidden, rows, out);
+    fg.c_f32 = true;
+    MEGA_TRY(launch_.gemm(fg));
     AddResidualParams<T> ar;
     ar.x = bf_.x + r0 * dm_.d;
     ar.y = out;

@@ -5,7 +5,10 @@
 //   out_gate:     o *= r
 //   residual:     x = x + u * (act(hb + bh + hx) - x)
 //   add_residual: x = x + (y + bias)                   (FFN output)
-// base rows hold [u (d) | z (z) | r (h) | hx (d)].
+// base rows hold [u (d) | z (z) | r (h) | hx (d)]. The attention output o and
+// the h_proj / FFN outputs (hb, y) are float32 in either storage type: o sums
+// over a whole chunk of values (1000 on the base model) and o * r reaches
+// 1e5-1e7 there, past float16's 65504 (kernels/cuda/README.md, FP16).
 #pragma once
 
 #include <cstdint>
@@ -72,7 +75,7 @@ MEGA_HD inline void split_element(const SplitParams<T>& p, int64_t idx) {
 
 template <typename T>
 struct OutGateParams {
-  T* o = nullptr;           // (rows, h)
+  float* o = nullptr;       // (rows, h), float32 whatever T
   const T* base = nullptr;  // r at column d + z
   int64_t rows = 0;
   GateDims g;
@@ -88,7 +91,7 @@ MEGA_HD inline void out_gate_element(const OutGateParams<T>& p, int64_t idx) {
 template <typename T>
 struct ResidualParams {
   T* x = nullptr;            // (rows, d), the layer input, updated
-  const T* hb = nullptr;     // (rows, d): (o * r) Wh^T
+  const float* hb = nullptr; // (rows, d): (o * r) Wh^T, float32 whatever T
   const float* bh = nullptr; // (d)
   const T* base = nullptr;   // u at column 0, hx at column d + z + h
   int64_t rows = 0;
@@ -108,8 +111,8 @@ MEGA_HD inline void residual_element(const ResidualParams<T>& p, int64_t idx) {
 
 template <typename T>
 struct AddResidualParams {
-  T* x = nullptr;        // (rows, cols)
-  const T* y = nullptr;  // (rows, cols)
+  T* x = nullptr;            // (rows, cols)
+  const float* y = nullptr;  // (rows, cols), float32 whatever T
   const float* bias = nullptr;
   int64_t rows = 0;
   int32_t cols = 0;

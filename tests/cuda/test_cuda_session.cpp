@@ -332,31 +332,18 @@ TEST(CudaFp16, DemoModelCloseToFloat32) {
   check_fp16(m, m->self_test_input(), "sc10-demo");
 }
 
-// Found on the stand-in: with float16 storage the base-size fixture (random
-// weights, 1000-token chunks of laplace attention) overflows float16's 65504
-// in the attention output and its gating (sums over 1000 keys), in every
-// chunk. Until those buffers are kept in float32, float16 mode is for models
-// whose activations fit; what this test holds is that an overflow never
-// reaches the caller: the chunk's logits are zeroed and counted, as the CPU
-// session does with non-finite logits, and float32 is unaffected.
-TEST(CudaFp16, BaseModelOverflowIsContained) {
+// The paper's model size (the base-size fixture: random weights, 1000-token
+// chunks of laplace attention). Found on the stand-in: with the attention
+// output and its gating stored in float16 (sums over 1000 keys, up to 8e6),
+// every chunk overflowed and gave zero logits. They are float32 now
+// (gating.cuh), and float16 stays close to float32 on every chunk.
+TEST(CudaFp16, BaseModelCloseToFloat32) {
   MEGA_REQUIRE_GPU();
   Golden g;
   auto m = load_fixture(MEGA_GENERATED, "base_uni", &g);
   ASSERT_TRUE(m);
-  const auto input = mega_test::first_chunks(g.at("input"), m->hparams().chunk_samples(), mega_test::kBaseChunkLimit);
-  auto f32 = engine(m, "cuda");
-  auto f16 = engine(m, "cuda", 0, true);
-  ASSERT_TRUE(f32 && f16);
-  const auto a = stream(*f32, input, 4000);
-  const auto b = stream(*f16, input, 4000);
-  ASSERT_EQ(a.size(), b.size());
-  for (float v : b) ASSERT_TRUE(std::isfinite(v));
-  EXPECT_EQ(f32->stats().n_state_resets, 0);
-  const int64_t chunks = int64_t(input.size()) / m->hparams().chunk_samples();
-  EXPECT_EQ(f16->stats().n_state_resets, chunks) << "float16 no longer overflows here: make this a closeness test";
-  std::printf("[ cuda fp16] base_uni: %lld of %lld chunks overflowed float16 (zeroed and counted)\n",
-              static_cast<long long>(f16->stats().n_state_resets), static_cast<long long>(chunks));
+  check_fp16(m, mega_test::first_chunks(g.at("input"), m->hparams().chunk_samples(), mega_test::kBaseChunkLimit),
+             "base_uni");
 }
 
 TEST(CudaErrors, BadDeviceAndBidirectionalStreaming) {
