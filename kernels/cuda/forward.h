@@ -73,18 +73,21 @@ inline GemmDesc values_gemm(const void* a, const void* v, void* o, int32_t c, in
 }
 
 template <typename T, typename Launch>
-Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d) {
+Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d, float xs) {
   NormParams<T> p;
   p.w = w;
   p.x = x;
   p.y = y;
   p.rows = rows;
   p.d = d;
+  p.xs = xs;
   return ops.norm(p);
 }
 
+// x is stored as value / in_scale, y is written as value / out_scale.
 template <typename T, typename Launch>
-Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act) {
+Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act,
+                       float in_scale, float out_scale) {
   MEGA_TRY(ops.gemm(linear_gemm(w, x, rows, y)));
   BiasActParams<T> p;
   p.y = y;
@@ -92,6 +95,8 @@ Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows
   p.rows = rows;
   p.cols = w.n_out;
   p.act = act;
+  p.in_scale = in_scale;
+  p.out_scale = out_scale;
   return ops.bias_act(p);
 }
 
@@ -112,6 +117,7 @@ Status ema_forward(Launch& ops, const Dims& dm, const Capacity& cap, const Buffe
   p.d = dm.d;
   p.n = dm.n;
   p.k = dm.k;
+  p.xs = dm.x_scale;
   p.chunk_index = sp.chunk_index;
   if (sp.streaming) {
     p.mode = EmaMode::stream;
@@ -203,6 +209,7 @@ class GpuOps final : public mega::Ops {
     ep.d = dm_.d;
     ep.k = dm_.patch_k;
     ep.s = dm_.patch_s;
+    ep.xs = dm_.x_scale;
     return launch_.embed(ep);
   }
 
@@ -210,7 +217,7 @@ class GpuOps final : public mega::Ops {
     const NormDev& nw = site == NormSite::final ? w_.final_norm
                         : site == NormSite::layer ? w_.layers[size_t(layer)].norm
                                                   : w_.layers[size_t(layer)].ffn_norm;
-    return norm_into(launch_, nw, act(in) + r0 * dm_.d, act(out) + r0 * dm_.d, rows, dm_.d);
+    return norm_into(launch_, nw, act(in) + r0 * dm_.d, act(out) + r0 * dm_.d, rows, dm_.d, dm_.x_scale);
   }
 
   Status ema(int32_t layer, Act in, const Span& sp) override {
@@ -219,7 +226,8 @@ class GpuOps final : public mega::Ops {
 
   Status gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) override {
     const LayerDev& L = w_.layers[size_t(layer)];
-    MEGA_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act));
+    MEGA_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act,
+                             dm_.x_scale, 1.0f));
     T* base = bf_.base + r0 * dm_.base_cols();
     MEGA_TRY(launch_.gemm(linear_gemm(L.mx_proj, bf_.mx + r0 * dm_.d, rows, base)));
     SplitParams<T> split;
@@ -258,6 +266,7 @@ class GpuOps final : public mega::Ops {
     rp.rows = rows;
     rp.g = dm_.gate();
     rp.act = dm_.act;
+    rp.xs = dm_.x_scale;
     return launch_.residual(rp);
   }
 
@@ -265,7 +274,8 @@ class GpuOps final : public mega::Ops {
     const LayerDev& L = w_.layers[size_t(layer)];
     T* hidden = bf_.ffn + r0 * dm_.f;
     float* out = bf_.hb + r0 * dm_.d;
-    MEGA_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act));
+    MEGA_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act, dm_.x_scale,
+                             dm_.x_scale));
     GemmDesc fg = linear_gemm(L.fc2, hidden, rows, out);
     fg.c_f32 = true;
     MEGA_TRY(launch_.gemm(fg));
@@ -275,6 +285,7 @@ class GpuOps final : public mega::Ops {
     ar.bias = L.fc2.b;
     ar.rows = rows;
     ar.cols = dm_.d;
+    ar.xs = dm_.x_scale;
     return launch_.add_residual(ar);
   }
 
@@ -288,6 +299,7 @@ class GpuOps final : public mega::Ops {
     pp.n_tok = sp.n_tok;
     pp.d = dm_.d;
     pp.w = dm_.w;
+    pp.xs = dm_.x_scale;
     return launch_.pool(pp);
   }
 

@@ -27,11 +27,12 @@ struct BiasActParams {
   int64_t rows = 0;
   int32_t cols = 0;
   Activation act = Activation::linear;
+  float in_scale = 1.0f, out_scale = 1.0f;  // y is read as value / in_scale, written as value / out_scale
 };
 
 template <typename T>
 MEGA_HD inline void bias_act_element(const BiasActParams<T>& p, int64_t idx) {
-  st(p.y + idx, math::activation(p.act, ld(p.y[idx]) + p.bias[idx % p.cols]));
+  st(p.y + idx, math::activation(p.act, ld(p.y[idx]) * p.in_scale + p.bias[idx % p.cols]) / p.out_scale);
 }
 
 // Widths shared by the gating steps.
@@ -97,6 +98,7 @@ struct ResidualParams {
   int64_t rows = 0;
   GateDims g;
   Activation act = Activation::silu;
+  float xs = 1.0f;           // x is stored as value / xs (Dims::x_scale)
 };
 
 template <typename T>
@@ -105,8 +107,8 @@ MEGA_HD inline void residual_element(const ResidualParams<T>& p, int64_t idx) {
   const int32_t i = int32_t(idx % p.g.d);
   const T* b = p.base + row * p.g.cols();
   const float h = math::activation(p.act, (ld(p.hb[idx]) + p.bh[i]) + ld(b[p.g.d + p.g.z + p.g.h + i]));
-  const float res = ld(p.x[idx]);
-  st(p.x + idx, res + ld(b[i]) * (h - res));
+  const float res = ld(p.x[idx]) * p.xs;
+  st(p.x + idx, (res + ld(b[i]) * (h - res)) / p.xs);
 }
 
 template <typename T>
@@ -116,11 +118,12 @@ struct AddResidualParams {
   const float* bias = nullptr;
   int64_t rows = 0;
   int32_t cols = 0;
+  float xs = 1.0f;  // x and y are stored as value / xs (y: fc2 of the scaled FFN hidden layer)
 };
 
 template <typename T>
 MEGA_HD inline void add_residual_element(const AddResidualParams<T>& p, int64_t idx) {
-  st(p.x + idx, ld(p.x[idx]) + (ld(p.y[idx]) + p.bias[idx % p.cols]));
+  st(p.x + idx, (ld(p.x[idx]) * p.xs + (ld(p.y[idx]) * p.xs + p.bias[idx % p.cols])) / p.xs);
 }
 
 template <typename T>

@@ -33,6 +33,11 @@ struct Dims {
   AttentionFn fn = AttentionFn::laplace;
   Activation act = Activation::silu;
   Activation cls_act = Activation::gelu;
+  // The residual stream's scale: x, xn, the FFN hidden layer and v_proj's raw
+  // output are stored as value / x_scale (a power of two). 1 in float32; with
+  // float16 storage, what the range check (fp16_range.h) chooses so that they
+  // fit float16 (16 for the base model).
+  float x_scale = 1.0f;
   int32_t base_cols() const { return 2 * d + z + h; }
   GateDims gate() const {
     GateDims g;
