@@ -1,7 +1,8 @@
 // tiny_patch (no input scaling) with its embedding weights scaled by 1e25:
 // loud input overflows the network, silence does not (the file stays valid:
 // every weight is finite). The hostile-input tests of every backend use it to
-// reach the last line of defence, non-finite logits.
+// reach the last line of defence, non-finite logits. Another factor gives
+// other magnitudes (the CUDA float16 range check's tests).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 
 namespace mega_test {
 
-inline std::vector<uint8_t> overflowing_model() {
+inline std::vector<uint8_t> overflowing_model(float factor = 1e25f) {
   std::ifstream f(fixture_path("tiny_patch.mega"), std::ios::binary);
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), {});
   const mega::fb::Model* m = mega::fb::GetModel(b.data());
@@ -26,7 +27,7 @@ inline std::vector<uint8_t> overflowing_model() {
     for (size_t i = 0; i + 4 <= t->data()->size(); i += 4) {
       float w;
       std::memcpy(&w, data + i, 4);
-      w *= 1e25f;
+      w *= factor;
       std::memcpy(data + i, &w, 4);
     }
   }

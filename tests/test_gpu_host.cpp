@@ -420,8 +420,8 @@ TEST(GpuHostNorm, NormsMatchCpuReference) {
       nd.a = a.data();
       nd.b = b.data();
       mega::gpu::HostOps ops;
-      ASSERT_EQ(gpu::norm_into(ops, nd, x.data(), got.data(), rows, d), mega::Status::ok);
-      ASSERT_EQ(gpu::norm_into(ops, nd, in_place.data(), in_place.data(), rows, d), mega::Status::ok);
+      ASSERT_EQ(gpu::norm_into(ops, nd, x.data(), got.data(), rows, d, 1.0f), mega::Status::ok);
+      ASSERT_EQ(gpu::norm_into(ops, nd, in_place.data(), in_place.data(), rows, d, 1.0f), mega::Status::ok);
       EXPECT_LE(max_abs_diff(got.data(), want.data(), got.size()), 2e-6 * 3 * 1.7) << int(type) << " d " << d;
       EXPECT_EQ(got, in_place) << "in place differs, type " << int(type) << " d " << d;
     }

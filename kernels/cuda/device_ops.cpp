@@ -84,7 +84,8 @@ class StepOps final : public DeviceOps {
     const size_t n = size_t(rows * plan_.dm.d);
     const void* from = src;
     if (!staging_.empty()) {
-      for (size_t i = 0; i < n; ++i) staging_[i] = StorageOf<T>::from(src[i]);
+      const float xs = scale_of(a);
+      for (size_t i = 0; i < n; ++i) staging_[i] = StorageOf<T>::from(src[i] / xs);
       from = staging_.data();
     }
     return on_device([&]() -> Status {
@@ -104,7 +105,8 @@ class StepOps final : public DeviceOps {
       return Status::ok;
     }));
     if (!staging_.empty()) {
-      for (size_t i = 0; i < n; ++i) dst[i] = StorageOf<T>::to(staging_[i]);
+      const float xs = scale_of(a);
+      for (size_t i = 0; i < n; ++i) dst[i] = StorageOf<T>::to(staging_[i]) * xs;
     }
     return Status::ok;
   }
@@ -112,6 +114,9 @@ class StepOps final : public DeviceOps {
   const char* last_error() const override { return error_; }
 
  private:
+  // x and xn are stored as value / x_scale (plan.h, Dims); mx is not
+  float scale_of(Act a) const { return a == Act::mx ? 1.0f : plan_.dm.x_scale; }
+
   template <typename F>
   Status on_device(F f) {
     DeviceGuard guard(plan_.device);

@@ -7,7 +7,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+#include "fp16_range.h"
 
 namespace mega::gpu {
 
@@ -38,6 +41,9 @@ Status DevicePlan<T>::init(const Model& model, const DeviceOptions& o, char* err
   CUDA_CHECK(cudaDeviceGetAttribute(&is_integrated, cudaDevAttrIntegrated, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device));
   integrated = is_integrated != 0 && can_map != 0;
+  // float16 storage: the residual stream's scale, or a refusal for a model
+  // whose activations do not fit float16 (fp16_range.h)
+  if (!std::is_same<T, float>::value) MEGA_TRY(fp16_x_scale(model, &dm.x_scale, error, error_size));
 
   // sizes
   cap.n_streams = o.n_streams;

@@ -71,13 +71,14 @@ class CudaOps {
   Status gemm(const GemmDesc& g) {
     const float zero = 0.0f;
     const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cudaDataType_t t = BlasType<T>::value;
+    const cudaDataType_t t = g.ab_f32 ? CUDA_R_32F : BlasType<T>::value;
+    const cudaDataType_t tc = g.c_f32 ? CUDA_R_32F : BlasType<T>::value;
     if (g.batch == 1) {
       CUBLAS_CHECK(cublasGemmEx(blas_, ta, CUBLAS_OP_N, g.m, g.n, g.k, &g.alpha, g.a, t, int(g.lda), g.b, t,
-                                int(g.ldb), &zero, g.c, t, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                int(g.ldb), &zero, g.c, tc, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     } else {
       CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, ta, CUBLAS_OP_N, g.m, g.n, g.k, &g.alpha, g.a, t, int(g.lda),
-                                              g.stride_a, g.b, t, int(g.ldb), g.stride_b, &zero, g.c, t,
+                                              g.stride_a, g.b, t, int(g.ldb), g.stride_b, &zero, g.c, tc,
                                               int(g.ldc), g.stride_c, g.batch, CUBLAS_COMPUTE_32F,
                                               CUBLAS_GEMM_DEFAULT));
     }

@@ -44,8 +44,9 @@ enum class EmaMode : int32_t { stream = 0, forward = 1, backward = 2 };
 
 template <typename T>
 struct EmaParams {
-  const T* x = nullptr;  // (n_streams * n_tok, d)
-  T* y = nullptr;        // same layout; may not alias x
+  const T* x = nullptr;  // (n_streams * n_tok, d), stored as value / xs (so is the ring)
+  T* y = nullptr;        // same layout; may not alias x (not scaled)
+  float xs = 1.0f;       // Dims::x_scale
   // coefficients per (row, n), row = row_offset + channel: float copies of
   // 1 - EmaWeights::decay, gain, decay_k, out. The decay is held as its
   // complement a = 1 - q and applied as h - a h: q itself rounded to float
@@ -106,7 +107,8 @@ MEGA_HD inline EmaChannel ema_channel(const EmaParams<T>& p, int32_t b, int32_t 
   return ch;
 }
 
-// Input at step m (zero for m < 0 and before the stream's first token).
+// Input at step m (zero for m < 0 and before the stream's first token), as
+// stored (value / xs).
 template <typename T>
 MEGA_HD inline float ema_input(const EmaParams<T>& p, const EmaChannel& ch, int64_t m) {
   if (m < 0) return 0.0f;
@@ -200,8 +202,9 @@ MEGA_HD inline float ema_segment_start(float q_len, float h_init, const float* e
 template <typename T>
 MEGA_HD inline void ema_finish(const EmaParams<T>& p, int32_t b, int64_t t, int32_t c, float acc) {
   const int64_t i = (int64_t(b) * p.n_tok + t) * p.d + c;
+  acc *= p.xs;  // the scan ran on x as stored (value / xs); the EMA is linear
   float v = p.accumulate ? ld(p.y[i]) + acc : acc;
-  if (p.epilogue) v = math::silu(v + p.omega[c] * ld(p.x[i]));
+  if (p.epilogue) v = math::silu(v + p.omega[c] * (ld(p.x[i]) * p.xs));
   st(p.y + i, v);
 }
 

@@ -44,6 +44,7 @@ struct EmbedParams {
   bool streaming = true;           // false: a clip, started afresh
   float decay = 0.0f;
   T* x = nullptr;                  // (n_streams * n_tok, d)
+  float xs = 1.0f;                 // x is stored as value / xs (Dims::x_scale)
   int32_t n_streams = 0;
   int64_t n_tok = 0;
   int32_t d = 0, k = 1, s = 1;
@@ -108,9 +109,9 @@ MEGA_HD inline void embed_element(const EmbedParams<T>& p, int64_t idx) {
   if (p.m0) {
     p.power[idx] = embed_log_power(p, b, j, c);
   } else if (p.g == nullptr) {
-    st(p.x + idx, embed_dot(p.w + int64_t(c) * p.k, p.samples + b * p.stream_stride + j * p.s, p.k) + p.b[c]);
+    st(p.x + idx, (embed_dot(p.w + int64_t(c) * p.k, p.samples + b * p.stream_stride + j * p.s, p.k) + p.b[c]) / p.xs);
   } else {
-    st(p.x + idx, p.g[c] * embed_log_power(p, b, j, c) + p.b[c]);
+    st(p.x + idx, (p.g[c] * embed_log_power(p, b, j, c) + p.b[c]) / p.xs);
   }
 }
 
@@ -126,7 +127,7 @@ MEGA_HD inline void embed_column(const EmbedParams<T>& p, int64_t idx) {
     const int64_t at = (b * p.n_tok + j) * p.d + c;
     const float lp = p.power[at];
     m += p.decay * (lp - m);
-    st(p.x + at, p.g[c] * (lp - m) + p.b[c]);
+    st(p.x + at, (p.g[c] * (lp - m) + p.b[c]) / p.xs);
   }
   p.mean[idx] = m;
 }
@@ -141,7 +142,7 @@ MEGA_HD inline void embed_mix(const EmbedParams<T>& p, int64_t idx) {
   const float* mix = p.mix + int64_t(c) * p.n_bands;
   float acc = 0.0f;
   for (int32_t j = 0; j < p.n_bands; ++j) acc += mix[j] * e[j];
-  st(p.x + idx, acc + p.b[c]);
+  st(p.x + idx, (acc + p.b[c]) / p.xs);
 }
 
 template <typename T>

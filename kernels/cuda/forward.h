@@ -15,9 +15,11 @@
 namespace mega::gpu {
 
 // One cuBLAS-style GEMM (column-major, C = alpha op(A) op(B), beta 0),
-// strided-batched when batch > 1. Pointers are in the storage type.
+// strided-batched when batch > 1. Pointers are in the storage type, except
+// where ab_f32 (A and B) or c_f32 (C) say float32.
 struct GemmDesc {
   bool trans_a = false;  // B is never transposed here
+  bool ab_f32 = false, c_f32 = false;
   float alpha = 1.0f;
   int32_t m = 0, n = 0, k = 0;
   const void* a = nullptr;
@@ -71,18 +73,21 @@ inline GemmDesc values_gemm(const void* a, const void* v, void* o, int32_t c, in
 }
 
 template <typename T, typename Launch>
-Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d) {
+Status norm_into(Launch& ops, const NormDev& w, const T* x, T* y, int64_t rows, int32_t d, float xs) {
   NormParams<T> p;
   p.w = w;
   p.x = x;
   p.y = y;
   p.rows = rows;
   p.d = d;
+  p.xs = xs;
   return ops.norm(p);
 }
 
+// x is stored as value / in_scale, y is written as value / out_scale.
 template <typename T, typename Launch>
-Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act) {
+Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows, T* y, Activation act,
+                       float in_scale, float out_scale) {
   MEGA_TRY(ops.gemm(linear_gemm(w, x, rows, y)));
   BiasActParams<T> p;
   p.y = y;
@@ -90,6 +95,8 @@ Status linear_bias_act(Launch& ops, const LinearDev& w, const T* x, int64_t rows
   p.rows = rows;
   p.cols = w.n_out;
   p.act = act;
+  p.in_scale = in_scale;
+  p.out_scale = out_scale;
   return ops.bias_act(p);
 }
 
@@ -110,6 +117,7 @@ Status ema_forward(Launch& ops, const Dims& dm, const Capacity& cap, const Buffe
   p.d = dm.d;
   p.n = dm.n;
   p.k = dm.k;
+  p.xs = dm.x_scale;
   p.chunk_index = sp.chunk_index;
   if (sp.streaming) {
     p.mode = EmaMode::stream;
@@ -153,7 +161,9 @@ Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const
     sp.scale = fold_scale ? 1.0f : scale;
     MEGA_TRY(ops.scores(sp));
     if (dm.fn == AttentionFn::softmax) MEGA_TRY(ops.softmax(sp));
-    MEGA_TRY(ops.gemm(values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n)));
+    GemmDesc vg = values_gemm(bf.scores, bf.v + r0 * dm.h, bf.o + r0 * dm.h, dm.c, dm.h, n);
+    vg.c_f32 = true;  // o sums over the chunk: float32 (gating.cuh)
+    MEGA_TRY(ops.gemm(vg));
   }
   return Status::ok;
 }
@@ -199,6 +209,7 @@ class GpuOps final : public mega::Ops {
     ep.d = dm_.d;
     ep.k = dm_.patch_k;
     ep.s = dm_.patch_s;
+    ep.xs = dm_.x_scale;
     return launch_.embed(ep);
   }
 
@@ -206,7 +217,7 @@ class GpuOps final : public mega::Ops {
     const NormDev& nw = site == NormSite::final ? w_.final_norm
                         : site == NormSite::layer ? w_.layers[size_t(layer)].norm
                                                   : w_.layers[size_t(layer)].ffn_norm;
-    return norm_into(launch_, nw, act(in) + r0 * dm_.d, act(out) + r0 * dm_.d, rows, dm_.d);
+    return norm_into(launch_, nw, act(in) + r0 * dm_.d, act(out) + r0 * dm_.d, rows, dm_.d, dm_.x_scale);
   }
 
   Status ema(int32_t layer, Act in, const Span& sp) override {
@@ -215,7 +226,8 @@ class GpuOps final : public mega::Ops {
 
   Status gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) override {
     const LayerDev& L = w_.layers[size_t(layer)];
-    MEGA_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act));
+    MEGA_TRY(linear_bias_act(launch_, L.v_proj, act(in) + r0 * dm_.d, rows, bf_.v + r0 * dm_.h, dm_.act,
+                             dm_.x_scale, 1.0f));
     T* base = bf_.base + r0 * dm_.base_cols();
     MEGA_TRY(launch_.gemm(linear_gemm(L.mx_proj, bf_.mx + r0 * dm_.d, rows, base)));
     SplitParams<T> split;
@@ -243,7 +255,9 @@ class GpuOps final : public mega::Ops {
     og.rows = rows;
     og.g = dm_.gate();
     MEGA_TRY(launch_.out_gate(og));
-    MEGA_TRY(launch_.gemm(linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d)));
+    GemmDesc hg = linear_gemm(L.h_proj, og.o, rows, bf_.hb + r0 * dm_.d);
+    hg.ab_f32 = hg.c_f32 = true;  // o * r and h_proj's weights are float32
+    MEGA_TRY(launch_.gemm(hg));
     ResidualParams<T> rp;
     rp.x = bf_.x + r0 * dm_.d;
     rp.hb = bf_.hb + r0 * dm_.d;
@@ -252,21 +266,26 @@ class GpuOps final : public mega::Ops {
     rp.rows = rows;
     rp.g = dm_.gate();
     rp.act = dm_.act;
+    rp.xs = dm_.x_scale;
     return launch_.residual(rp);
   }
 
   Status ffn(int32_t layer, Act in, int64_t r0, int64_t rows) override {
     const LayerDev& L = w_.layers[size_t(layer)];
     T* hidden = bf_.ffn + r0 * dm_.f;
-    T* out = bf_.hb + r0 * dm_.d;
-    MEGA_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act));
-    MEGA_TRY(launch_.gemm(linear_gemm(L.fc2, hidden, rows, out)));
+    float* out = bf_.hb + r0 * dm_.d;
+    MEGA_TRY(linear_bias_act(launch_, L.fc1, act(in) + r0 * dm_.d, rows, hidden, dm_.act, dm_.x_scale,
+                             dm_.x_scale));
+    GemmDesc fg = linear_gemm(L.fc2, hidden, rows, out);
+    fg.c_f32 = true;
+    MEGA_TRY(launch_.gemm(fg));
     AddResidualParams<T> ar;
     ar.x = bf_.x + r0 * dm_.d;
     ar.y = out;
     ar.bias = L.fc2.b;
     ar.rows = rows;
     ar.cols = dm_.d;
+    ar.xs = dm_.x_scale;
     return launch_.add_residual(ar);
   }
 
@@ -280,6 +299,7 @@ class GpuOps final : public mega::Ops {
     pp.n_tok = sp.n_tok;
     pp.d = dm_.d;
     pp.w = dm_.w;
+    pp.xs = dm_.x_scale;
     return launch_.pool(pp);
   }
 

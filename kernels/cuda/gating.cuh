@@ -5,7 +5,10 @@
 //   out_gate:     o *= r
 //   residual:     x = x + u * (act(hb + bh + hx) - x)
 //   add_residual: x = x + (y + bias)                   (FFN output)
-// base rows hold [u (d) | z (z) | r (h) | hx (d)].
+// base rows hold [u (d) | z (z) | r (h) | hx (d)]. The attention output o and
+// the h_proj / FFN outputs (hb, y) are float32 in either storage type: o sums
+// over a whole chunk of values (1000 on the base model) and o * r reaches
+// 1e5-1e7 there, past float16's 65504 (kernels/cuda/README.md, FP16).
 #pragma once
 
 #include <cstdint>
@@ -24,11 +27,12 @@ struct BiasActParams {
   int64_t rows = 0;
   int32_t cols = 0;
   Activation act = Activation::linear;
+  float in_scale = 1.0f, out_scale = 1.0f;  // y is read as value / in_scale, written as value / out_scale
 };
 
 template <typename T>
 MEGA_HD inline void bias_act_element(const BiasActParams<T>& p, int64_t idx) {
-  st(p.y + idx, math::activation(p.act, ld(p.y[idx]) + p.bias[idx % p.cols]));
+  st(p.y + idx, math::activation(p.act, ld(p.y[idx]) * p.in_scale + p.bias[idx % p.cols]) / p.out_scale);
 }
 
 // Widths shared by the gating steps.
@@ -72,7 +76,7 @@ MEGA_HD inline void split_element(const SplitParams<T>& p, int64_t idx) {
 
 template <typename T>
 struct OutGateParams {
-  T* o = nullptr;           // (rows, h)
+  float* o = nullptr;       // (rows, h), float32 whatever T
   const T* base = nullptr;  // r at column d + z
   int64_t rows = 0;
   GateDims g;
@@ -88,12 +92,13 @@ MEGA_HD inline void out_gate_element(const OutGateParams<T>& p, int64_t idx) {
 template <typename T>
 struct ResidualParams {
   T* x = nullptr;            // (rows, d), the layer input, updated
-  const T* hb = nullptr;     // (rows, d): (o * r) Wh^T
+  const float* hb = nullptr; // (rows, d): (o * r) Wh^T, float32 whatever T
   const float* bh = nullptr; // (d)
   const T* base = nullptr;   // u at column 0, hx at column d + z + h
   int64_t rows = 0;
   GateDims g;
   Activation act = Activation::silu;
+  float xs = 1.0f;           // x is stored as value / xs (Dims::x_scale)
 };
 
 template <typename T>
@@ -102,22 +107,23 @@ MEGA_HD inline void residual_element(const ResidualParams<T>& p, int64_t idx) {
   const int32_t i = int32_t(idx % p.g.d);
   const T* b = p.base + row * p.g.cols();
   const float h = math::activation(p.act, (ld(p.hb[idx]) + p.bh[i]) + ld(b[p.g.d + p.g.z + p.g.h + i]));
-  const float res = ld(p.x[idx]);
-  st(p.x + idx, res + ld(b[i]) * (h - res));
+  const float res = ld(p.x[idx]) * p.xs;
+  st(p.x + idx, (res + ld(b[i]) * (h - res)) / p.xs);
 }
 
 template <typename T>
 struct AddResidualParams {
-  T* x = nullptr;        // (rows, cols)
-  const T* y = nullptr;  // (rows, cols)
+  T* x = nullptr;            // (rows, cols)
+  const float* y = nullptr;  // (rows, cols), float32 whatever T
   const float* bias = nullptr;
   int64_t rows = 0;
   int32_t cols = 0;
+  float xs = 1.0f;  // x and y are stored as value / xs (y: fc2 of the scaled FFN hidden layer)
 };
 
 template <typename T>
 MEGA_HD inline void add_residual_element(const AddResidualParams<T>& p, int64_t idx) {
-  st(p.x + idx, ld(p.x[idx]) + (ld(p.y[idx]) + p.bias[idx % p.cols]));
+  st(p.x + idx, (ld(p.x[idx]) * p.xs + (ld(p.y[idx]) * p.xs + p.bias[idx % p.cols])) / p.xs);
 }
 
 template <typename T>

@@ -32,6 +32,7 @@ struct NormParams {
   T* y = nullptr;
   int64_t rows = 0;
   int32_t d = 0;
+  float xs = 1.0f;  // x and y are stored as value / xs (Dims::x_scale)
 };
 
 // Work items: elements for batch norm, tokens otherwise.
@@ -44,29 +45,30 @@ template <typename T>
 MEGA_HD inline void norm_element(const NormParams<T>& p, int64_t idx) {
   if (p.w.type == NormType::batch_norm) {
     const int32_t c = int32_t(idx % p.d);
-    st(p.y + idx, ld(p.x[idx]) * p.w.a[c] + p.w.b[c]);
+    st(p.y + idx, (ld(p.x[idx]) * p.xs * p.w.a[c] + p.w.b[c]) / p.xs);
     return;
   }
-  const T* x = p.x + idx * p.d;
+  const T* xt = p.x + idx * p.d;
   T* y = p.y + idx * p.d;
+  const auto x = [&](int32_t i) { return ld(xt[i]) * p.xs; };
   if (p.w.type == NormType::layer_norm) {
     float mean = 0.0f;
-    for (int32_t i = 0; i < p.d; ++i) mean += ld(x[i]);
+    for (int32_t i = 0; i < p.d; ++i) mean += x(i);
     mean /= float(p.d);
     float var = 0.0f;
-    for (int32_t i = 0; i < p.d; ++i) var += (ld(x[i]) - mean) * (ld(x[i]) - mean);
+    for (int32_t i = 0; i < p.d; ++i) var += (x(i) - mean) * (x(i) - mean);
     var /= float(p.d);
     const float inv = 1.0f / sqrtf(var + p.w.eps);
-    for (int32_t i = 0; i < p.d; ++i) st(y + i, (ld(x[i]) - mean) * inv * p.w.a[i] + p.w.b[i]);
+    for (int32_t i = 0; i < p.d; ++i) st(y + i, ((x(i) - mean) * inv * p.w.a[i] + p.w.b[i]) / p.xs);
     return;
   }
   float ms = 0.0f;
-  for (int32_t i = 0; i < p.d; ++i) ms += ld(x[i]) * ld(x[i]);
+  for (int32_t i = 0; i < p.d; ++i) ms += x(i) * x(i);
   const float inv = 1.0f / sqrtf(ms / float(p.d) + p.w.eps);
   if (p.w.type == NormType::scale_norm) {
-    for (int32_t i = 0; i < p.d; ++i) st(y + i, p.w.scalar * ld(x[i]) * inv);
+    for (int32_t i = 0; i < p.d; ++i) st(y + i, p.w.scalar * x(i) * inv / p.xs);
   } else {
-    for (int32_t i = 0; i < p.d; ++i) st(y + i, ld(x[i]) * p.w.a[i] * inv);
+    for (int32_t i = 0; i < p.d; ++i) st(y + i, x(i) * p.w.a[i] * inv / p.xs);
   }
 }
 

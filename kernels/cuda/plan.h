@@ -33,6 +33,11 @@ struct Dims {
   AttentionFn fn = AttentionFn::laplace;
   Activation act = Activation::silu;
   Activation cls_act = Activation::gelu;
+  // The residual stream's scale: x, xn, the FFN hidden layer and v_proj's raw
+  // output are stored as value / x_scale (a power of two). 1 in float32; with
+  // float16 storage, what the range check (fp16_range.h) chooses so that they
+  // fit float16 (16 for the base model).
+  float x_scale = 1.0f;
   int32_t base_cols() const { return 2 * d + z + h; }
   GateDims gate() const {
     GateDims g;
@@ -124,7 +129,10 @@ inline int64_t attention_group(int64_t rows, int32_t c, int64_t attention_bytes,
 template <typename T>
 struct Buffers {
   T *x = nullptr, *xn = nullptr, *mx = nullptr, *v = nullptr, *base = nullptr;
-  T *q = nullptr, *k = nullptr, *o = nullptr, *hb = nullptr, *ffn = nullptr, *scores = nullptr;
+  T *q = nullptr, *k = nullptr, *ffn = nullptr, *scores = nullptr;
+  // float32 whatever T: the attention output (o, then o * r) and what h_proj
+  // and fc2 make of it (hb) exceed float16 on long chunks (gating.cuh)
+  float *o = nullptr, *hb = nullptr;
   T* ring = nullptr;          // n_layers x (n_streams, K, d)
   float* h = nullptr;         // n_layers x (n_streams, d, N), untruncated
   double* pool = nullptr;     // (n_streams, W, d)
@@ -160,8 +168,8 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->base = a.take<T>(r * dm.base_cols());
   b->q = a.take<T>(r * dm.z);
   b->k = a.take<T>(r * dm.z);
-  b->o = a.take<T>(r * dm.h);
-  b->hb = a.take<T>(r * dm.d);
+  b->o = a.take<float>(r * dm.h);
+  b->hb = a.take<float>(r * dm.d);
   b->ffn = a.take<T>(r * dm.f);
   b->scores = a.take<T>(cap.group * dm.c * dm.c);
   b->ring = a.take<T>(int64_t(dm.n_layers) * S * dm.k * dm.d);
@@ -190,7 +198,7 @@ struct StorageOf {
 };
 
 struct LinearDev {
-  const void* w = nullptr;     // (n_out, n_in) in the storage type
+  const void* w = nullptr;     // (n_out, n_in) in the storage type (h_proj: float32)
   const float* b = nullptr;    // (n_out) or null
   int32_t n_out = 0, n_in = 0;
 };
@@ -319,7 +327,7 @@ void pack_weights(WeightPacker& pk, const ModelWeights& md, const Dims& dm, Weig
     o.ema.omega = pk.floats(L.ema.omega, dm.d);
     o.v_proj = pack_linear<T>(pk, L.v_proj);
     o.mx_proj = pack_linear<T>(pk, L.mx_proj);
-    o.h_proj = pack_linear<T>(pk, L.h_proj);
+    o.h_proj = pack_linear<float>(pk, L.h_proj);  // its input, o * r, is float32
     o.qk_gamma = pk.floats(L.qk_gamma, 2 * int64_t(dm.z));
     o.qk_beta = pk.floats(L.qk_beta, 2 * int64_t(dm.z));
     o.rel_bias = pk.floats(L.rel_pos_bias, 2 * int64_t(dm.c) - 1);

@@ -26,6 +26,7 @@ struct PoolParams {
   int32_t n_streams = 0;
   int64_t n_tok = 0;
   int32_t d = 0, w = 1;
+  float xs = 1.0f;  // x is stored as value / xs (Dims::x_scale)
 };
 
 template <typename T>
@@ -34,6 +35,7 @@ MEGA_HD inline void pool_element(const PoolParams<T>& p, int64_t idx) {
   const T* x = p.x + int64_t(b) * p.n_tok * p.d + c;
   double s = 0.0;
   for (int64_t t = 0; t < p.n_tok; ++t) s += double(ld(x[t * p.d]));
+  s *= double(p.xs);  // a power of two: exact
   const int64_t ci = p.chunk_index[b];
   p.pool[(int64_t(b) * p.w + ci % p.w) * p.d + c] = s;
   double* tot = p.total + int64_t(b) * p.d + c;
