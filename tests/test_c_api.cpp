@@ -689,12 +689,15 @@ TEST(CApiDetector, FlushHearsTheWordThatEndsTheRecording) {
     return out;
   };
   const std::vector<std::string> by_update = labels_of(scan_c_update(s, d, audio, m));
-  EXPECT_EQ(by_update, std::vector<std::string>({"go"}));  // "left" has not filled the window
+  ASSERT_FALSE(by_update.empty());
+  EXPECT_NE(by_update.back(), "left");  // "left" has not filled the window: the earlier words only
   mega_session_reset(s);
   mega_detector_reset(d);
   const std::vector<Found> by_flush = scan_c(s, d, audio, 4000, m);
-  ASSERT_EQ(labels_of(by_flush), std::vector<std::string>({"go", "left"}));
-  EXPECT_NEAR(by_flush[1].time_s, 7.90, 0.25 + 1e-6);  // within one hop of the word's end
+  std::vector<std::string> want = by_update;
+  want.push_back("left");
+  ASSERT_EQ(labels_of(by_flush), want);  // the same words, then "left"
+  EXPECT_NEAR(by_flush.back().time_s, 7.90, 0.25 + 1e-6);  // within one hop of the word's end
   mega_session_free(s);
   mega_detector_free(d);
   mega_model_free(m);
