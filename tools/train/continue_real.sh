@@ -1,6 +1,6 @@
 #!/bin/bash
 # A continuation of a committed model on real speech that fits in a session
-# (issue "Real people first", docs/models.md "Training in a session"):
+# (issue "Real people first"; docs/models.md, "How to train, and how long it takes"):
 # rebuild the data it needs, continue training, tune the detection defaults on
 # real validation recordings, convert, and measure on real validation speakers.
 #

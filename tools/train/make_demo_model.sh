@@ -2,7 +2,7 @@
 # From a training run to the bundled model: tune the detection defaults on the
 # validation stream, convert, then measure with the shipped runtime on the
 # test split and the test recordings. Reproduces models/sc10-demo.mega and the
-# figures in docs/models.md.
+# figures in docs/lab-log.md (the pipeline before continue_real.sh).
 #   make_demo_model.sh RUN_DIR DATA_DIR KEYWORD_SPOTTER OUT.mega [REAL_DIR]
 # REAL_DIR (tools/data/fetch_real_sc.py's folder): 20-, 40- and 60-minute recordings of its
 # validation-split speakers join the tuning, and its validation clips are

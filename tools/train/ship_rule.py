@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Apply the demo model's shipping rule (docs/models.md) to validated runs.
+"""Apply the demo model's shipping rule (docs/lab-log.md) to validated runs.
 
   ship_rule.py SHIPPED CANDIDATE [CANDIDATE ...]
 

@@ -106,7 +106,7 @@ PRESETS = {
     "smoke": dict(_SMOKE, patch_features="logpower"),
     # "smoke" with the log-mel front end of "demo-wide-mel" (16 bands).
     "smoke-mel": dict(_SMOKE, patch_features="logmel", patch_bands=16),
-    # The paper's mega_sc_raw_base, unidirectional so it streams (train on a GPU: see docs/models.md).
+    # The paper's mega_sc_raw_base, unidirectional so it streams (train on a GPU: see docs/lab-log.md).
     "paper-base": dict(embed_dim=60, hidden_dim=120, ffn_hidden_dim=120, z_dim=30, n_dim=16, n_layers=6,
                        chunk_size=1000, truncation=1000, patch_kernel=1, patch_stride=1, window_chunks=16,
                        classifier_dim=120),
