@@ -61,7 +61,7 @@ def test_trade_off_is_the_upper_left_frontier():
     rows = td.sweep(probs, LABELS, HOP_S, keywords, free)
     key, smoothing, thr, r = td.pick(rows, 5.0)
     setting = {"thresholds": [thr] * 4, "smoothing_hops": smoothing}
-    t = td.trade_off(rows, r, sum(b - a for a, b in free) / 3600, len(keywords), setting)
+    t = td.trade_off(rows, r, setting)
     fa = [p[0] for p in t["frontier"]]
     rec = [p[1] for p in t["frontier"]]
     assert fa == sorted(fa) and all(b > a for a, b in zip(rec, rec[1:]))
@@ -70,6 +70,7 @@ def test_trade_off_is_the_upper_left_frontier():
         best_at = max([p[1] for p in t["frontier"] if p[0] <= s["fa_per_hour_keyword_free"] + 1e-9], default=0)
         assert s["recall"] <= best_at + 1e-4
     assert t["chosen"]["recall"] == round(r["recall"], 4) and t["keywords"] == len(keywords)
+    assert t["keyword_free_hours"] == round(sum(b - a for a, b in free) / 3600, 4)
 
 
 def test_plot_card_draws_both_pictures(tmp_path):
@@ -77,7 +78,7 @@ def test_plot_card_draws_both_pictures(tmp_path):
     probs, keywords, free = recording()
     rows = td.sweep(probs, LABELS, HOP_S, keywords, free)
     key, smoothing, thr, r = td.pick(rows, 5.0)
-    curve = td.trade_off(rows, r, 1.0, len(keywords), {"thresholds": [thr] * 4, "smoothing_hops": smoothing})
+    curve = td.trade_off(rows, r, {"thresholds": [thr] * 4, "smoothing_hops": smoothing})
     with open(tmp_path / "curve.json", "w") as f:
         json.dump(curve, f)
     with open(tmp_path / "eval.json", "w") as f:

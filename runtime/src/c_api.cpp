@@ -233,7 +233,7 @@ mega_status mega_detector_settings(const mega_detector* d, float* thresholds, in
 
 namespace {
 
-// One hop through the detector; end_sample: where the firing chunk ended in the stream.
+// A detection as the C API reports it; end_sample: where the firing chunk ended in the stream.
 void describe(const mega_detector* d, const mega::Detection& det, int64_t end_sample, mega_detection* out) {
   if (!out) return;
   const mega::HParams& hp = d->model->hparams();
@@ -244,6 +244,7 @@ void describe(const mega_detector* d, const mega::Detection& det, int64_t end_sa
   out->hop_index = det.hop_index;
 }
 
+// One hop through the detector.
 bool detect_hop(mega_detector* d, const float* logits, int64_t end_sample, mega_detection* out) {
   mega::Detection det;
   if (!d->detector->update(logits, &det)) return false;

@@ -77,7 +77,7 @@ bool Detector::fire_at(int64_t hop, int64_t window, Detection* out) {
   for (int32_t i = 0; i < n_; ++i) {
     double acc = 0.0;
     for (int64_t s = 0; s < std::min<int64_t>(hop + 1, hops_); ++s) {
-      const int64_t age = ((hop - s) % hops_ + hops_) % hops_;  // hops back from `hop` to the one in slot s
+      const int64_t age = (hop - s) % hops_;  // hops back from `hop` to the one in slot s (s <= hop)
       if (age < window) acc += history_[size_t(s) * size_t(n_) + size_t(i)];
     }
     smoothed_[size_t(i)] = float(acc / double(window));

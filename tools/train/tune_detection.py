@@ -163,16 +163,18 @@ def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoo
         th[k] = t
 
 
-def trade_off(rows, chosen, free_hours, n_keywords, setting):
+def trade_off(rows, chosen, setting):
     """What plot_card.py draws: over a sweep's settings, the best recall at each
-    false-alarm rate reached (the upper-left frontier), and the chosen setting."""
+    false-alarm rate reached (the upper-left frontier), and the chosen setting
+    (its score and its detection.json contents)."""
     points = sorted((r["fa_per_hour_keyword_free"], r["recall"]) for _, _, r in rows)
     frontier, best = [], -1.0
     for fa, rec in points:
         if rec > best:
             frontier.append([round(fa, 4), round(rec, 4)])
             best = rec
-    return {"frontier": frontier, "keyword_free_hours": round(free_hours, 4), "keywords": n_keywords,
+    return {"frontier": frontier, "keyword_free_hours": round(chosen["keyword_free_hours"], 4),
+            "keywords": chosen["keywords"],
             "chosen": {"fa_per_hour": round(chosen["fa_per_hour_keyword_free"], 4),
                        "recall": round(chosen["recall"], 4), "thresholds": setting["thresholds"],
                        "smoothing_hops": setting["smoothing_hops"]}}
@@ -340,8 +342,10 @@ def main() -> int:
         json.dump(out, f, indent=1)
     if args.curve_json:
         with open(args.curve_json, "w") as f:
-            json.dump(trade_off(rows, r, sum(b - a for a, b in free) / 3600, len(keywords), out), f, indent=1)
-    print(f"chose threshold{'s ' + ' '.join(f'{l} {t:g}' for l, t in zip(labels, thresholds)) if args.per_keyword else ' ' + format(thr, 'g')}, smoothing {smoothing}: recall {r['recall']:.3f}, "
+            json.dump(trade_off(rows, r, out), f, indent=1)
+    chosen = ("thresholds " + " ".join(f"{l} {t:g}" for l, t in zip(labels, thresholds)) if args.per_keyword
+              else f"threshold {thr:g}")
+    print(f"chose {chosen}, smoothing {smoothing}: recall {r['recall']:.3f}, "
           f"{r['false_alarms']} false alarms -> {args.output}")
     return 0
 
