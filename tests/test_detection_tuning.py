@@ -12,10 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+from tools.train import tune_detection as td
 
-from tools.train import tune_detection as td  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LABELS = ["yes", "no", "_silence_", "_unknown_"]
 HOP_S = 0.25

@@ -8,15 +8,13 @@ Runs with /usr/bin/python3 -m pytest tests/test_mega_format.py."""
 
 import os
 import re
-import sys
 import zlib
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+from tools.convert import mega_format
 
-from tools.convert import mega_format  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 HEADER = os.path.join(ROOT, "formats", "mega_format.h")
 SCHEMA = os.path.join(ROOT, "formats", "mega_model.fbs")

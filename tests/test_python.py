@@ -27,7 +27,6 @@ SAMPLES = os.path.join(ROOT, "samples")
 DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
 os.environ.setdefault("MEGA_KWS_LIBRARY", os.path.join(ROOT, "build", "libmega_kws.so"))
 CLI = os.environ.get("MEGA_KWS_CLI", os.path.join(ROOT, "build", "keyword_spotter"))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import mega_kws  # noqa: E402
 from mega_kws import MegaError, Status  # noqa: E402

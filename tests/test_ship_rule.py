@@ -4,16 +4,13 @@ everywhere passes, each part of the rule fails on its own when only its figure
 is worse, the boundaries are where docs/models.md puts them, and the best
 passing candidate by pooled recall at <= 5 false alarms per hour is named."""
 
-import contextlib
 import copy
-import io
 import json
 import os
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools.train import ship_rule  # noqa: E402
+import pytest
+
+from tools.train import ship_rule
 
 KWS = "yes no up down left right on off stop go".split()
 
@@ -55,58 +52,64 @@ def variant(**changes):
     return fig
 
 
-def run_rule(root, shipped, cands):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = ship_rule.main([shipped] + cands)
-    return rc, out.getvalue()
+def run_rule(capsys, shipped, cands):
+    """ship_rule.py's exit status and what it printed"""
+    capsys.readouterr()
+    rc = ship_rule.main([shipped] + cands)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
 
 
 def verdicts(text):
     return {ln.split(":")[0]: ln.split("| ")[-1] for ln in text.splitlines() if "largest keyword fall" in ln}
 
 
-def main():
-    better = {5: 25.0, 10: 40.0}
-    cases = {
-        "good": (variant(curve=better), "PASS"),
-        # (a): 1 point lower is allowed, more is not
-        "a_edge": (variant(curve=better, at={"0.70": 78.2, "0.80": 73.7}), "PASS"),
-        "a_fail": (variant(curve=better, at={"0.80": 73.6}), "(a) at 80% rejection"),
-        # (b): strictly higher at both limits
-        "b_equal": (variant(curve={5: 25.0, 10: 37.5}), "(b) pooled recall at <= 10"),
-        "b_fail5": (variant(curve={5: 20.0, 10: 40.0}), "(b) pooled recall at <= 5"),
-        # (c)
-        "c_edge": (variant(curve=better, real=91.4), "PASS"),
-        "c_fail": (variant(curve=better, real=91.3), "(c) real speakers"),
-        # (d): 5 points lower is allowed, more is not
-        "d_edge": (variant(curve=better, per={"go": 75.0}), "PASS"),
-        "d_fail": (variant(curve=better, per={"left": 74.9}), "(d) left"),
-        "best": (variant(curve={5: 30.0, 10: 38.0}), "PASS"),
-    }
-    with tempfile.TemporaryDirectory() as root:
-        shipped = write_run(root, "shipped", BASE)
-        paths = [write_run(root, name, fig) for name, (fig, _) in cases.items()]
-        rc, text = run_rule(root, shipped, paths)
-        assert rc == 0, text
-        got = verdicts(text)
-        for (name, (_, want)), path in zip(cases.items(), paths):
-            v = got[path]
-            ok = v == "PASS" if want == "PASS" else (v.startswith("fail") and want in v and v.count("(") == 1)
-            assert ok, f"{name}: expected {want!r}, got {v!r}"
-        # the passing candidate with the best pooled recall at <= 5 per hour
-        assert text.strip().splitlines()[-1] == "ship: " + os.path.join(root, "best"), text
-        # nothing passes: the shipped model stays
-        rc, text = run_rule(root, shipped, [paths[list(cases).index("c_fail")]])
-        assert rc == 0 and text.strip().endswith("ship: none (the shipped model stays)"), text
-        # a run that was never validated is an error, not a verdict
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            rc, _ = run_rule(root, shipped, [os.path.join(root, "missing")])
-        assert rc == 2 and "ship_rule:" in err.getvalue(), err.getvalue()
-    print("ship_rule: all cases as expected")
-    return 0
+BETTER = {5: 25.0, 10: 40.0}
+CASES = {
+    "good": (variant(curve=BETTER), "PASS"),
+    # (a): 1 point lower is allowed, more is not
+    "a_edge": (variant(curve=BETTER, at={"0.70": 78.2, "0.80": 73.7}), "PASS"),
+    "a_fail": (variant(curve=BETTER, at={"0.80": 73.6}), "(a) at 80% rejection"),
+    # (b): strictly higher at both limits
+    "b_equal": (variant(curve={5: 25.0, 10: 37.5}), "(b) pooled recall at <= 10"),
+    "b_fail5": (variant(curve={5: 20.0, 10: 40.0}), "(b) pooled recall at <= 5"),
+    # (c)
+    "c_edge": (variant(curve=BETTER, real=91.4), "PASS"),
+    "c_fail": (variant(curve=BETTER, real=91.3), "(c) real speakers"),
+    # (d): 5 points lower is allowed, more is not
+    "d_edge": (variant(curve=BETTER, per={"go": 75.0}), "PASS"),
+    "d_fail": (variant(curve=BETTER, per={"left": 74.9}), "(d) left"),
+    "best": (variant(curve={5: 30.0, 10: 38.0}), "PASS"),
+}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.fixture
+def runs(tmp_path):
+    """(the shipped run's folder, {case: candidate folder})"""
+    shipped = write_run(str(tmp_path), "shipped", BASE)
+    return shipped, {name: write_run(str(tmp_path), name, fig) for name, (fig, _) in CASES.items()}
+
+
+def test_each_part_of_the_rule_fails_alone_and_the_best_passing_candidate_is_named(runs, capsys):
+    shipped, paths = runs
+    rc, text, _ = run_rule(capsys, shipped, list(paths.values()))
+    assert rc == 0, text
+    got = verdicts(text)
+    for name, (_, want) in CASES.items():
+        v = got[paths[name]]
+        ok = v == "PASS" if want == "PASS" else (v.startswith("fail") and want in v and v.count("(") == 1)
+        assert ok, f"{name}: expected {want!r}, got {v!r}"
+    # the passing candidate with the best pooled recall at <= 5 per hour
+    assert text.strip().splitlines()[-1] == "ship: " + paths["best"], text
+
+
+def test_when_nothing_passes_the_shipped_model_stays(runs, capsys):
+    shipped, paths = runs
+    rc, text, _ = run_rule(capsys, shipped, [paths["c_fail"]])
+    assert rc == 0 and text.strip().endswith("ship: none (the shipped model stays)"), text
+
+
+def test_a_run_never_validated_is_an_error_not_a_verdict(runs, capsys, tmp_path):
+    shipped, _ = runs
+    rc, _, err = run_rule(capsys, shipped, [str(tmp_path / "missing")])
+    assert rc == 2 and "ship_rule:" in err, err

@@ -7,16 +7,14 @@ Runs with /usr/bin/python3 -m pytest tests/test_speechocean.py."""
 import hashlib
 import os
 import subprocess
-import sys
 import wave
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+from tools.data import speechocean as so
 
-from tools.data import speechocean as so  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SR = 16000
 

@@ -5,13 +5,10 @@ per-hop and per-keyword reference loops written here: the same detections and
 the same scores, to the bit, on random posteriors and labels, including
 recordings shorter than the smoothing and keyword lists out of time order."""
 
-import os
-import sys
-
 import numpy as np
+import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools.train import streamscore  # noqa: E402
+from tools.train import streamscore
 
 
 def detect_reference(probs, thresholds, smoothing, refractory_hops, can_fire):
@@ -49,27 +46,29 @@ def score_reference(detections, keywords, free):
     return sum(used), false_alarms, fa_in_free, [keywords[i] for i in range(len(keywords)) if not used[i]]
 
 
-def check_detect(rng):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("hops", [0, 1, 3, 5000])
+def test_smoothing_and_detection_match_the_reference_loops(dtype, hops):
+    rng = np.random.default_rng(7 + hops)
     can_fire = np.array([True] * 10 + [False] * 2)
-    for dtype in (np.float32, np.float64):
-        for hops in (0, 1, 3, 5000):
-            # peaky posteriors, with stretches where one keyword stays high
-            p = rng.dirichlet(np.full(12, 0.2), size=hops).astype(dtype)
-            for smoothing in range(1, 7):
-                want = np.stack([p[max(0, h - smoothing + 1):h + 1].mean(axis=0) for h in range(hops)]) \
-                    if hops else np.zeros((0, 12), dtype)
-                got = streamscore.smoothed(p, smoothing)
-                assert got.dtype == dtype and np.array_equal(got, want), (dtype, hops, smoothing)
-                for thr in (0.3, 0.5, 0.8, 0.96):
-                    th = np.full(12, thr)
-                    th[3] = 0.4  # one keyword with its own threshold
-                    for refr in (0, 4):
-                        a = detect_reference(p, th, smoothing, refr, can_fire)
-                        b = streamscore.detect(p, th, smoothing, refr, can_fire)
-                        assert a == b, (dtype, hops, smoothing, thr, refr, len(a), len(b))
+    # peaky posteriors, with stretches where one keyword stays high
+    p = rng.dirichlet(np.full(12, 0.2), size=hops).astype(dtype)
+    for smoothing in range(1, 7):
+        want = np.stack([p[max(0, h - smoothing + 1):h + 1].mean(axis=0) for h in range(hops)]) \
+            if hops else np.zeros((0, 12), dtype)
+        got = streamscore.smoothed(p, smoothing)
+        assert got.dtype == dtype and np.array_equal(got, want), (dtype, hops, smoothing)
+        for thr in (0.3, 0.5, 0.8, 0.96):
+            th = np.full(12, thr)
+            th[3] = 0.4  # one keyword with its own threshold
+            for refr in (0, 4):
+                a = detect_reference(p, th, smoothing, refr, can_fire)
+                b = streamscore.detect(p, th, smoothing, refr, can_fire)
+                assert a == b, (dtype, hops, smoothing, thr, refr, len(a), len(b))
 
 
-def check_score(rng):
+def test_scores_match_the_reference_loop():
+    rng = np.random.default_rng(7)
     for trial in range(200):
         n = int(rng.integers(0, 200))
         onsets = np.sort(rng.uniform(0, 300, n))
@@ -88,13 +87,3 @@ def check_score(rng):
         got = (r["detected"], r["false_alarms"], r["false_alarms_keyword_free"], r["missed"])
         assert got == want, (trial, got[:3], want[:3])
 
-
-def main():
-    rng = np.random.default_rng(7)
-    check_detect(rng)
-    check_score(rng)
-    print("streamscore: detect and score match the reference loops")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,103 @@
+"""Evaluation (tools/train/evaluate.py) and detection tuning on recordings
+(tools/train/tune_detection.py): the rejection trade-off, recordings pooled and cut
+in halves, and the false-alarm report, on a recording made of generated clips."""
+
+import csv
+import sys
+import wave
+
+import numpy as np
+import pytest
+
+from tools.data import make_stream as MS
+from tools.train import evaluate as E
+from tools.train import streamscore as S
+from tools.train import tune_detection as TD
+
+def test_rejection_tradeoff_reads_keyword_accuracy_at_each_rejection_level():
+    # keyword accuracy at each rejection level, read off a bias on the _unknown_ logit; a level
+    # no bias reaches is None
+    labels = ["yes", "no", "_silence_", "_unknown_"]
+    YES, NO, SIL, UNK = range(4)
+    rows = [(YES, [2.0, 0, 0, 0.5]),   # right until the bias passes 1.5
+            (YES, [1.0, 0, 0, 0.8]),   # right until 0.2
+            (NO, [0, 3.0, 0, 0]),      # right until 3
+            (NO, [0, 0, 0, 1.0]),      # called _unknown_ from -1
+            (UNK, [0, 1.0, 0, 0]),     # rejected from 1
+            (UNK, [0.5, 0, 0, 0]),     # from 0.5
+            (UNK, [20.0, 0, 0, 0]),    # never (the bias stops at 8)
+            (SIL, [0, 0, 1.0, 0])]     # _silence_, then _unknown_: always rejected
+    t = E.rejection_tradeoff([z for _, z in rows], [y for y, _ in rows], labels)
+    assert E.rejection_tradeoff([[1.0, 0, 0]], [0], labels[:3]) == {}  # no _unknown_: nothing to bias
+    assert list(t) == ["0.70", "0.80", "0.90", "0.95"], t
+    assert t["0.80"] is None and t["0.90"] is None and t["0.95"] is None, t
+    # 3 of 4 rejected (e, f, h) needs a bias above 1; below 1.5 a and c are still right, b and d lost
+    assert t["0.70"]["keyword_accuracy"] == 0.5 and t["0.70"]["rejected"] == 0.75, t
+    assert 1.0 < t["0.70"]["unknown_bias"] < 1.5, t
+
+
+@pytest.fixture(scope="module")
+def recording(dataset, tmp_path_factory):
+    """(wav, csv) of a 36 s recording of the validation voice: keywords, _unknown_ words and
+    keyword-free stretches (make_stream.py)"""
+    out = tmp_path_factory.mktemp("stream")
+    wav, lab = str(out / "va.wav"), str(out / "va.csv")
+    argv = sys.argv
+    sys.argv = ["make_stream.py", "--data", dataset, "--split", "validation", "--minutes", "0.6",
+                "--out", wav, "--labels-out", lab, "--seed", "4"]
+    try:
+        assert MS.main() == 0
+    finally:
+        sys.argv = argv
+    rows = list(csv.DictReader(open(lab)))
+    assert {r["kind"] for r in rows} == {"keyword", "unknown", "keyword_free"}, rows
+    return wav, lab
+
+
+def rounded(spans):  # (onset, offset[, label]) with the times to the microsecond
+    return [tuple(round(v, 6) if isinstance(v, float) else v for v in span) for span in spans]
+
+
+def test_each_half_of_one_recording_pooled_twice_is_that_recording(recording, model_like_trained):
+    # --holdout-check tunes on one half and scores on the other: on one recording twice, each
+    # half must be that recording (posteriors and labels)
+    model = model_like_trained()
+    hop = model.cfg.chunk_samples / model.cfg.sample_rate
+    once = TD.pooled_posteriors(model, [recording], hop)
+    twice = TD.pooled_posteriors(model, [recording] * 2, hop)
+    assert once[1] and once[2], "a recording without keywords or keyword-free stretches"
+    for half in TD.split_recording(*twice, hop, len(twice[0]) // 2):
+        assert np.array_equal(half[0], once[0]), "posteriors of a half differ"
+        assert rounded(half[1]) == rounded(once[1]), half[1]
+        assert rounded(half[2]) == rounded(once[2]), half[2]
+
+
+def test_the_false_alarm_report_names_recording_stretch_and_clip_heard(recording):
+    # false alarms placed by hand in one recording pooled twice: after the same _unknown_ word in
+    # each copy, and at the start before any word; each names its recording, its keyword-free
+    # stretch and the clip heard before it, and the repeated clip is counted (this recording's first
+    # _unknown_ word is in a keyword-free stretch)
+    wav, lab = recording
+    rows = list(csv.DictReader(open(lab)))
+    free = [(float(r["onset_s"]), float(r["offset_s"])) for r in rows if r["kind"] == "keyword_free"]
+    u = next(r for r in rows if r["kind"] == "unknown")
+    with wave.open(wav) as w:
+        length = w.getnframes() // 4000 * 0.25
+    t, quiet = float(u["offset_s"]) + 0.3, 0.1
+    assert not any(float(r["onset_s"]) < quiet for r in rows if r["kind"] != "keyword_free")
+
+    def mark(x):
+        return ", keyword-free" if any(a <= x <= b for a, b in free) else ""
+    _, free2 = S.read_stream_labels(lab)
+    free2 = free2 + [(a + length, b + length) for a, b in free2]
+    lines = TD.false_alarm_report([(t, "yes"), (t + length, "no"), (quiet, "up")], [recording] * 2, 0.25, 4000,
+                                  free2)
+    heard = f"heard before it: {u['detail']} ({u['source']})"
+    assert lines[0].startswith(f"false alarm yes at {t:.2f} s (va.wav {t:.2f} s){mark(t)}: ") and heard in lines[0]
+    assert lines[1].startswith(f"false alarm no at {t + length:.2f} s (va.wav {t:.2f} s){mark(t)}: "), lines
+    assert heard in lines[1], lines
+    assert lines[2] == f"false alarm up at 0.10 s (va.wav 0.10 s){mark(quiet)}: heard before it: no labelled word"
+    n_free = 2 * bool(mark(t)) + bool(mark(quiet))
+    assert lines[3] == f"3 false alarms, {n_free} in keyword-free stretches", lines
+    assert mark(t), "the first _unknown_ word is not in a keyword-free stretch: no repeated clip to count"
+    assert lines[4] == f"  2 of those after the same clip: {u['detail']} ({u['source']})" and len(lines) == 5
