@@ -1,7 +1,10 @@
 #!/bin/bash
 # Training smoke test: a tiny synthetic dataset, a few dozen steps of the small
 # preset on it; the loss must go down, and the checkpoint must convert, load
-# and pass its self-test in the runtime.
+# and pass its self-test in the runtime; then the training options end to end (runs stopped and
+# resumed give the same losses, each option reaches the loss, checkpoints convert and classify as
+# PyTorch does). The functions behind them, and the refusal of bad option values, are tested on
+# generated signals, without the text-to-speech programs, in tests/python/ (pytest).
 #   test_train_smoke.sh PATH/TO/keyword_spotter REPO_ROOT
 set -eu
 KS=$1
@@ -75,55 +78,6 @@ if kill -0 $TRAINER 2>/dev/null; then
 fi
 if wait $TRAINER; then echo "the trainer went on without its batch worker"; exit 1; fi
 grep -q "^train.py: --prefetch: the batch worker (pid [0-9]*) died, exit code -9$" "$T/pfkill.log"
-# a worker whose drawing fails hands its traceback to the trainer: the batches before it arrive, then
-# next() raises with the worker's own error in the message
-PYTHONPATH="$ROOT" timeout 60 $PY - <<'PY'
-import numpy as np
-import torch
-from tools.train import train
-
-def draw(rng):
-    v = rng.integers(1000)
-    if draw.calls == 2:
-        raise ValueError(f"clip {v} is broken")
-    draw.calls += 1
-    return torch.full((2, 3), float(v)), torch.tensor([0, 1])
-draw.calls = 0
-
-rng = np.random.default_rng(5)
-worker = train.BatchWorker(2, draw)
-worker.start(rng, 5)
-got = []
-try:
-    for _ in range(5):
-        got.append(float(worker.next(rng)[0][0, 0]))
-    raise AssertionError("no error after the worker failed")
-except RuntimeError as e:
-    assert "the batch worker failed" in str(e) and "ValueError: clip " in str(e) and "Traceback" in str(e), e
-finally:
-    worker.close()
-assert len(got) == 2, got
-# the batches that arrived are the ones drawing in this process gives
-check = np.random.default_rng(5)
-assert got == [float(check.integers(1000)) for _ in got], got
-
-# a worker killed halfway through sending a batch (4 MB through a 64 KB pipe) leaves half a batch
-# behind; reading it must end with the worker's death, not wait for the rest (timeout 60 above)
-import os, signal, time
-def big(rng):
-    return torch.full((64, 16000), float(rng.integers(1000))), torch.zeros(64, dtype=torch.long)
-worker = train.BatchWorker(2, big)
-worker.start(rng, 10)
-time.sleep(1.0)
-os.kill(worker.proc.pid, signal.SIGKILL)
-try:
-    worker.next(rng)
-    raise AssertionError("a batch from a worker killed while sending it")
-except RuntimeError as e:
-    assert "died, exit code -9" in str(e), e
-finally:
-    worker.close()
-PY
 # SIGTERM (or Ctrl-C) ends the step under way, saves last.pt and exits with 128 + 15; resumed, the run
 # draws what the run in one go draws
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/sig" $AUG --steps 100000 \
@@ -140,12 +94,8 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/sig"
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/nosig" $AUG --steps 100000 \
     --eval-every 100000 --stop-at $((K + 4)) >/dev/null
 cmp "$T/nosig/losses.txt" "$T/sig/losses.txt"
-if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/pfbad" $AUG --prefetch -1 \
-    >"$T/pfbad.log" 2>&1; then echo "--prefetch -1 was accepted"; exit 1; fi
-grep -q "prefetch -1: must be 0 (off) or more batches" "$T/pfbad.log"
 # --consistency: each drawn clip augmented twice and the two views' predictions pulled together;
-# it resumes as exactly, and the divergence is 0 for equal predictions, ln 2 for sure and different
-# ones, symmetric, and never negative
+# it resumes as exactly and reaches the loss, also scoped to the keywords
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cwhole" $AUG --consistency 4 >/dev/null
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/csplit" $AUG --consistency 4 \
     --stop-at 10 >/dev/null
@@ -156,94 +106,12 @@ $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/cpf"
     --prefetch 1 >/dev/null
 cmp "$T/cwhole/losses.txt" "$T/cpf/losses.txt"
 if cmp -s "$T/cwhole/losses.txt" "$T/whole/losses.txt"; then echo "--consistency changed no loss"; exit 1; fi
-if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/codd" $AUG --batch 15 \
-    --consistency 1 >"$T/codd.log" 2>&1; then echo "--consistency with an odd batch was accepted"; exit 1; fi
-grep -q "consistency needs an even --batch (two views of each clip), not 15" "$T/codd.log"
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import math
-import torch
-from tools.train import train
-torch.manual_seed(0)
-a, b = torch.randn(64, 12) * 3, torch.randn(64, 12) * 3
-assert abs(float(train.js_divergence(a, a))) < 1e-6
-sure = torch.full((2, 3), -1e4)
-sure[0, 0] = sure[1, 1] = 1e4
-assert abs(float(train.js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
-assert abs(float(train.js_divergence(a, b) - train.js_divergence(b, a))) < 1e-6
-assert 0 < float(train.js_divergence(a, b)) < math.log(2)
-# --consistency-scope keywords: keyword clips only, keyword columns only (renormalized)
-keywords = torch.tensor([True] * 10 + [False] * 2)
-y = torch.randint(0, 12, (64,))
-y[:2] = torch.tensor([3, 10])
-rows = keywords[y]
-kjs = train.keyword_js_divergence(a, b, y, keywords)
-assert abs(float(kjs - train.js_divergence(a[rows][:, :10], b[rows][:, :10]))) < 1e-6
-assert float(kjs) > 0
-shifted = a.clone()
-shifted[:, 10:] += 7.0  # only _unknown_ and _silence_ differ: nothing to pull together
-shifted[:, :10] += 2.0  # a shift of all keyword logits leaves their renormalized softmax alone
-assert abs(float(train.keyword_js_divergence(a, shifted, y, keywords))) < 1e-5
-assert float(train.keyword_js_divergence(a, b, torch.tensor([10, 11] * 32), keywords)) == 0.0
-# --class-boost: the boosted class is drawn F times as often, relative to the others
-class Fake:
-    labels = ["go", "no", "_unknown_"]
-    y = torch.tensor([0] * 5 + [1] * 20 + [2] * 50).numpy()
-    source = y * 0
-plain = train.sampling_probabilities(Fake, 0.5)
-boosted = train.sampling_probabilities(Fake, 0.5, boost={"go": 2.0})
-share = lambda p: [float(p[Fake.y == c].sum()) for c in range(3)]
-(g0, n0, u0), (g1, n1, u1) = share(plain), share(boosted)
-assert abs(g0 - 0.25) < 1e-9 and abs(n0 - 0.25) < 1e-9 and abs(u0 - 0.5) < 1e-9
-assert abs(g1 / n1 - 2.0) < 1e-9 and abs(u1 / n1 - 2.0) < 1e-9 and abs(g1 + n1 + u1 - 1.0) < 1e-9
-PY
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/ckw" $AUG --consistency 4 \
     --consistency-scope keywords --stop-at 5 >/dev/null
 if [ "$(head -n 5 "$T/cwhole/losses.txt")" = "$(cat "$T/ckw/losses.txt")" ]; then echo "--consistency-scope keywords changed no loss"; exit 1; fi
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/boost" $AUG --class-boost go=3 --stop-at 5 \
     >/dev/null
 if [ "$(head -n 5 "$T/whole/losses.txt")" = "$(cat "$T/boost/losses.txt")" ]; then echo "--class-boost changed no loss"; exit 1; fi
-if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG --consistency-scope keywords \
-    >"$T/bad.log" 2>&1; then echo "--consistency-scope without --consistency was accepted"; exit 1; fi
-grep -q -- "--consistency-scope keywords needs --consistency W" "$T/bad.log"
-for bad in go=0 go=x zebra=2; do
-  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG --class-boost $bad \
-      >"$T/bad.log" 2>&1; then echo "--class-boost $bad was accepted"; exit 1; fi
-  grep -q -- "--class-boost" "$T/bad.log"
-done
-grep -q "zebra: not a class of this run" "$T/bad.log"
-# --mixup-prob: a mixed clip is lam of itself and 1 - lam of its partner, lam in [0.5, 1], unmixed ones
-# lam 1; the loss is the same mix of the two labels' cross-entropies; the run resumes exactly (also
-# with --prefetch), and the mix reaches the loss
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-import torch
-import torch.nn.functional as F
-from tools.train.train import mixup, mixup_loss
-
-x, y = torch.eye(64), torch.arange(64) % 12  # clip i is the unit vector i: a mix shows its two parts
-same, py, lam = mixup(x, y, np.random.default_rng(0), 0.0, 0.4)
-assert torch.equal(same, x) and torch.all(lam == 1), "probability 0 mixed clips"
-mixed, py, lam = mixup(x, y, np.random.default_rng(1), 1.0, 0.4)
-assert torch.all((lam >= 0.5) & (lam <= 1)) and (lam < 0.999).sum() > 40, lam
-partners = set()
-for i in range(64):  # row i: lam of clip i, 1 - lam of one partner j, whose label is py[i]
-    rest = mixed[i].clone()
-    rest[i] -= lam[i]
-    j = int(torch.argmax(rest)) if rest.abs().sum() > 1e-6 else i
-    partners.add(j)
-    assert torch.allclose(mixed[i], lam[i] * x[i] + (1 - lam[i]) * x[j], atol=1e-6) and py[i] == y[j], i
-assert len(partners) == 64, "the pairing is not a permutation"
-half, _, lam_half = mixup(x, y, np.random.default_rng(2), 0.5, 0.4)
-share = float((lam_half < 1).float().mean())
-assert 0.25 < share < 0.75, share
-logits = torch.randn(64, 12)
-ce = F.cross_entropy(logits, y, reduction="none")
-assert torch.allclose(mixup_loss(logits, y, py, torch.ones(64), 0.0), ce.mean())
-both = 0.5 * ce + 0.5 * F.cross_entropy(logits, py, reduction="none")
-assert torch.allclose(mixup_loss(logits, y, py, torch.full((64,), 0.5), 0.0), both.mean())
-assert mixup_loss(logits, y, py, torch.ones(64), 0.1) != mixup_loss(logits, y, py, torch.ones(64), 0.0)
-print("mixup ok")
-PY
 # augmentation_run NAME "OPTIONS" LOG_LINE: the run with OPTIONS added to AUG logs LOG_LINE, gives the
 # same losses stopped halfway (with --prefetch) and resumed, and not the losses of AUG alone
 augmentation_run() {
@@ -258,146 +126,22 @@ augmentation_run() {
     echo "$2 changed no loss"; exit 1
   fi
 }
+# --mixup-prob, --babble-prob: the run resumes exactly (also with --prefetch) and the mix reaches the loss
 augmentation_run m "--mixup-prob 0.5 --mixup-alpha 0.4" "^mixup: 0.5 of the clips"
-for bad in "--mixup-prob 1.5" "--mixup-prob 0.5 --mixup-alpha 0" "--mixup-prob 0.5 --consistency 4"; do
-  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
-      >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
-  grep -q -- "--mixup-" "$T/bad.log"
-done
-# --babble-prob: babble is the sum of 3-7 rolled _unknown_ clips at -3..12 dB over the second; the run
-# resumes exactly (also with --prefetch), the babble reaches the loss, and it needs --noise-prob
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-from tools.train.train import add_babble, BABBLE_WORDS, BABBLE_SNR_DB
-
-class Fake:  # clip c is a unit impulse at sample 100 * c: the babble shows which clips it holds
-    audio = np.zeros((50, 16000), np.int16)
-    for c in range(50):
-        audio[c, 100 * c] = 16384
-ids = np.arange(10, 50)
-for seed in range(20):
-    target = np.full(16000, 0.01, np.float32)
-    add_babble(target, Fake, ids, np.random.default_rng(seed))
-    noise = target - np.float32(0.01)
-    hits = np.nonzero(np.abs(noise) > 1e-7)[0]
-    assert BABBLE_WORDS[0] <= len(hits) <= BABBLE_WORDS[1], (seed, len(hits))  # rolls may coincide: rarely
-    snr = 20 * np.log10(0.01 / np.sqrt(np.mean(noise.astype(np.float64) ** 2)))
-    assert BABBLE_SNR_DB[0] - 0.01 <= snr <= BABBLE_SNR_DB[1] + 0.01, (seed, snr)
-    peaks = np.sort(np.abs(noise[hits]))
-    assert peaks[0] >= peaks[-1] * 10 ** (-6 / 20) - 1e-6, peaks  # each word within 6 dB of the others
-print("babble ok")
-PY
 augmentation_run b "--babble-prob 0.8" "^babble: 0.8 of the noise"
-if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" ${AUG/--noise-prob 0.5/} \
-    --babble-prob 0.5 >"$T/bad.log" 2>&1; then echo "--babble-prob without --noise-prob was accepted"; exit 1; fi
-grep -q -- "--babble-prob needs --noise-prob" "$T/bad.log"
-# --voice-adversary: the voice classes are the voice groups (one recorded speaker's voices together), all
-# real speakers one class, no voice for _silence_; the encoder gets the adversary's gradient reversed and
-# scaled; the run resumes exactly and the adversary reaches the loss; bad values and combinations refused
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import sys
-import numpy as np
-import torch
-import torch.nn.functional as F
-from tools.train import train
-
-class Fake:  # voice_targets reads the labels, the label and the voice of each clip
-    labels = train.Dataset(sys.argv[1], "kws12", "training").labels
-    voice = np.array(["flite:kal", "flite:kal16", "festival:kal_diphone", "espeak-ng:en-us", "speaker:0a1b2c3d",
-                      "speaker:99aa88bb", "", "espeak-ng:en-us"], dtype=object)
-    y = np.array([0, 1, 2, 3, 4, 5, 10, 10])  # label 10: _silence_
-assert Fake.labels[10] == "_silence_", Fake.labels
-names, cls = train.voice_targets(Fake)
-assert names == ["espeak-ng:en-us", "kal", "real"], names
-assert cls.tolist() == [1, 1, 1, 0, 2, 2, -1, -1], cls
-ds = train.Dataset(sys.argv[1], "kws12", "training")
-names, cls = train.voice_targets(ds)
-silence = ds.labels.index("_silence_")
-assert (cls[ds.y == silence] == -1).all() and (cls[ds.y != silence] >= 0).all() and len(names) > 1, names
-assert [train.adversary_scale(0.5, 4, s) for s in range(6)] == [0, 0.125, 0.25, 0.375, 0.5, 0.5]
-assert train.adversary_scale(0.5, 0, 0) == 0.5
-# the reversal: the adversary's own weights get the plain gradient, the embedding minus scale times it
-torch.manual_seed(0)
-adv = train.VoiceAdversary(8, ["a", "b", "c"])
-emb, target = torch.randn(5, 8, requires_grad=True), torch.tensor([0, 1, 2, 1, 0])
-F.cross_entropy(adv(emb, 0.3), target).backward()
-reversed_grad, weight_grad = emb.grad.clone(), adv.net[0].weight.grad.clone()
-emb.grad = None
-adv.zero_grad()
-F.cross_entropy(adv.net(emb), target).backward()
-assert torch.allclose(reversed_grad, -0.3 * emb.grad), "the embedding's gradient is not reversed and scaled"
-assert torch.allclose(weight_grad, adv.net[0].weight.grad), "the adversary's own gradient changed"
-# voice_probe.py's linear probe reads a class that the embedding holds, and not one it does not
-from tools.train.voice_probe import probe_accuracy
-g = torch.Generator().manual_seed(1)
-target = np.arange(400) % 4
-held = torch.randn(400, 6, generator=g) + 5.0 * F.one_hot(torch.from_numpy(target), 6).float()
-assert probe_accuracy(held, target) > 0.95, probe_accuracy(held, target)
-assert probe_accuracy(torch.randn(400, 6, generator=g), target) < 0.45
-print("voice adversary ok")
-PY
+# --voice-adversary: the run resumes exactly and the adversary reaches the loss; voice_probe.py and
+# voice_norm_check.py read its checkpoints; a run made with it does not resume without it
 augmentation_run va "--voice-adversary 0.5 --voice-adversary-ramp 5 --steps 25" "^voice adversary: weight 0.5 (reached at step 5), [0-9]* voice classes"
 grep -q "voice adversary 0\.[0-9]* right" "$T/va.log" || { echo "no voice adversary accuracy logged"; exit 1; }
 "$PY" "$ROOT/tools/train/voice_probe.py" --data "$T/data" "$T/vawhole/last.pt" "$T/whole/last.pt" --clips 40 \
     >"$T/probe.log"
 grep -q "^$T/vawhole/last.pt: voice 0\.[0-9]*, keyword 0\.[0-9]*$" "$T/probe.log"
-# voice_norm_check.py: alpha 0 is the model as trained, alpha 1 normalizes by the clips' own statistics
-# (for the first BatchNorm: the mean and variance of its input over them), and the model is left as it came
-PYTHONPATH="$ROOT" $PY - "$T/data" "$T/whole/last.pt" <<'PY'
-import sys
-import numpy as np
-import torch
-from tools.convert import mega_torch as mt
-from tools.train import train
-from tools.train.voice_norm_check import adapted_logits, batchnorms
-model = mt.model_from_config_checkpoint(torch.load(sys.argv[2], map_location="cpu")).eval()
-ds = train.Dataset(sys.argv[1], "kws12", "training")
-idx = np.arange(min(len(ds), 100))  # one batch of adapted_logits: its statistics are those of all these clips
-x, _ = train.make_batch(ds, idx, np.random.default_rng(0), train=False)
-norms = batchnorms(model)
-trained = [(m.running_mean.clone(), m.running_var.clone()) for m in norms]
-with torch.no_grad():
-    plain = model.window_logits(x)
-assert torch.equal(adapted_logits(model, x, norms, 0.0), plain)
-assert not torch.allclose(adapted_logits(model, x, norms, 1.0), plain), "the clips' own statistics changed nothing"
-assert all(torch.equal(m.running_mean, a) and torch.equal(m.running_var, b) and not m.training
-           for m, (a, b) in zip(norms, trained)), "the model was not left as it came"
-first, seen = norms[0], []
-hook = first.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].detach()))
-with torch.no_grad():
-    model.window_logits(x)
-hook.remove()
-inp = seen[0]  # (clips, channels, tokens)
-adapted = adapted_logits(model, x, [first], 1.0)
-first.running_mean.copy_(inp.mean(dim=(0, 2)))
-first.running_var.copy_(inp.transpose(0, 1).reshape(inp.shape[1], -1).var(dim=1, unbiased=True))
-with torch.no_grad():
-    by_hand = model.window_logits(x)
-assert torch.allclose(adapted, by_hand, atol=1e-4), (adapted - by_hand).abs().max()
-from tools.train.voice_norm_check import groups_of
-
-class Fake:  # the real speakers one group, or one each; a voice its own; no voice left alone
-    voice = np.array(["espeak-ng:en-us", "speaker:ab12cd34", "speaker:0f0f0f0f", ""], dtype=object)
-assert list(groups_of(Fake)) == ["espeak-ng:en-us", "real:", "real:", ""], groups_of(Fake)
-assert list(groups_of(Fake, "speaker")) == ["espeak-ng:en-us", "real:ab12cd34", "real:0f0f0f0f", ""]
-print("voice_norm_check: the clips' own statistics, the model left as it came")
-PY
 "$PY" "$ROOT/tools/train/voice_norm_check.py" --data "$T/data" --split training --alphas 0,1 "$T/whole/last.pt" \
     >"$T/norm.log"
 [ "$(grep -c "^  voices: keywords 0\.[0-9]*, -> _unknown_ 0\.[0-9]*, _unknown_ rejected" "$T/norm.log")" = 2 ]
-if "$PY" "$ROOT/tools/train/voice_norm_check.py" --data "$T/data" --alphas 2 "$T/whole/last.pt" >"$T/bad.log" 2>&1; then
-  echo "voice_norm_check.py --alphas 2 was accepted"; exit 1
-fi
-grep -q -- "--alphas 2: each between 0 and 1" "$T/bad.log"
 if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/vasplit" $AUG --resume \
     >"$T/bad.log" 2>&1; then echo "a voice-adversary run resumed without the flag"; exit 1; fi
 grep -q "was made with --voice-adversary" "$T/bad.log"
-for bad in "--voice-adversary -1" "--voice-adversary 0.5 --voice-adversary-ramp -1" \
-    "--voice-adversary 0.5 --mixup-prob 0.5"; do
-  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
-      >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
-  grep -q -- "--voice-adversary" "$T/bad.log"
-done
 # fine-tuning: weights from the checkpoint, a fresh schedule, training clips of a second folder added
 FT="--data $T/data --extra-data $T/data --extra-val $T/data --classes kws12 --preset smoke --steps 10 --batch 16
     --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 --speed-prob 0.5 --noise-prob 0.5
@@ -422,52 +166,8 @@ PY
 }
 $PY "$ROOT/tools/train/train.py" $FT --out "$T/ft0" >/dev/null
 expect_weights_loaded ft ft0 "--init"
-# --noise-prob: the mixed-in noise or babble sits 0-20 dB below the clip
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import sys
-import numpy as np
-from tools.train import train
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-rng = np.random.default_rng(0)
-pools = train.noise_pools(ds)
-clean = ds.audio[np.nonzero(ds.y < 10)[0][0]].astype(np.float32) / 32768.0
-snrs = []
-for _ in range(60):
-    x = clean.copy()
-    train.add_noise(x, ds, pools, rng)
-    p_noise = float(np.mean((x - clean) ** 2))
-    if p_noise > 0:
-        snrs.append(10 * np.log10(float(np.mean(clean ** 2)) / p_noise))
-assert len(snrs) > 30, f"noise added to only {len(snrs)} of 60 clips"
-assert -0.01 <= min(snrs) and max(snrs) <= 20.01, f"SNR {min(snrs):.1f} .. {max(snrs):.1f} dB"
-print(f"add_noise: SNR {min(snrs):.1f} .. {max(snrs):.1f} dB")
-PY
-# --patch-norm running_mean from a checkpoint without it: the running mean starts at the
-# training inputs' mean log power and the bias absorbs it, so while the mean stays at its
-# start (decay ~0) the model computes what the checkpoint did; it trains, resumes, and
-# evaluate.py --checkpoint measures it
-PYTHONPATH="$ROOT" $PY - "$T/data" "$T/run/last.pt" <<'PY'
-import dataclasses, sys
-import numpy as np
-import torch
-from tools.convert import mega_torch as mt
-from tools.train import train
-ck = torch.load(sys.argv[2], map_location="cpu")
-plain = mt.model_from_config_checkpoint(ck).eval()
-normed = mt.MegaKWS(dataclasses.replace(plain.cfg, patch_norm="running_mean"))
-normed.load_state_dict(dict(ck["model"], **{"embed_tokens.norm_init": torch.zeros(plain.cfg.embed_dim)}))
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-train.init_running_mean(normed, ds, np.random.default_rng(0), keep_function=True)
-x, _ = train.make_batch(ds, np.arange(8), np.random.default_rng(1), train=False)
-normed.eval()
-normed.embed_tokens.norm_decay = 1e-12
-with torch.no_grad():
-    a, b = plain.window_logits(x), normed.window_logits(x)
-torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4)
-normed.embed_tokens.norm_decay = 0.01
-with torch.no_grad():
-    assert float((normed.window_logits(x) - a).abs().max()) > 1e-3, "the running mean changed nothing"
-PY
+# --patch-norm running_mean from a checkpoint without it: it trains, resumes, and evaluate.py
+# --checkpoint measures it
 NORM="--patch-norm running_mean --patch-norm-decay 0.02 --preset smoke --batch 16 --lr 1e-3 --warmup 1
       --max-per-class 2 --eval-every 5 --threads 1 --warp-prob 0.5 --mask-prob 0.5"
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/cmn" \
@@ -505,31 +205,12 @@ $PY "$ROOT/tools/train/evaluate.py" --ks "$KS" --model "$T/smoke.mega" --data "$
     --json-out "$T/ks.json" >/dev/null
 $PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
     "$T/pt.json" "$T/ks.json"
-# evaluate.py's trade-off: keyword accuracy at each rejection level, read off a bias on
-# the _unknown_ logit; a level no bias reaches is None; the runtime's logits give the
-# checkpoint's figures
-PYTHONPATH="$ROOT" $PY - "$T/pt.json" "$T/ks.json" <<'PY'
+# evaluate.py's trade-off (keyword accuracy at each rejection level): the runtime's logits give the
+# checkpoint's levels
+$PY - "$T/pt.json" "$T/ks.json" <<'PY'
 import json, sys
-from tools.train import evaluate
-labels = ["yes", "no", "_silence_", "_unknown_"]
-YES, NO, SIL, UNK = range(4)
-rows = [(YES, [2.0, 0, 0, 0.5]),   # right until the bias passes 1.5
-        (YES, [1.0, 0, 0, 0.8]),   # right until 0.2
-        (NO, [0, 3.0, 0, 0]),      # right until 3
-        (NO, [0, 0, 0, 1.0]),      # called _unknown_ from -1
-        (UNK, [0, 1.0, 0, 0]),     # rejected from 1
-        (UNK, [0.5, 0, 0, 0]),     # from 0.5
-        (UNK, [20.0, 0, 0, 0]),    # never (the bias stops at 8)
-        (SIL, [0, 0, 1.0, 0])]     # _silence_, then _unknown_: always rejected
-t = evaluate.rejection_tradeoff([z for _, z in rows], [y for y, _ in rows], labels)
-assert evaluate.rejection_tradeoff([[1.0, 0, 0]], [0], labels[:3]) == {}  # no _unknown_: nothing to bias
-assert list(t) == ["0.70", "0.80", "0.90", "0.95"], t
-assert t["0.80"] is None and t["0.90"] is None and t["0.95"] is None, t
-# 3 of 4 rejected (e, f, h) needs a bias above 1; below 1.5 a and c are still right, b and d lost
-assert t["0.70"]["keyword_accuracy"] == 0.5 and t["0.70"]["rejected"] == 0.75 and 1.0 < t["0.70"]["unknown_bias"] < 1.5, t
 a, b = (json.load(open(p))["clips"]["keywords_at_rejection"] for p in sys.argv[1:3])
 assert a.keys() == b.keys() and all((a[k] is None) == (b[k] is None) for k in a), (a, b)
-print("evaluate.py: keyword accuracy at each rejection level")
 PY
 # --init from a .mega model file (mega_unpack.py): the converted weights are loaded
 FTM="--data $T/data --classes kws12 --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2
@@ -538,29 +219,8 @@ $PY "$ROOT/tools/train/train.py" $FTM --init "$T/smoke.mega" --out "$T/ftm" >"$T
 grep -q "initialized from .*smoke.mega (its step None, validation accuracy unknown)" "$T/ftm.log"
 $PY "$ROOT/tools/train/train.py" $FTM --out "$T/ftm0" >/dev/null
 expect_weights_loaded ftm ftm0 "--init .mega"
-# --weight-average: WeightAverage follows its formula and applied() puts the model's own
-# weights back; a run validates and keeps (best.pt) the average, and last.pt carries it
+# --weight-average: a run validates and keeps (best.pt) the average, and last.pt carries it
 # across --resume
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import torch
-from tools.train import train
-m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
-wa = train.WeightAverage(m, 0.5)
-expect = m[0].weight.detach().clone()
-for n, c in enumerate([1.0, 2.0, 3.0, 4.0], start=1):
-    with torch.no_grad():
-        m[0].weight.fill_(c)
-    m[1].num_batches_tracked.fill_(n)
-    wa.update(m)
-    d = min(0.5, (1 + n) / (10 + n))
-    expect = d * expect + (1 - d) * c
-assert torch.allclose(wa.avg["0.weight"], expect), (wa.avg["0.weight"], expect)
-assert int(wa.avg["1.num_batches_tracked"]) == 4
-with wa.applied(m):
-    assert torch.allclose(m[0].weight, expect)
-assert torch.all(m[0].weight == 4.0), "applied() did not restore the model's weights"
-print("WeightAverage: formula and restore")
-PY
 $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/wa" \
     --preset smoke --steps 10 --batch 16 --lr 1e-2 --warmup 1 --max-per-class 2 --eval-every 10 --threads 1 \
     --weight-average 0.9 >"$T/wa.log"
@@ -578,10 +238,6 @@ assert all(torch.equal(v, avg["avg"][k]) for k, v in best["model"].items()), "be
 assert any(not torch.equal(v, last["model"][k]) for k, v in best["model"].items()), "the average is the weights"
 print("--weight-average: best.pt holds the average")
 PY
-if $PY "$ROOT/tools/train/train.py" --data "$T/data" --out "$T/wa3" --preset smoke --steps 1 \
-    --weight-average 1 2>"$T/wa3.err"; then
-  echo "--weight-average 1 accepted"; exit 1
-fi
 # soup.py: the weighted mean of every floating-point tensor of two runs of one
 # configuration (integer counters from the first); the soup converts and passes the
 # runtime's self-test; checkpoints of another configuration or labels are refused
@@ -634,350 +290,9 @@ for bad in "other.pt:configuration differs" "relabel.pt:labels differ" "soup.log
   fi
   grep -q "${bad#*:}" "$T/soup.err"
 done
-grep -q "must be between 0 and 1" "$T/wa3.err"
-# --speed-prob: change_speed keeps the length and the word's centre, and scales
-# its duration and pitch by the factor
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-from tools.train import train
-x = np.zeros(16000, np.float32)
-x[7000:9000] = np.sin(np.arange(2000) * 2 * np.pi * 440 / 16000)
-for f in train.SPEED_RANGE + (1.0,):
-    y = train.change_speed(x, f)
-    on = np.nonzero(np.abs(y) > 1e-3)[0]
-    dur, mid = on[-1] - on[0] + 1, (on[-1] + on[0]) / 2
-    pitch = np.argmax(np.abs(np.fft.rfft(y))) * 16000 / len(y)
-    assert len(y) == 16000 and y.dtype == np.float32
-    assert abs(dur - 2000 / f) < 12 and abs(mid - 8000) < 8, (f, dur, mid)
-    assert abs(pitch - 440 * f) < 2, (f, pitch)
-print("change_speed: duration and pitch scale with the factor")
-PY
-# --color-prob: recolor moves the formants of a vowel by the factor and keeps its
-# pitch, timing and RMS; a tilt moves energy between low and high bands; 1, 0 is
-# the identity
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-from tools.train import train
-sr, f0 = 16000, 120
-hz = np.fft.rfftfreq(sr, 1 / sr)
-pulses = np.zeros(sr)
-pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
-formants = (700, 1200, 2600)
-x = np.fft.irfft(np.fft.rfft(pulses) * sum(1 / (1 + ((hz - f) / 80) ** 2) for f in formants), sr).astype(np.float32)
-x *= 0.3 / np.abs(x).max()
-x[:2000] = x[-2000:] = 0
-def band_db(v, lo, hi):
-    p = np.abs(np.fft.rfft(v)) ** 2
-    return 10 * np.log10(p[(hz >= lo) & (hz < hi)].sum() + 1e-12)
-def pitch(v):
-    ac = np.correlate(v[4000:12000], v[4000:12000], "full")[7999:]
-    return sr / (np.argmax(ac[40:400]) + 40)
-y = train.recolor(x, 1.0, 0.0)
-assert y.dtype == np.float32 and len(y) == sr and np.abs(y - x).max() < 1e-5, "recolor(1, 0) is not the identity"
-for a in train.FORMANT_RANGE:
-    y = train.recolor(x, a, 0.0)
-    assert len(y) == sr and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
-    assert abs(pitch(y) - pitch(x)) < 1, (a, pitch(x), pitch(y))
-    assert np.abs(y[:1500]).max() < 1e-3 * np.abs(y).max(), "recolor smeared sound into the silence"
-    for f in formants:
-        # the energy near f now sits near a * f: the band around a * f gains, and
-        # against the band around f by far more
-        at_new = band_db(y, a * f - 60, a * f + 60) - band_db(x, a * f - 60, a * f + 60)
-        at_old = band_db(y, f - 60, f + 60) - band_db(x, f - 60, f + 60)
-        assert at_new > 5 and at_new - at_old > 10, (a, f, at_new, at_old)
-def f1_to_f3_db(v):
-    return band_db(v, 2540, 2660) - band_db(v, 640, 760)
-for t in train.TILT_RANGE:
-    y = train.recolor(x, 1.0, t)
-    change = f1_to_f3_db(y) - f1_to_f3_db(x)
-    assert abs(change - t * np.log2(2600 / 700)) < 1, (t, change)
-print("recolor: formants move by the factor, pitch and level stay; tilt as asked")
-PY
-# --vowel-prob: a formant track moves each stretch of a clip by its own factor; a
-# constant track is the single factor; the track stays in range and varies
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-from tools.train import train
-sr, f0 = 16000, 120
-hz = np.fft.rfftfreq(8000, 1 / sr)
-pulses = np.zeros(sr)
-pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
-hz_full = np.fft.rfftfreq(sr, 1 / sr)
-x = np.fft.irfft(np.fft.rfft(pulses) * (1 / (1 + ((hz_full - 1200) / 80) ** 2)), sr).astype(np.float32)
-x *= 0.3 / np.abs(x).max()
-count = train.color_frames(sr)
-assert np.array_equal(train.recolor(x, np.full(count, 1.1), 1.0), train.recolor(x, 1.1, 1.0)), "a constant track is not the factor"
-track = np.where(np.arange(count) < count // 2, 0.9, 1.15)  # the first half down, the second up
-y = train.recolor(x, track, 0.0)
-def same_shape(a, b):  # equal up to a gain (recolor keeps the whole clip's RMS)
-    g = np.dot(a, b) / np.dot(b, b)
-    return np.abs(a - g * b).max() < 1e-3 * np.abs(a).max()
-# frames 8 ms apart, each 32 ms: samples before 7000 come from frames of the
-# first half only, samples after 9000 from the second half's
-assert same_shape(y[1000:7000], train.recolor(x, 0.9, 0.0)[1000:7000]), "the first half is not moved by 0.9"
-assert same_shape(y[9000:15000], train.recolor(x, 1.15, 0.0)[9000:15000]), "the second half is not moved by 1.15"
-assert not same_shape(y[9000:15000], train.recolor(x, 0.9, 0.0)[9000:15000])
-def peak(v):  # the formant: where the power, summed over one harmonic spacing, is highest
-    p = np.abs(np.fft.rfft(v * np.hanning(len(v)), 8000)) ** 2
-    band = (hz > 900) & (hz < 1500)
-    return hz[band][np.argmax(np.convolve(p[band], np.ones(61), "same"))]
-first, second = peak(y[1000:7000]), peak(y[9000:15000])
-assert second - first > 200, (first, second)
-rng = np.random.default_rng(3)
-for _ in range(20):
-    t = train.formant_track(sr, rng)
-    assert len(t) == count and t.min() >= train.FORMANT_RANGE[0] - 1e-9 and t.max() <= train.FORMANT_RANGE[1] + 1e-9
-    assert t.max() / t.min() > 1.02, "the track does not move"
-print(f"recolor with a formant track: each half moved by its factor (formant near {first:.0f} and {second:.0f} Hz)")
-PY
-# --pitch-prob: shift_pitch moves the pitch of a vowel by the factor and keeps its
-# formants (which plain speed change moves), timing and level
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-from tools.train import train
-sr, f0 = 16000, 120
-hz = np.fft.rfftfreq(sr, 1 / sr)
-pulses = np.zeros(sr)
-pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
-x = np.fft.irfft(np.fft.rfft(pulses) * sum(1 / (1 + ((hz - f) / 80) ** 2) for f in (700, 1200, 2600)), sr).astype(np.float32)
-x *= 0.3 / np.abs(x).max()
-x[:2000] = x[-2000:] = 0
-def pitch(v):
-    ac = np.correlate(v[5000:11000], v[5000:11000], "full")[5999:]
-    return sr / (np.argmax(ac[25:400]) + 25)
-def envelope_db(v):  # mean power in 200 Hz bands centred 200-3900 Hz, middle of the clip
-    p = np.abs(np.fft.rfft(v[5000:11000] * np.hanning(6000))) ** 2
-    f = np.fft.rfftfreq(6000, 1 / sr)
-    return np.array([10 * np.log10(p[(f >= c - 100) & (f < c + 100)].mean() + 1e-12) for c in range(200, 4000, 100)])
-y = train.shift_pitch(x, 1.0)
-assert y.dtype == np.float32 and len(y) == sr and np.abs(y - x).max() < 1e-4, "shift_pitch(1) is not the identity"
-for a in train.PITCH_RANGE + (1.3,):
-    y = train.shift_pitch(x, a)
-    assert len(y) == sr and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
-    assert abs(pitch(y) / (a * pitch(x)) - 1) < 0.03, (a, pitch(x), pitch(y))
-    on = np.nonzero(np.abs(y) > 1e-3 * np.abs(y).max())[0]
-    assert abs(on[0] - 2000) < 480 and abs(on[-1] - 14000) < 480, (a, on[0], on[-1])
-    kept = np.abs(envelope_db(y) - envelope_db(x)).mean()
-    moved = np.abs(envelope_db(train.change_speed(x, a)) - envelope_db(x)).mean()
-    assert kept < 6 and kept < moved / 2, (a, kept, moved)
-print("shift_pitch: pitch moves by the factor; formants, timing and level stay")
-PY
-# stretch does every frame at once but the phase recursion: to the bit what the plain loop over
-# output frames (below) gives, on speech, noise, silence (no spectral peaks) and a short clip
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import glob, sys
-import numpy as np
-from tools.train import train
-from tools.train.train import PV_FRAME as frame, PV_HOP as hop
-
-def stretch_loop(clip, factor):
-    padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
-    count = (len(padded) - frame) // hop + 1
-    win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)
-    spec = np.fft.rfft(train.framed(padded, count, frame, hop) * win, axis=1)
-    advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame
-    steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
-    steps = steps[steps < count - 1]
-    phase = np.angle(spec[0])
-    out_frames = np.empty((len(steps), frame))
-    bins = np.arange(frame // 2 + 1)
-    for k, t in enumerate(steps):
-        i, a = int(t), t - int(t)
-        mag = (1 - a) * np.abs(spec[i]) + a * np.abs(spec[i + 1])
-        inner = mag[1:-1]
-        peaks = np.nonzero((inner > mag[:-2]) & (inner >= mag[2:]))[0] + 1
-        if len(peaks):
-            owner = peaks[np.searchsorted((peaks[:-1] + peaks[1:]) / 2, bins)]
-            locked = phase[owner] + np.angle(spec[i]) - np.angle(spec[i])[owner]
-        else:
-            locked = phase
-        out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
-        d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
-        phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
-    out = train.overlap_add(out_frames) / 1.5
-    start, m = int(round(frame * factor)), int(round(len(clip) * factor))
-    return out[start:start + m]
-
-rng = np.random.default_rng(5)
-clips = [train.read_wav(p).astype(np.float32) / 32768 for p in sorted(glob.glob(sys.argv[1] + "/*/*.wav"))[::7]]
-clips += [(rng.standard_normal(16000) * 0.1).astype(np.float32), np.zeros(16000, np.float32), np.zeros(300, np.float32)]
-for c in clips:
-    for f in (train.PITCH_RANGE[0], 1.0, 1.37, train.PITCH_RANGE[1]):
-        a, b = train.stretch(c, f), stretch_loop(c, f)
-        assert a.shape == b.shape and np.array_equal(a, b), (len(c), f)
-print(f"stretch: as the loop over frames on {len(clips)} clips, 4 factors each")
-PY
-# --warp-prob / --mask-prob: a warped filter responds at factor x its frequency; the
-# augmentation leaves evaluation (and so the converted model) untouched
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import numpy as np
-import torch
-from tools.convert import mega_torch as mt
-from tools.train import train
-cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
-m = mt.MegaKWS(cfg)
-x = torch.randn(8, 16000) * 0.1
-m.eval()
-ref = m.embed_tokens(x)
-train.SpeakerAugment(m, 1.0, 1.0, np.random.default_rng(0))
-assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
-m.train()
-assert not torch.allclose(m.embed_tokens(x), ref), "augmentation did nothing in training"
-w = m.embed_tokens.weight.detach()
-def peak_hz(v):
-    return np.argmax(np.abs(np.fft.rfft(v.numpy(), 16000)))
-for f in train.WARP_RANGE:
-    j = w.shape[0] // 4
-    assert abs(peak_hz(train.warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
-print("warp_filters: filters move by the factor; evaluation unchanged")
-PY
-# --speed-range / --warp-range: the factors are drawn from the range given (the defaults otherwise); the run
-# logs them, resumes exactly and changes the losses; an empty, reversed or out-of-bounds range is refused,
-# and so is a range without its --speed-prob / --warp-prob
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import sys
-import numpy as np
-import torch
-from tools.convert import mega_torch as mt
-from tools.train import train
-ds = train.Dataset(sys.argv[1], "kws12", "training")
-seen = []
-plain = train.change_speed
-train.change_speed = lambda clip, f: (seen.append(f), plain(clip, f))[1]
-for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
-    seen.clear()
-    kw = {} if rng_range is None else {"speed_range": rng_range}
-    train.make_batch(ds, np.arange(min(len(ds), 40)), np.random.default_rng(3), train=True, speed_prob=1.0, **kw)
-    lo, hi = rng_range or train.SPEED_RANGE
-    assert len(seen) >= 20 and lo <= min(seen) and max(seen) <= hi, (rng_range, seen)
-    assert max(seen) - min(seen) > 0.5 * (hi - lo), (rng_range, seen)  # spread over the range
-train.change_speed = plain
-cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
-m = mt.MegaKWS(cfg).train()
-for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
-    aug = train.SpeakerAugment(m, 1.0, 0.0, np.random.default_rng(1), *([rng_range] if rng_range else []))
-    factors = []
-    aug.embed = lambda s, f, aug=aug: (factors.append(f), aug.plain(s))[1]
-    for _ in range(10):
-        m.embed_tokens(torch.randn(8, 16000) * 0.1)
-    lo, hi = rng_range or train.WARP_RANGE
-    assert len(factors) == 10 * aug.GROUPS and lo <= min(factors) and max(factors) <= hi, (rng_range, factors)
-    m.embed_tokens.forward = aug.plain
-print("speed and warp ranges: factors drawn within the range given")
-PY
+# --speed-range / --warp-range: the run logs them, resumes exactly and changes the losses
 augmentation_run sr "--speed-range 0.6 1.6" "^speed factors 0.6-1.6 (p 0.5), warp factors 0.88-1.14 (p 0.5)"
 augmentation_run wr "--warp-range 0.7 1.3" "^speed factors 0.88-1.12 (p 0.5), warp factors 0.7-1.3 (p 0.5)"
-for bad in "--speed-range 1.2 0.9" "--warp-range 1 1" "--warp-range 0.3 1.2" "--speed-range 1 2.5" \
-    "--speed-range nan 1.2" "--speed-range 0.9"; do
-  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" $AUG $bad \
-      >"$T/bad.log" 2>&1; then echo "$bad was accepted"; exit 1; fi
-  grep -q -- "-range" "$T/bad.log"
-done
-for bad in "--speed-range 0.8 1.2:--speed-prob" "--warp-range 0.8 1.2:--warp-prob"; do
-  if $PY "$ROOT/tools/train/train.py" --data "$T/data" --classes kws12 --out "$T/bad" \
-      ${AUG/${bad#*:} 0.5/} ${bad%:*} >"$T/bad.log" 2>&1; then echo "${bad%:*} without ${bad#*:} was accepted"; exit 1; fi
-  grep -q -- "needs ${bad#*:} P > 0" "$T/bad.log"
-done
-# --unknown-share: class shares of the sampling distribution
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import sys
-import numpy as np
-from tools.train import train
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-u = ds.labels.index("_unknown_")
-for share in (0.0, 0.3):
-    p = train.sampling_probabilities(ds, share)
-    mass = np.array([p[ds.y == c].sum() for c in range(len(ds.labels))])
-    want = np.full(len(ds.labels), 1 / len(ds.labels)) if share == 0 else np.full(len(ds.labels), 0.7 / 11)
-    if share:
-        want[u] = share
-    assert abs(p.sum() - 1) < 1e-9 and np.allclose(mass, want), (share, mass)
-    # within a class, clips are equally likely
-    assert np.allclose(p[ds.y == u], p[ds.y == u][0])
-print("sampling: class shares as asked")
-PY
-# --extra-share: within a class with both kinds of clips, the extra ones get that share;
-# a class without extra clips keeps its share, all of it from --data
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import sys
-import numpy as np
-from tools.train import train
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-extra = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-on = ds.labels.index("on")
-keep = extra.y != on
-extra.audio, extra.y = extra.audio[keep], extra.y[keep]
-ds.extend(extra)
-n = len(ds.labels)
-for share in (None, 0.0, 0.3, 1.0):
-    p = train.sampling_probabilities(ds, 0.0, share)
-    assert abs(p.sum() - 1) < 1e-9
-    for c in range(n):
-        cls, ext = p[ds.y == c].sum(), p[(ds.y == c) & (ds.source == 1)].sum()
-        want = 0.0 if c == on else 0.5 if share is None else share
-        assert abs(cls - 1 / n) < 1e-9 and abs(ext - want / n) < 1e-9, (share, ds.labels[c], cls, ext)
-print("sampling: --extra-share as asked")
-PY
-# --splice-prob: half a keyword joined to half of another word, labelled _unknown_; the
-# keyword's onset (or coda) is kept sample for sample up to the cross-fade; words that
-# could make the keyword again are never spliced to it; probability 0 changes nothing
-PYTHONPATH="$ROOT" $PY - "$T/data" <<'PY'
-import os, sys
-import numpy as np
-from tools.train import train
-t = np.arange(16000) / 16000
-kw = np.zeros(16000, np.float32)
-kw[4000:10000] = 0.5 * np.sin(2 * np.pi * 300 * t[:6000])
-other = np.zeros(16000, np.float32)
-other[2000:12000] = 0.05 * np.sin(2 * np.pi * 900 * t[:10000])
-rng = np.random.default_rng(0)
-for keep_onset in (True, False):
-    y = train.splice_pair(kw, other, keep_onset, rng)
-    on = np.nonzero(np.abs(y) > 1e-6)[0]
-    part = y[on[0]:on[-1] + 1]
-    n = len(part)
-    assert len(y) == 16000 and 0.35 * 6000 + 0.35 * 10000 - 200 <= n <= 0.65 * 6000 + 0.65 * 10000 + 200, n
-    spec = np.abs(np.fft.rfft(part[:n // 4] if keep_onset else part[-n // 4:], 16000))
-    assert np.argmax(spec) in range(295, 306), "the keyword's part is not where it belongs"
-    a, b = (part[:n // 3], part[-n // 3:]) if keep_onset else (part[-n // 3:], part[:n // 3])
-    assert abs(np.sqrt(np.mean(b * b)) / np.sqrt(np.mean(a * a)) - 1) < 0.1, "levels not matched"
-assert train.splice_pair(kw, np.zeros(16000, np.float32), True, rng) is None
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-u = ds.labels.index("_unknown_")
-words = {os.path.basename(os.path.dirname(p)) for p in ds.paths}
-assert all(v.count(":") == 1 for v in ds.voice[:len(ds.paths)]), "voices not read from manifest.csv"
-same = 0
-for k, keyword in enumerate(train.KEYWORDS):
-    for j in np.nonzero(ds.y == k)[0]:
-        pool = train.splice_pool(ds, keyword, j)
-        got = {os.path.basename(os.path.dirname(ds.paths[i])) for i in pool}
-        assert len(pool) and all(ds.y[i] == u for i in pool) and not got & train.SPLICE_AVOID[keyword], keyword
-        # the same voice (and variant) when it has other words, else anything of the source
-        mine = [i for i in np.nonzero(ds.y == u)[0] if ds.voice[i] == ds.voice[j]
-                and os.path.basename(os.path.dirname(ds.paths[i])) not in train.SPLICE_AVOID[keyword]]
-        if mine:
-            assert all(ds.voice[i] == ds.voice[j] for i in pool), (keyword, j)
-            same += 1
-        else:
-            assert got == words - set(train.KEYWORDS) - {"_silence_"} - train.SPLICE_AVOID[keyword], keyword
-assert same, "no keyword clip was spliced within its voice"
-# the pools follow extend(): the added copy's clips of the same voice join them
-kw, j = next((train.KEYWORDS[ds.y[i]], int(i)) for i in np.nonzero(ds.y < 10)[0]  # a pool of its voice
-             if all(ds.voice[o] == ds.voice[i] for o in train.splice_pool(ds, train.KEYWORDS[ds.y[i]], i)))
-before = len(train.splice_pool(ds, kw, j))
-ds.extend(train.Dataset(sys.argv[1], "kws12", "training", 0, 1))
-assert len(train.splice_pool(ds, kw, j)) == 2 * before, "stale splice pools after extend()"
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-speaker = train.clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
-assert list(speaker[0]) == ["speaker:0a1b2c3d", ""] and list(speaker[1]) == ["speaker:0a1b2c3d", ""], speaker
-idx = np.nonzero(ds.y < 10)[0][:16]
-x0, y0 = train.make_batch(ds, idx, np.random.default_rng(1), True)
-x1, y1 = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)
-assert (x0 == x1).all() and (y0 == y1).all()
-_, ys = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.0)
-assert (ys == u).all() and (y0 < 10).all(), ys
-print("--splice-prob: halves joined, levels matched, avoided words kept out")
-PY
 # make_splices.py: half-keyword clips of one split, all _unknown_, listed for evaluate.py; never
 # over an existing folder
 $PY "$ROOT/tools/data/make_splices.py" --data "$T/data" --split training --per-keyword 2 --out "$T/half" >/dev/null
@@ -1145,63 +460,20 @@ det = json.load(open(sys.argv[2]))
 assert abs(recall[3] - 100 * det["tuned_on"]["recall"]) < 0.051 and int(rows[3][3]) == det["smoothing_hops"], (rows, det)
 print("tune_detection --curve:", recall)
 PY
-# --false-alarms: the smoke model raises none, so the report is checked on false alarms placed by hand in
-# one recording pooled twice: after the same _unknown_ word in each copy, and at the start before any
-# word; each names its recording, its keyword-free stretch and the clip heard before it, and the
-# repeated clip is counted
+# --false-alarms: the smoke model raises none (the report on false alarms placed by hand:
+# tests/python/test_evaluation.py)
 $PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --max-fa-per-hour 50 --false-alarms >"$T/fa.log" 2>&1
 grep -q "^0 false alarms, 0 in keyword-free stretches$" "$T/fa.log"
-PYTHONPATH="$ROOT" $PY - "$T/va.wav" "$T/va.csv" <<'PY'
-import csv, sys, wave
-from tools.train import streamscore, tune_detection as td
-wav, lab = sys.argv[1:3]
-rows = list(csv.DictReader(open(lab)))
-free = [(float(r["onset_s"]), float(r["offset_s"])) for r in rows if r["kind"] == "keyword_free"]
-u = next(r for r in rows if r["kind"] == "unknown")
-with wave.open(wav) as w:
-    length = w.getnframes() // 4000 * 0.25
-t, quiet = float(u["offset_s"]) + 0.3, 0.1
-assert not any(float(r["onset_s"]) < quiet for r in rows if r["kind"] != "keyword_free")
-mark = lambda x: ", keyword-free" if any(a <= x <= b for a, b in free) else ""
-_, free2 = streamscore.read_stream_labels(lab)
-free2 = free2 + [(a + length, b + length) for a, b in free2]
-lines = td.false_alarm_report([(t, "yes"), (t + length, "no"), (quiet, "up")], [(wav, lab)] * 2, 0.25, 4000, free2)
-heard = f"heard before it: {u['detail']} ({u['source']})"
-assert lines[0].startswith(f"false alarm yes at {t:.2f} s (va.wav {t:.2f} s){mark(t)}: ") and heard in lines[0], lines
-assert lines[1].startswith(f"false alarm no at {t + length:.2f} s (va.wav {t:.2f} s){mark(t)}: ") and heard in lines[1], lines
-assert lines[2] == f"false alarm up at 0.10 s (va.wav 0.10 s){mark(quiet)}: heard before it: no labelled word", lines
-n_free = 2 * bool(mark(t)) + bool(mark(quiet))
-assert lines[3] == f"3 false alarms, {n_free} in keyword-free stretches", lines
-if mark(t):
-    assert lines[4] == f"  2 of those after the same clip: {u['detail']} ({u['source']})" and len(lines) == 5, lines
-else:
-    assert len(lines) == 4, lines
-print(f"tune_detection --false-alarms: report as placed ({n_free} keyword-free)")
-PY
-# --holdout-check tunes on one half and scores on the other: on one recording twice, each half must be
-# that recording (posteriors and labels), so the shared threshold is det1's and scores as det1 did
+# --holdout-check tunes on one half and scores on the other: on one recording twice, each half is
+# that recording (tests/python/test_evaluation.py), so the shared threshold is det1's and scores as det1 did
 $PY "$ROOT/tools/train/tune_detection.py" --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --stream "$T/va.wav" --labels "$T/va.csv" --max-fa-per-hour 50 --holdout-check >"$T/holdout.txt" 2>&1
-PYTHONPATH="$ROOT" $PY - "$T/det1.json" "$T/holdout.txt" "$T/fts/best.pt" "$T/va.wav" "$T/va.csv" <<'PY'
+$PY - "$T/det1.json" "$T/holdout.txt" <<'PY'
 import json, re, sys
-import numpy as np
-from tools.convert import mega_torch as mt
-from tools.train import tune_detection as td
-det, report, ckpt, wav, csv_path = sys.argv[1:6]
-model, _, _ = mt.load_checkpoint(ckpt)
-hop = model.cfg.chunk_samples / model.cfg.sample_rate
-once = td.pooled_posteriors(model, [(wav, csv_path)], hop)
-twice = td.pooled_posteriors(model, [(wav, csv_path)] * 2, hop)
-def rounded(spans):  # (onset, offset[, label]) with the times to the microsecond
-    return [tuple(round(v, 6) if isinstance(v, float) else v for v in span) for span in spans]
-for half in td.split_recording(*twice, hop, len(twice[0]) // 2):
-    assert np.array_equal(half[0], once[0]), "posteriors of a half differ"
-    assert rounded(half[1]) == rounded(once[1]), half[1]
-    assert rounded(half[2]) == rounded(once[2]), half[2]
-a = json.load(open(det))
-rows = [l for l in open(report) if l.startswith("| first half") or l.startswith("| second half")]
-assert len(rows) == 2, open(report).read()
+a = json.load(open(sys.argv[1]))
+rows = [l for l in open(sys.argv[2]) if l.startswith("| first half") or l.startswith("| second half")]
+assert len(rows) == 2, open(sys.argv[2]).read()
 for row in rows:
     m = re.match(r"\| \w+ half \| ([0-9.]+), smoothing (\d); ([0-9.]+)%, ([0-9.]+) \| .*; ([0-9.]+)%, ([0-9.]+) \|$", row.strip())
     assert m, row
@@ -1211,64 +483,8 @@ for row in rows:
     assert abs(float(m[4]) - round(t["fa_per_hour_keyword_free"], 1)) < 0.051, (row, t)
 print("tune_detection: holdout check")
 PY
-# HardExamples.replace: at share 1 every row is a hard example, at share 0 none
-PYTHONPATH="$ROOT" $PY - "$T/hard.npz" <<'PY'
-import sys
-import numpy as np
-import torch
-from tools.train import train
-labels = train.KEYWORDS + ["_silence_", "_unknown_"]
-h = train.HardExamples([sys.argv[1]], labels)
-rng = np.random.default_rng(0)
-x, y = torch.zeros(8, 32000), torch.full((8,), 10)
-h.replace(x, y, rng, 0.0)
-assert (y == 10).all() and (x == 0).all()
-h.replace(x, y, rng, 1.0)
-rows = h.audio.astype(np.float32)
-for i in range(8):
-    # each row is one of the mined windows at some level (their correlation is 1)
-    c = rows @ x[i].numpy() / (np.linalg.norm(rows, axis=1) * np.linalg.norm(x[i].numpy()) + 1e-9)
-    j = int(np.argmax(c))
-    assert c[j] > 0.999 and y[i] == h.y[j], (i, c[j])
-print("hard examples: mixed in as asked")
-PY
-# --preset *-mel (log-mel front end): a tone lands in the mel band around its frequency and nowhere
-# far off; a warped spectrum moves it by the factor; SpecAugment masks fall on the bands; a run
-# trains, resumes, converts (schema 4), passes the runtime's self-test and classifies as PyTorch does
-PYTHONPATH="$ROOT" $PY - <<'PY'
-import math
-import numpy as np
-import torch
-from tools.convert import mega_torch as mt
-from tools.train import train
-cfg = mt.MegaConfig(**train.PRESETS["demo-wide-mel"], n_classes=12, bidirectional=False)
-emb = mt.MegaKWS(cfg).embed_tokens
-bands = emb.bands
-assert bands.shape[0] == 40 and bool((bands.sum(1) > 0).all()) and float(bands.min()) >= 0
-hz = torch.tensor([f for _, f in mt.mel_bins(400)])
-centre = [float(hz[int(torch.argmax(r))]) for r in bands]
-assert centre == sorted(centre) and centre[0] < 150 and centre[-1] > 6500, centre
-t = torch.arange(16000) / 16000.0
-for f in (300.0, 1000.0, 2500.0, 6000.0):
-    for factor in (1.0, 0.9, 1.12):
-        w = emb.weight if factor == 1.0 else train.warp_filters(emb.weight, factor)
-        lm = emb.log_power(0.1 * torch.sin(2 * math.pi * f * t).unsqueeze(0), w)[0, 10:-10].mean(0)
-        top = centre[int(torch.argmax(lm))]
-        # the warped front end sees the tone at f / factor
-        assert abs(math.log(top / (f / factor))) < 0.12, (f, factor, top)
-        assert float(lm.max() - lm.min()) > 6, (f, factor)  # far bands are far below the tone's
-m = mt.MegaKWS(mt.MegaConfig(**train.PRESETS["smoke-mel"], n_classes=12, bidirectional=False))
-x = torch.randn(8, 16000) * 0.1
-m.eval()
-ref = m.embed_tokens(x)
-aug = train.SpeakerAugment(m, 0.0, 1.0, np.random.default_rng(0))
-assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
-masked = aug.mask(m.embed_tokens.log_power(x))
-assert masked.shape == (8, 100, 16) and not torch.equal(masked, m.embed_tokens.log_power(x))
-m.train()
-assert not torch.allclose(m.embed_tokens(x), ref), "augmentation did nothing in training"
-print("log-mel: tones in their bands, warped by the factor; masks on the bands")
-PY
+# --preset *-mel (log-mel front end): a run trains, resumes, converts (schema 4), passes the runtime's
+# self-test and classifies as PyTorch does
 MEL="--data $T/data --classes kws12 --out $T/mel --preset smoke-mel --batch 16 --lr 1e-2 --warmup 5
      --max-per-class 2 --eval-every 20 --threads 1 --warp-prob 0.5 --mask-prob 0.5"
 $PY "$ROOT/tools/train/train.py" $MEL --steps 60 >"$T/mel.log"
@@ -1294,7 +510,7 @@ if $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --o
 fi
 grep -q "does not fit preset demo" "$T/bad.log"
 # --label-smoothing reaches the loss: from the same weights and batch, the first loss with smoothing 0.5
-# is above the one without (the trained model is surer of a clip's class than of the others); 1 is refused
+# is above the one without (the trained model is surer of a clip's class than of the others)
 for e in 0.0 0.5; do
   $PY "$ROOT/tools/train/train.py" --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/ls$e" \
       --preset smoke --steps 1 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 1 --threads 1 \
@@ -1307,9 +523,4 @@ plain, smoothed = (float(open(p).readline().split()[1]) for p in sys.argv[1:3])
 assert smoothed > plain + 0.05, f"--label-smoothing 0.5: first loss {smoothed}, without {plain}"
 print(f"--label-smoothing: first loss {plain:.3f} -> {smoothed:.3f} with 0.5")
 PY
-if $PY "$ROOT/tools/train/train.py" --data "$T/data" --out "$T/bad" --preset smoke --steps 1 --label-smoothing 1 \
-    >"$T/bad_ls.log" 2>&1; then
-  echo "--label-smoothing 1 was accepted"; exit 1
-fi
-grep -q "must be at least 0 and below 1" "$T/bad_ls.log"
 echo "training smoke test passed"

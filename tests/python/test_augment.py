@@ -161,7 +161,8 @@ def test_shift_pitch_moves_pitch_and_keeps_formants_timing_and_level():
     def envelope_db(v):  # mean power in 200 Hz bands centred 200-3900 Hz, middle of the clip
         p = np.abs(np.fft.rfft(v[5000:11000] * np.hanning(6000))) ** 2
         f = np.fft.rfftfreq(6000, 1 / SR)
-        return np.array([10 * np.log10(p[(f >= c - 100) & (f < c + 100)].mean() + 1e-12) for c in range(200, 4000, 100)])
+        return np.array([10 * np.log10(p[(f >= c - 100) & (f < c + 100)].mean() + 1e-12)
+                         for c in range(200, 4000, 100)])
     y = T.shift_pitch(x, 1.0)
     assert y.dtype == np.float32 and len(y) == SR and np.abs(y - x).max() < 1e-4, "shift_pitch(1) is not the identity"
     for a in T.PITCH_RANGE + (1.3,):

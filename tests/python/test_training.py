@@ -24,6 +24,18 @@ SR = 16000
 # --prefetch's worker process
 
 
+@pytest.fixture
+def within_60_s():
+    """fails the test, instead of hanging, when it takes more than a minute"""
+    def late(signum, frame):
+        raise TimeoutError("still waiting after 60 s")
+    old = signal.signal(signal.SIGALRM, late)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
 def test_a_failing_worker_hands_its_traceback_to_the_trainer(within_60_s):
     def draw(rng):
         v = rng.integers(1000)
@@ -49,18 +61,6 @@ def test_a_failing_worker_hands_its_traceback_to_the_trainer(within_60_s):
     # the batches that arrived are the ones drawing in this process gives
     check = np.random.default_rng(5)
     assert got == [float(check.integers(1000)) for _ in got], got
-
-
-@pytest.fixture
-def within_60_s():
-    """fails the test, instead of hanging, when it takes more than a minute"""
-    def late(signum, frame):
-        raise TimeoutError("still waiting after 60 s")
-    old = signal.signal(signal.SIGALRM, late)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
 
 
 def test_a_worker_killed_while_sending_ends_the_read(within_60_s):
