@@ -13,237 +13,246 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import unittest
+import types
 import wave
 from collections import Counter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+import pytest
 
-from tools.data import festival_pipe  # noqa: E402
-from tools.data import listen_check  # noqa: E402
-from tools.data import make_sc10  # noqa: E402
-from tools.data import voices as vc  # noqa: E402
+from tools.data import check_splits
+from tools.data import festival_pipe
+from tools.data import listen_check
+from tools.data import make_sc10
+from tools.data import merge_sets
+from tools.data import voices as vc
+
+GENERATE, MERGE, CHECK_SPLITS, LISTEN_CHECK = (m.__file__ for m in (make_sc10, merge_sets, check_splits, listen_check))
 
 RESERVED = ["awb", "rms", "slt", "cmu_us_awb_arctic", "cmu_us_rms_arctic", "cmu_us_slt_arctic_hts",
             "us_slt_hts", "festvox-us-slt-hts", "festvox-kdlpc16k", "festvox-kdlpc8k", "kdlpc16k", "ked_diphone"]
+
+
 ALLOWED = ["kal", "kal16", "kal_diphone", "czech_dita", "upc_ca_ona_hts", "msu_ru_nsh_clunits", "en-us", "f3",
            "Storm", "klatt4", "hindi_NSK_diphone"]
 
 
-class ReservedVoices(unittest.TestCase):
-    def test_reserved_names(self):
-        for name in RESERVED:
-            self.assertTrue(vc.is_reserved(name), name)
-            with self.assertRaises(ValueError):
-                vc.check_allowed("flite", name)
-        for name in ALLOWED:
-            self.assertFalse(vc.is_reserved(name), name)
-
-    def test_pool_has_none(self):
-        for v in vc.ALL_VOICES:
-            self.assertFalse(vc.is_reserved(v.name), v.id)
-        with self.assertRaises(ValueError):
-            vc.Voice("festival", "cmu_us_slt_arctic_hts", "x", "english", "natural")
-
-    def test_generator_refuses_before_running_an_engine(self):
-        for engine, voice, variant in (("flite", "slt", ""), ("flite", "awb", ""), ("festival", "ked_diphone", ""),
-                                       ("festival", "cmu_us_slt_arctic_hts", ""), ("espeak-ng", "en-us", "rms")):
-            with self.assertRaises(ValueError, msg=f"{engine}:{voice}+{variant}"):
-                make_sc10.synthesize(dict(engine=engine, voice=voice, variant=variant, rate=1.0, pitch=100), "yes")
+def test_reserved_names():
+    for name in RESERVED:
+        assert vc.is_reserved(name), name
+        with pytest.raises(ValueError):
+            vc.check_allowed("flite", name)
+    for name in ALLOWED:
+        assert not vc.is_reserved(name), name
 
 
-class Probes(unittest.TestCase):
-    """make_sc10.run_probes: a voice whose first probe fails (an engine that timed out on a busy
-    machine) is probed again alone, with the long timeout, and kept once it renders; a voice
-    that never renders is dropped after PROBE_RETRIES more tries."""
-
-    def test_failed_probe_is_retried_with_a_long_timeout(self):
-        calls = []
-
-        def fake(spk, text, timeout=make_sc10.RENDER_TIMEOUT_S):
-            calls.append((spk["voice"], timeout))
-            if spk["voice"] == "never" or (spk["voice"] == "slow" and timeout < make_sc10.PROBE_RETRY_TIMEOUT_S):
-                return make_sc10.np.zeros(0, make_sc10.np.float32)
-            return make_sc10.np.full(make_sc10.SR // 2, 0.5, make_sc10.np.float32)
-
-        probes = [("probe", 0, ("espeak-ng", name, "", "stop"), make_sc10.RENDER_TIMEOUT_S)
-                  for name in ("fine", "slow", "never")]
-        real, make_sc10.synthesize = make_sc10.synthesize, fake
-        try:
-            res = make_sc10.run_probes(None, probes)
-        finally:
-            make_sc10.synthesize = real
-        ok = {r[0][1]: r[1] >= make_sc10.MIN_WORD_S for r in res}
-        self.assertEqual(ok, {"fine": True, "slow": True, "never": False})
-        self.assertEqual(calls.count(("fine", make_sc10.RENDER_TIMEOUT_S)), 1)
-        self.assertEqual(calls.count(("slow", make_sc10.PROBE_RETRY_TIMEOUT_S)), 1)
-        self.assertEqual(calls.count(("never", make_sc10.PROBE_RETRY_TIMEOUT_S)), make_sc10.PROBE_RETRIES)
+def test_pool_has_none():
+    for v in vc.ALL_VOICES:
+        assert not vc.is_reserved(v.name), v.id
+    with pytest.raises(ValueError):
+        vc.Voice("festival", "cmu_us_slt_arctic_hts", "x", "english", "natural")
 
 
-class FestivalPipe(unittest.TestCase):
-    """festival_pipe.Renderer against text2wave, on every festival voice of the pool: one
-    word each, the same bytes (the Czech voices draw from festival's random generator, reset
-    before each word); then more words from the same processes, after a failed rendering
-    too: the same length (what else drifts: festival_pipe.py)."""
-
-    def test_same_bytes_as_text2wave(self):
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        fest = festival_pipe.Renderer()
-        self.addCleanup(fest.close)
-        voices = [v for v in vc.VOICES if v.engine == "festival"]
-        self.assertEqual(len(voices), 14)
-        words = ["yes", "left", "stop"]
-        jobs = [(v, words[i % 3], 0.8 + 0.05 * i) for i, v in enumerate(voices)]
-        again = ("czech_dita", "czech_krb", "czech_machac", "msu_ru_nsh_clunits", "hindi_NSK_diphone")
-        jobs += [(v, "down", 1.27) for v in voices if v.name in again]
-        for k, (v, word, stretch) in enumerate(jobs):
-            stretch = round(stretch, 2)
-            txt = os.path.join(tmp, f"{k}.txt")
-            with open(txt, "w", encoding="utf-8") as f:
-                f.write(v.text_for(word) + "\n")
-            want, got = os.path.join(tmp, f"{k}-t2w.wav"), os.path.join(tmp, f"{k}-pipe.wav")
-            self.assertTrue(festival_pipe.text2wave(v.name, stretch, txt, want), f"{v.id} {word} {stretch}")
-            if v.name == "czech_krb":  # a rendering that fails leaves the process usable
-                self.assertFalse(fest.render(v.name, stretch, os.path.join(tmp, "absent.txt"), got))
-            self.assertTrue(fest.render(v.name, stretch, txt, got), v.id)
-            with open(want, "rb") as a, open(got, "rb") as b:
-                w, g = a.read(), b.read()
-            self.assertGreater(len(w), 1000, v.id)
-            if k < len(voices):  # a process's first word: text2wave's bytes
-                self.assertEqual(w, g, f"{v.id} {word} {stretch}")
-            else:  # later words may lose a quiet tail (festival_pipe.py), never change length
-                self.assertEqual((w[:44], len(w)), (g[:44], len(g)), f"{v.id} {word} {stretch}")
-        with self.assertRaises(ValueError):
-            fest.render('x"y', 1.0, txt, got)
-        self.assertLessEqual(festival_pipe.FRESH_PROCESS, {v.name for v in voices})
-
-    def test_hung_festival_times_out(self):
-        fest = festival_pipe.Renderer()
-        self.addCleanup(fest.close)
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        fifo = os.path.join(tmp, "never-written")
-        os.mkfifo(fifo)  # festival blocks reading it: the call gives up after its timeout
-        self.assertFalse(fest.render("kal_diphone", 1.0, fifo, os.path.join(tmp, "o.wav"), timeout=5))
-        txt = os.path.join(tmp, "t.txt")
-        with open(txt, "w") as f:
-            f.write("yes\n")
-        self.assertTrue(fest.render("kal_diphone", 1.0, txt, os.path.join(tmp, "o.wav")))  # a new process
+def test_generator_refuses_before_running_an_engine():
+    for engine, voice, variant in (("flite", "slt", ""), ("flite", "awb", ""), ("festival", "ked_diphone", ""),
+                                   ("festival", "cmu_us_slt_arctic_hts", ""), ("espeak-ng", "en-us", "rms")):
+        with pytest.raises(ValueError):
+            make_sc10.synthesize(dict(engine=engine, voice=voice, variant=variant, rate=1.0, pitch=100), "yes")
 
 
-class Splits(unittest.TestCase):
-    def test_groups_in_one_split(self):
-        split_of_group = {}
-        for v in vc.ALL_VOICES:
-            self.assertEqual(split_of_group.setdefault(v.group, vc.split_of(v)), vc.split_of(v), v.group)
-        for split in vc.SPLITS:
-            self.assertTrue(vc.voices_of(split), split)
-        # voices of one recorded speaker share a group
-        groups = {v.id: v.group for v in vc.VOICES}
-        self.assertEqual(groups["flite:kal"], groups["festival:kal_diphone"])
-        self.assertEqual(groups["festival:hindi_NSK_diphone"], groups["festival:telugu_NSK_diphone"])
+# make_sc10.run_probes: a voice whose first probe fails (an engine that timed out on a busy machine) is probed
+# again alone, with the long timeout, and kept once it renders; a voice that never renders is dropped after
+# PROBE_RETRIES more tries.
+def test_failed_probe_is_retried_with_a_long_timeout():
+    calls = []
 
-    def test_second_pool_trains(self):
-        # voices added after the first data set: training only, in no other pool, none held out
-        self.assertTrue(vc.MORE_VOICES)
-        self.assertEqual(vc.ALL_VOICES, vc.VOICES + vc.MORE_VOICES)
-        self.assertFalse({v.id for v in vc.VOICES} & {v.id for v in vc.MORE_VOICES})
-        self.assertFalse({v.group for v in vc.VOICES} & {v.group for v in vc.MORE_VOICES})
-        for v in vc.MORE_VOICES:
-            self.assertEqual(vc.split_of(v), "training", v.id)
+    def fake(spk, text, timeout=make_sc10.RENDER_TIMEOUT_S):
+        calls.append((spk["voice"], timeout))
+        if spk["voice"] == "never" or (spk["voice"] == "slow" and timeout < make_sc10.PROBE_RETRY_TIMEOUT_S):
+            return make_sc10.np.zeros(0, make_sc10.np.float32)
+        return make_sc10.np.full(make_sc10.SR // 2, 0.5, make_sc10.np.float32)
 
-    def test_every_voice_reads_every_keyword(self):
-        for v in vc.ALL_VOICES:
-            for w in vc.KEYWORDS:
-                self.assertTrue(v.text_for(w), (v.id, w))
-            self.assertTrue(vc.unknown_words_for(v, ["bed"]), v.id)
+    probes = [("probe", 0, ("espeak-ng", name, "", "stop"), make_sc10.RENDER_TIMEOUT_S)
+              for name in ("fine", "slow", "never")]
+    real, make_sc10.synthesize = make_sc10.synthesize, fake
+    try:
+        res = make_sc10.run_probes(None, probes)
+    finally:
+        make_sc10.synthesize = real
+    ok = {r[0][1]: r[1] >= make_sc10.MIN_WORD_S for r in res}
+    assert ok == {"fine": True, "slow": True, "never": False}
+    assert calls.count(("fine", make_sc10.RENDER_TIMEOUT_S)) == 1
+    assert calls.count(("slow", make_sc10.PROBE_RETRY_TIMEOUT_S)) == 1
+    assert calls.count(("never", make_sc10.PROBE_RETRY_TIMEOUT_S)) == make_sc10.PROBE_RETRIES
 
-    def test_no_unknown_word_is_a_keyword_in_its_voice(self):
-        # "of" is how Czech-spelling voices are given "off", "app" how Germanic ones are given "up"
-        by_id = {v.id: v for v in vc.ALL_VOICES}
-        self.assertTrue(by_id["espeak-ng:cs"].reads_as_keyword("of"))
-        self.assertTrue(by_id["espeak-ng:de"].reads_as_keyword("app"))
-        self.assertFalse(by_id["espeak-ng:en-us"].reads_as_keyword("of"))
-        self.assertFalse(by_id["espeak-ng:cs"].reads_as_keyword("off"))  # a keyword is not "read as" one
-        # a doubled consonant reads as the single one: "app" is up where up is "ap"
-        for vid in ("espeak-ng:cs", "espeak-ng:fi", "festival:hy_fi_mv_diphone", "festival:czech_dita"):
-            self.assertEqual(by_id[vid].text_for("up"), "ap", vid)
-            self.assertTrue(by_id[vid].reads_as_keyword("app"), vid)
-        self.assertFalse(by_id["espeak-ng:en-us"].reads_as_keyword("app"))
-        # only the word's consonant collapses: French "one" (espeak-ng reads it as English
-        # "won") is not its "onne" for on
-        self.assertEqual(by_id["espeak-ng:fr-fr"].text_for("on"), "onne")
-        self.assertFalse(by_id["espeak-ng:fr-fr"].reads_as_keyword("one"))
-        rng = make_sc10.np.random.default_rng(3)
-        for v in vc.ALL_VOICES:
-            for label in (make_sc10.UNKNOWN, make_sc10.NEAR):
-                if label == make_sc10.NEAR and v.script not in vc.LATIN:
-                    continue
-                said = {make_sc10.draw_other_word(rng, v, label) for _ in range(400)}
-                pool = make_sc10.CONFUSABLE if label == make_sc10.NEAR else \
-                    vc.unknown_words_for(v, make_sc10.UNKNOWN_WORDS) + make_sc10.SC_OTHER
-                self.assertTrue(said <= set(pool), (v.id, said - set(pool)))
-                self.assertFalse({w for w in said if v.reads_as_keyword(w)}, v.id)
-                self.assertGreater(len(said), 10, v.id)
 
-    def test_accents_read_as_given_and_are_no_unknown_word(self):
-        def phonemes(voice, text):
-            out = subprocess.run(["espeak-ng", "-q", "-x", "-v", voice, text], capture_output=True, text=True,
-                                 check=True).stdout
-            return out.replace(" ", "").replace("\n", "")
-        def bare(ph):  # without stress marks
-            return ph.replace("'", "").replace(",", "")
-        words = sorted(set(make_sc10.UNKNOWN_WORDS) | set(make_sc10.CONFUSABLE))
-        for name in vc.ESPEAK_ENGLISH:
-            said = {bare(phonemes(name, w)): w for w in words}
-            for kw, alts in vc.ACCENT_PHONEMES.items():
-                for ph in alts:
-                    # espeak-ng stops at a phoneme name it does not know ("AI" gives "r")
-                    self.assertEqual(phonemes(name, f"[[{ph}]]"), ph, (name, kw))
-                    self.assertNotIn(bare(ph), said, (name, kw, ph))
-        # the check can fail: [ap] is how they read "app"
-        self.assertEqual(bare(phonemes("en-us", "app")), "ap")
+# festival_pipe.Renderer against text2wave, on every festival voice of the pool: one word each, the same bytes
+# (the Czech voices draw from festival's random generator, reset before each word); then more words from the
+# same processes, after a failed rendering too: the same length (what else drifts: festival_pipe.py).
+@pytest.fixture
+def fest():
+    """a kept festival (festival_pipe.Renderer), closed after the test"""
+    r = festival_pipe.Renderer()
+    yield r
+    r.close()
 
-    def _manifest(self, rows, lists, more_fields=()):
-        d = tempfile.mkdtemp()
-        with open(os.path.join(d, "manifest.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["path", "split", "engine", "voice", "variant", *more_fields])
-            w.writeheader()
-            w.writerows(rows)
-        for split in ("validation", "testing"):
-            with open(os.path.join(d, f"{split}_list.txt"), "w") as f:
-                f.writelines(p + "\n" for p, s in lists.items() if s == split)
-        return d
 
-    def test_check_splits_catches_a_shared_voice(self):
-        tool = os.path.join(ROOT, "tools", "data", "check_splits.py")
-        good = [dict(path="yes/a.wav", split="training", engine="espeak-ng", voice="en-us", variant="f2"),
-                dict(path="yes/b.wav", split="testing", engine="festival", voice="czech_dita", variant="")]
-        d = self._manifest(good, {"yes/b.wav": "testing"})
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        # an _unknown_ word its voice reads as a keyword: a warning, not a failure
-        said = [dict(r, label=r["path"].split("/")[0], word="") for r in good]
-        said.append(dict(path="_unknown_/d.wav", split="testing", engine="festival", voice="czech_dita",
-                         variant="", label="_unknown_", word="app"))
-        d = self._manifest(said, {"yes/b.wav": "testing", "_unknown_/d.wav": "testing"}, ["label", "word"])
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("warning: 1 _unknown_ clip(s) say a keyword", r.stderr)
-        self.assertIn("_unknown_/d.wav (testing): festival:czech_dita reads 'app'", r.stderr)
-        bad = good + [dict(path="no/c.wav", split="training", engine="festival", voice="czech_dita", variant="")]
-        d = self._manifest(bad, {"yes/b.wav": "testing"})
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("czech_dita", r.stderr)
-        reserved = good + [dict(path="no/d.wav", split="training", engine="flite", voice="slt", variant="")]
-        d = self._manifest(reserved, {"yes/b.wav": "testing"})
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("reserved", r.stderr)
+def test_same_bytes_as_text2wave(fest, tmp_path):
+    tmp = str(tmp_path)
+    voices = [v for v in vc.VOICES if v.engine == "festival"]
+    assert len(voices) == 14
+    words = ["yes", "left", "stop"]
+    jobs = [(v, words[i % 3], 0.8 + 0.05 * i) for i, v in enumerate(voices)]
+    again = ("czech_dita", "czech_krb", "czech_machac", "msu_ru_nsh_clunits", "hindi_NSK_diphone")
+    jobs += [(v, "down", 1.27) for v in voices if v.name in again]
+    for k, (v, word, stretch) in enumerate(jobs):
+        stretch = round(stretch, 2)
+        txt = os.path.join(tmp, f"{k}.txt")
+        with open(txt, "w", encoding="utf-8") as f:
+            f.write(v.text_for(word) + "\n")
+        want, got = os.path.join(tmp, f"{k}-t2w.wav"), os.path.join(tmp, f"{k}-pipe.wav")
+        assert festival_pipe.text2wave(v.name, stretch, txt, want), f"{v.id} {word} {stretch}"
+        if v.name == "czech_krb":  # a rendering that fails leaves the process usable
+            assert not fest.render(v.name, stretch, os.path.join(tmp, "absent.txt"), got)
+        assert fest.render(v.name, stretch, txt, got), v.id
+        with open(want, "rb") as a, open(got, "rb") as b:
+            w, g = a.read(), b.read()
+        assert len(w) > 1000, v.id
+        if k < len(voices):  # a process's first word: text2wave's bytes
+            assert w == g, f"{v.id} {word} {stretch}"
+        else:  # later words may lose a quiet tail (festival_pipe.py), never change length
+            assert (w[:44], len(w)) == (g[:44], len(g)), f"{v.id} {word} {stretch}"
+    with pytest.raises(ValueError):
+        fest.render('x"y', 1.0, txt, got)
+    assert festival_pipe.FRESH_PROCESS <= ({v.name for v in voices})
 
+
+def test_hung_festival_times_out(fest, tmp_path):
+    tmp = str(tmp_path)
+    fifo = os.path.join(tmp, "never-written")
+    os.mkfifo(fifo)  # festival blocks reading it: the call gives up after its timeout
+    assert not fest.render("kal_diphone", 1.0, fifo, os.path.join(tmp, "o.wav"), timeout=5)
+    txt = os.path.join(tmp, "t.txt")
+    with open(txt, "w") as f:
+        f.write("yes\n")
+    assert fest.render("kal_diphone", 1.0, txt, os.path.join(tmp, "o.wav"))  # a new process
+
+
+def test_groups_in_one_split():
+    split_of_group = {}
+    for v in vc.ALL_VOICES:
+        assert split_of_group.setdefault(v.group, vc.split_of(v)) == vc.split_of(v), v.group
+    for split in vc.SPLITS:
+        assert vc.voices_of(split), split
+    # voices of one recorded speaker share a group
+    groups = {v.id: v.group for v in vc.VOICES}
+    assert groups["flite:kal"] == groups["festival:kal_diphone"]
+    assert groups["festival:hindi_NSK_diphone"] == groups["festival:telugu_NSK_diphone"]
+
+
+def test_second_pool_trains():
+    # voices added after the first data set: training only, in no other pool, none held out
+    assert vc.MORE_VOICES
+    assert vc.ALL_VOICES == (vc.VOICES + vc.MORE_VOICES)
+    assert not ({v.id for v in vc.VOICES} & {v.id for v in vc.MORE_VOICES})
+    assert not ({v.group for v in vc.VOICES} & {v.group for v in vc.MORE_VOICES})
+    for v in vc.MORE_VOICES:
+        assert vc.split_of(v) == "training", v.id
+
+
+def test_every_voice_reads_every_keyword():
+    for v in vc.ALL_VOICES:
+        for w in vc.KEYWORDS:
+            assert v.text_for(w), (v.id, w)
+        assert vc.unknown_words_for(v, ["bed"]), v.id
+
+
+def test_no_unknown_word_is_a_keyword_in_its_voice():
+    # "of" is how Czech-spelling voices are given "off", "app" how Germanic ones are given "up"
+    by_id = {v.id: v for v in vc.ALL_VOICES}
+    assert by_id["espeak-ng:cs"].reads_as_keyword("of")
+    assert by_id["espeak-ng:de"].reads_as_keyword("app")
+    assert not by_id["espeak-ng:en-us"].reads_as_keyword("of")
+    assert not by_id["espeak-ng:cs"].reads_as_keyword("off")  # a keyword is not "read as" one
+    # a doubled consonant reads as the single one: "app" is up where up is "ap"
+    for vid in ("espeak-ng:cs", "espeak-ng:fi", "festival:hy_fi_mv_diphone", "festival:czech_dita"):
+        assert by_id[vid].text_for("up") == "ap", vid
+        assert by_id[vid].reads_as_keyword("app"), vid
+    assert not by_id["espeak-ng:en-us"].reads_as_keyword("app")
+    # only the word's consonant collapses: French "one" (espeak-ng reads it as English
+    # "won") is not its "onne" for on
+    assert by_id["espeak-ng:fr-fr"].text_for("on") == "onne"
+    assert not by_id["espeak-ng:fr-fr"].reads_as_keyword("one")
+    rng = make_sc10.np.random.default_rng(3)
+    for v in vc.ALL_VOICES:
+        for label in (make_sc10.UNKNOWN, make_sc10.NEAR):
+            if label == make_sc10.NEAR and v.script not in vc.LATIN:
+                continue
+            said = {make_sc10.draw_other_word(rng, v, label) for _ in range(400)}
+            pool = make_sc10.CONFUSABLE if label == make_sc10.NEAR else \
+                vc.unknown_words_for(v, make_sc10.UNKNOWN_WORDS) + make_sc10.SC_OTHER
+            assert said <= set(pool), (v.id, said - set(pool))
+            assert not ({w for w in said if v.reads_as_keyword(w)}), v.id
+            assert len(said) > 10, v.id
+
+
+def test_accents_read_as_given_and_are_no_unknown_word():
+    def phonemes(voice, text):
+        out = subprocess.run(["espeak-ng", "-q", "-x", "-v", voice, text], capture_output=True, text=True,
+                             check=True).stdout
+        return out.replace(" ", "").replace("\n", "")
+    def bare(ph):  # without stress marks
+        return ph.replace("'", "").replace(",", "")
+    words = sorted(set(make_sc10.UNKNOWN_WORDS) | set(make_sc10.CONFUSABLE))
+    for name in vc.ESPEAK_ENGLISH:
+        said = {bare(phonemes(name, w)): w for w in words}
+        for kw, alts in vc.ACCENT_PHONEMES.items():
+            for ph in alts:
+                # espeak-ng stops at a phoneme name it does not know ("AI" gives "r")
+                assert phonemes(name, f"[[{ph}]]") == ph, (name, kw)
+                assert bare(ph) not in said, (name, kw, ph)
+    # the check can fail: [ap] is how they read "app"
+    assert bare(phonemes("en-us", "app")) == "ap"
+
+
+def write_manifest(tmp, rows, lists, more_fields=()):
+    """a new folder under tmp with a manifest.csv of rows and the split lists"""
+    d = tempfile.mkdtemp(dir=tmp)
+    with open(os.path.join(d, "manifest.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["path", "split", "engine", "voice", "variant", *more_fields])
+        w.writeheader()
+        w.writerows(rows)
+    for split in ("validation", "testing"):
+        with open(os.path.join(d, f"{split}_list.txt"), "w") as f:
+            f.writelines(p + "\n" for p, s in lists.items() if s == split)
+    return d
+
+
+def test_check_splits_catches_a_shared_voice(tmp_path):
+    tool = CHECK_SPLITS
+    good = [dict(path="yes/a.wav", split="training", engine="espeak-ng", voice="en-us", variant="f2"),
+            dict(path="yes/b.wav", split="testing", engine="festival", voice="czech_dita", variant="")]
+    d = write_manifest(tmp_path, good, {"yes/b.wav": "testing"})
+    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # an _unknown_ word its voice reads as a keyword: a warning, not a failure
+    said = [dict(r, label=r["path"].split("/")[0], word="") for r in good]
+    said.append(dict(path="_unknown_/d.wav", split="testing", engine="festival", voice="czech_dita",
+                     variant="", label="_unknown_", word="app"))
+    d = write_manifest(tmp_path, said, {"yes/b.wav": "testing", "_unknown_/d.wav": "testing"}, ["label", "word"])
+    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "warning: 1 _unknown_ clip(s) say a keyword" in r.stderr
+    assert "_unknown_/d.wav (testing): festival:czech_dita reads 'app'" in r.stderr
+    bad = good + [dict(path="no/c.wav", split="training", engine="festival", voice="czech_dita", variant="")]
+    d = write_manifest(tmp_path, bad, {"yes/b.wav": "testing"})
+    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "czech_dita" in r.stderr
+    reserved = good + [dict(path="no/d.wav", split="training", engine="flite", voice="slt", variant="")]
+    d = write_manifest(tmp_path, reserved, {"yes/b.wav": "testing"})
+    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "reserved" in r.stderr
 
 
 def read_manifest(d):
@@ -259,239 +268,230 @@ def read_lists(d):
     return out
 
 
-class NearMissAndMerge(unittest.TestCase):
-    """Small generations side by side: A (keywords, _unknown_, _silence_), B (A's arguments
-    plus --near-miss 8 --accent 6), C (those alone), H (B's held-out splits alone), the
-    --pool more and --voices runs M and V, and T and P (the same run with festival's voices
-    rendered by text2wave and by a kept festival); then A + C merged."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp()
-        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
-        runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
-                "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6"],
-                "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"],
-                "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"],
-                "v": ["--per-word", "1", "--unknown", "2", "--silence", "0", "--only-split", "training",
-                      "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"],
-                "h": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6",
-                      "--keep-splits", "validation,testing"],
-                "p": ["--per-word", "2", "--unknown", "8", "--silence", "1", "--festival", "pipe"],
-                "t": ["--per-word", "2", "--unknown", "8", "--silence", "1"]}
-        # a small babble bank, the same in all (rendering the full one took 4 minutes a run);
-        # festival by text2wave but in P, so that runs can be compared byte for byte
-        procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
-                                      "--seed", "5", "--babble-words", "8", "--festival", "text2wave"] + a,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for k, a in runs.items()}
-        cls.errors = {k: p.communicate()[1] for k, p in procs.items() if p.wait() != 0}
-        cls.merge = os.path.join(ROOT, "tools", "data", "merge_sets.py")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def d(self, k):
-        return os.path.join(self.tmp, k)
-
-    def test_near_miss_clips(self):
-        self.assertFalse(self.errors)
-        a, b, c = (read_manifest(self.d(k)) for k in "abc")
-        self.assertEqual(len(c), 14)
-        self.assertEqual(set(b), set(a) | set(c))  # the near misses are added, nothing else changes
-        for path, row in a.items():
-            self.assertFalse(make_sc10.is_near_miss(path) or make_sc10.is_accent(path), path)
-            self.assertEqual(row, b[path], path)
-            with open(os.path.join(self.d("a"), path), "rb") as fa, open(os.path.join(self.d("b"), path), "rb") as fb:
-                self.assertEqual(fa.read(), fb.read(), path)
-        latin = {v.id for v in vc.VOICES if v.script in vc.LATIN}
-        english = {f"espeak-ng:{n}" for n in vc.ESPEAK_ENGLISH}
-        for path, row in c.items():
-            self.assertEqual(row, b[path], path)
-            voice = f"{row['engine']}:{row['voice']}"
-            if make_sc10.is_accent(path):
-                self.assertFalse(make_sc10.is_near_miss(path), path)
-                self.assertTrue(path.startswith(row["word"] + "/") and row["label"] == row["word"], row)
-                self.assertIn(row["text"][2:-2], vc.ACCENT_PHONEMES[row["word"]])
-                self.assertIn(voice, english)
-            else:
-                self.assertTrue(path.startswith("_unknown_/") and make_sc10.is_near_miss(path), path)
-                self.assertIn(row["word"], make_sc10.CONFUSABLE)
-                self.assertIn(voice, latin)
-            self.assertEqual(row["split"], vc.split_of({v.id: v for v in vc.VOICES}[voice]))
-        self.assertEqual(sum(map(make_sc10.is_accent, c)), 6)
-        self.assertFalse(make_sc10.is_near_miss("_unknown_/0a7c2a8d_nohash_0.wav"))  # a real clip's name
-        with open(os.path.join(self.d("b"), "README.txt")) as f:
-            near = [l for l in f.read().splitlines() if l.startswith("Near-miss _unknown_ clips")]
-        self.assertEqual(len(near), 1)
-        self.assertTrue(near[0].endswith(": 8"), near)
-        with open(os.path.join(self.d("b"), "README.txt")) as f:
-            self.assertIn("Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): 6", f.read())
-
-    def test_festival_pipe_run(self):
-        # --festival pipe: a whole run, the same clips per label and split sizes as with
-        # text2wave (its festival words may differ a little: festival_pipe.py)
-        self.assertFalse(self.errors)
-        p, t = read_manifest(self.d("p")), read_manifest(self.d("t"))
-        self.assertTrue(any(row["engine"] == "festival" for row in t.values()))
-        count = lambda m: sorted(Counter(row["label"] for row in m.values()).items())
-        self.assertEqual(count(p), count(t))
-        for path in p:
-            with wave.open(os.path.join(self.d("p"), path)) as w:
-                self.assertEqual((w.getframerate(), w.getnframes()), (16000, 16000), path)
-
-    def test_keep_splits(self):
-        # --keep-splits: B's clips of those splits, byte for byte, and nothing else
-        self.assertFalse(self.errors)
-        b, h = read_manifest(self.d("b")), read_manifest(self.d("h"))
-        held = {path: row for path, row in b.items() if row["split"] != "training"}
-        self.assertTrue(held)
-        self.assertEqual(h, held)
-        self.assertEqual(read_lists(self.d("h")), read_lists(self.d("b")))
-        for path in h:
-            with open(os.path.join(self.d("b"), path), "rb") as fb, open(os.path.join(self.d("h"), path), "rb") as fh:
-                self.assertEqual(fb.read(), fh.read(), path)
-
-    def test_merge_equals_one_generation(self):
-        self.assertFalse(self.errors)
-        out = self.d("merged")
-        r = subprocess.run([sys.executable, self.merge, "--out", out, self.d("a"), self.d("c")],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(read_lists(out), read_lists(self.d("b")))
-        self.assertEqual(read_manifest(out), read_manifest(self.d("b")))
-        for path in read_manifest(self.d("b")):
-            self.assertTrue(os.path.samefile(os.path.join(out, path),
-                                             os.path.join(self.d("c" if make_sc10.is_near_miss(path) or make_sc10.is_accent(path)
-                                                        else "a"), path)))
-
-    def test_second_pool(self):
-        # --pool more: the second pool's voices alone, every clip training, mergeable into a base set
-        self.assertFalse(self.errors)
-        m = read_manifest(self.d("m"))
-        self.assertEqual(len(m), 13)
-        more = {v.id for v in vc.MORE_VOICES}
-        for path, row in m.items():
-            self.assertEqual(row["split"], "training", path)
-            self.assertIn(f"{row['engine']}:{row['voice']}", more)
-        self.assertEqual(read_lists(self.d("m")), {"validation": [], "testing": []})
-        out = self.d("a+m")
-        r = subprocess.run([sys.executable, self.merge, "--out", out, self.d("a"), self.d("m")],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        check = os.path.join(ROOT, "tools", "data", "check_splits.py")
-        r = subprocess.run([sys.executable, check, out], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertEqual(len(read_manifest(out)), len(read_manifest(self.d("a"))) + 13)
-        # _silence_ clips have no voice: --pool more refuses them before making anything
-        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
-        r = subprocess.run([sys.executable, gen, "--out", self.d("m2"), "--pool", "more", "--silence", "2"],
-                           capture_output=True, text=True)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("--silence 0", r.stderr)
-        self.assertFalse(os.path.exists(self.d("m2")))
-
-    def test_some_voices(self):
-        # --voices: clips of the named training voices only, new indices, mergeable into a base set
-        self.assertFalse(self.errors)
-        v = read_manifest(self.d("v"))
-        self.assertEqual(len(v), 12)
-        for path, row in v.items():
-            self.assertEqual((row["engine"], row["voice"], row["split"]), ("festival", "upc_ca_ona_hts", "training"), path)
-        with open(os.path.join(self.d("v"), "README.txt")) as f:
-            self.assertIn("training voices (clips): festival:upc_ca_ona_hts\n", f.read())
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("a+v"), self.d("a"), self.d("v")],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(len(read_manifest(self.d("a+v"))), len(read_manifest(self.d("a"))) + 12)
-        # refused before anything is made: without --only-split, a voice of another split, a reserved voice
-        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
-        for extra, why in ((["--voices", "festival:pc_diphone"], "goes with --only-split"),
-                           (["--only-split", "training", "--voices", "festival:lp_diphone"], "is a validation voice"),
-                           (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice"),
-                           (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1"),
-                           (["--keep-splits", "validation,heldout"], "'heldout' is not a split"),
-                           (["--keep-splits", "training", "--only-split", "training"], "do not go together")):
-            r = subprocess.run([sys.executable, gen, "--out", self.d("v2")] + extra, capture_output=True, text=True)
-            self.assertNotEqual(r.returncode, 0, extra)
-            self.assertIn(why, r.stderr)
-            self.assertFalse(os.path.exists(self.d("v2")))
-
-    def test_merge_refuses(self):
-        self.assertFalse(self.errors)
-        # the same clip in two sources
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("twice"), self.d("a"), self.d("b")],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("is in both", r.stderr)
-        self.assertFalse(os.path.exists(self.d("twice")))
-        # a voice moved to another split: the merged splits would not be voice-disjoint
-        moved = self.d("moved")
-        shutil.copytree(self.d("c"), moved)
-        rows = list(read_manifest(moved).values())
-        row = next(r for r in rows if r["split"] == "training")
-        row["split"] = "testing"
-        with open(os.path.join(moved, "manifest.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        with open(os.path.join(moved, "testing_list.txt"), "a") as f:
-            f.write(row["path"] + "\n")
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("bad"), self.d("a"), moved],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("check_splits", r.stderr)
-        self.assertFalse(os.path.exists(self.d("bad")))
-        # an existing output folder
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("a"), self.d("c")],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("exists", r.stderr)
+# Small generations side by side: A (keywords, _unknown_, _silence_), B (A's arguments plus --near-miss 8
+# --accent 6), C (those alone), H (B's held-out splits alone), the --pool more and --voices runs M and V, and
+# T and P (the same run with festival's voices rendered by text2wave and by a kept festival); then A + C
+# merged.
+@pytest.fixture(scope="module")
+def gens(tmp_path_factory):
+    """the generations' folders (d(k)) and the errors of those that failed"""
+    tmp = str(tmp_path_factory.mktemp("gens"))
+    runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
+            "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6"],
+            "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"],
+            "m": ["--per-word", "1", "--unknown", "3", "--silence", "0", "--pool", "more"],
+            "v": ["--per-word", "1", "--unknown", "2", "--silence", "0", "--only-split", "training",
+                  "--first-index", "100000", "--voices", "festival:upc_ca_ona_hts"],
+            "h": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6",
+                  "--keep-splits", "validation,testing"],
+            "p": ["--per-word", "2", "--unknown", "8", "--silence", "1", "--festival", "pipe"],
+            "t": ["--per-word", "2", "--unknown", "8", "--silence", "1"]}
+    # a small babble bank, the same in all (rendering the full one took 4 minutes a run);
+    # festival by text2wave but in P, so that runs can be compared byte for byte
+    procs = {k: subprocess.Popen([sys.executable, GENERATE, "--out", os.path.join(tmp, k), "--jobs", "1",
+                                  "--seed", "5", "--babble-words", "8", "--festival", "text2wave"] + a,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for k, a in runs.items()}
+    errors = {k: p.communicate()[1] for k, p in procs.items() if p.wait() != 0}
+    return types.SimpleNamespace(errors=errors, d=lambda k: os.path.join(tmp, k))
 
 
-class ListenCheck(unittest.TestCase):
-    """tools/data/listen_check.py renders training and validation voices only, and its
-    summary splits the model's answers by what the listener heard."""
-
-    def test_refuses_testing_voices(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            for splits in ("testing", "training,testing", "validation,bogus"):
-                r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "data", "listen_check.py"),
-                                    "--out", os.path.join(tmp, "out"), "--splits", splits],
-                                   capture_output=True, text=True, timeout=60)
-                self.assertNotEqual(r.returncode, 0, splits)
-                self.assertIn("testing voices are left alone", r.stderr, splits)
-                self.assertFalse(os.path.exists(os.path.join(tmp, "out")), splits)
-
-    def test_renders_a_clean_keyword(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            listen_check.setup(tmp, 3)
-            try:
-                row = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
-                again = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
-            finally:
-                shutil.rmtree(make_sc10.G["tmp_root"], ignore_errors=True)
-            self.assertEqual((row["voice"], row["label"], row["word"]), ("espeak-ng:en-us", "go", "go"))
-            self.assertEqual(row, again)  # its own seed: the same draw twice
-            with wave.open(row["path"]) as w:
-                self.assertEqual((w.getframerate(), w.getnchannels()), (16000, 1))
-                self.assertGreater(w.getnframes(), 0.08 * 16000)
-
-    def test_summary_splits_the_model_by_the_listener(self):
-        def row(voice, label, forced, heard, model):
-            return dict(voice=voice, split="validation", label=label, word=label if label != "_unknown_" else "pup",
-                        forced=forced, heard=heard, model=model)
-        rows = [row("v1", "up", "up", "up", "up"), row("v1", "up", "up", "pup", "_unknown_"),
-                row("v1", "up", "off", "off", "up"), row("v1", "up", "off", "of", "off"),
-                row("v1", "_unknown_", "up", "up", "_unknown_"), row("v1", "_unknown_", "up", "pup", "up")]
-        text = listen_check.summarize(rows, True)
-        # 4 keywords: the listener gets 2 of them right among the keywords, 1 among all words; 1 of the 2
-        # near misses is heard as a keyword; the model gets 2 right: 1 of the 2 the listener got, 1 of the 2 it missed
-        self.assertIn("| v1 | validation | 4 | 50.0% | 25.0% | 50.0% | 50.0% | 50.0% / 50.0% |", text)
-        self.assertIn("| validation voices | 4 | 50.0% | 25.0% | 50.0% | 50.0% | 50.0% / 50.0% |", text)
-        self.assertIn("| up | 4 | 50.0% | 25.0% | - | 50.0% | 50.0% / 50.0% | off 2 |", text)
+def test_near_miss_clips(gens):
+    assert not gens.errors
+    a, b, c = (read_manifest(gens.d(k)) for k in "abc")
+    assert len(c) == 14
+    assert set(b) == (set(a) | set(c))  # the near misses are added, nothing else changes
+    for path, row in a.items():
+        assert not (make_sc10.is_near_miss(path) or make_sc10.is_accent(path)), path
+        assert row == b[path], path
+        with open(os.path.join(gens.d("a"), path), "rb") as fa, open(os.path.join(gens.d("b"), path), "rb") as fb:
+            assert fa.read() == fb.read(), path
+    latin = {v.id for v in vc.VOICES if v.script in vc.LATIN}
+    english = {f"espeak-ng:{n}" for n in vc.ESPEAK_ENGLISH}
+    for path, row in c.items():
+        assert row == b[path], path
+        voice = f"{row['engine']}:{row['voice']}"
+        if make_sc10.is_accent(path):
+            assert not make_sc10.is_near_miss(path), path
+            assert path.startswith(row["word"] + "/") and row["label"] == row["word"], row
+            assert row["text"][2:-2] in vc.ACCENT_PHONEMES[row["word"]]
+            assert voice in english
+        else:
+            assert path.startswith("_unknown_/") and make_sc10.is_near_miss(path), path
+            assert row["word"] in make_sc10.CONFUSABLE
+            assert voice in latin
+        assert row["split"] == vc.split_of({v.id: v for v in vc.VOICES}[voice])
+    assert sum(map(make_sc10.is_accent, c)) == 6
+    assert not make_sc10.is_near_miss("_unknown_/0a7c2a8d_nohash_0.wav")  # a real clip's name
+    with open(os.path.join(gens.d("b"), "README.txt")) as f:
+        near = [l for l in f.read().splitlines() if l.startswith("Near-miss _unknown_ clips")]
+    assert len(near) == 1
+    assert near[0].endswith(": 8"), near
+    with open(os.path.join(gens.d("b"), "README.txt")) as f:
+        assert "Accented keyword clips (--accent, names <spk8>_a<index>_nohash_0.wav): 6" in f.read()
 
 
-if __name__ == "__main__":
-    unittest.main()
+def test_festival_pipe_run(gens):
+    # --festival pipe: a whole run, the same clips per label and split sizes as with
+    # text2wave (its festival words may differ a little: festival_pipe.py)
+    assert not gens.errors
+    p, t = read_manifest(gens.d("p")), read_manifest(gens.d("t"))
+    assert any(row["engine"] == "festival" for row in t.values())
+    count = lambda m: sorted(Counter(row["label"] for row in m.values()).items())
+    assert count(p) == count(t)
+    for path in p:
+        with wave.open(os.path.join(gens.d("p"), path)) as w:
+            assert (w.getframerate(), w.getnframes()) == (16000, 16000), path
+
+
+def test_keep_splits(gens):
+    # --keep-splits: B's clips of those splits, byte for byte, and nothing else
+    assert not gens.errors
+    b, h = read_manifest(gens.d("b")), read_manifest(gens.d("h"))
+    held = {path: row for path, row in b.items() if row["split"] != "training"}
+    assert held
+    assert h == held
+    assert read_lists(gens.d("h")) == read_lists(gens.d("b"))
+    for path in h:
+        with open(os.path.join(gens.d("b"), path), "rb") as fb, open(os.path.join(gens.d("h"), path), "rb") as fh:
+            assert fb.read() == fh.read(), path
+
+
+def test_merge_equals_one_generation(gens):
+    assert not gens.errors
+    out = gens.d("merged")
+    r = subprocess.run([sys.executable, MERGE, "--out", out, gens.d("a"), gens.d("c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert read_lists(out) == read_lists(gens.d("b"))
+    assert read_manifest(out) == read_manifest(gens.d("b"))
+    for path in read_manifest(gens.d("b")):
+        source = "c" if make_sc10.is_near_miss(path) or make_sc10.is_accent(path) else "a"
+        assert os.path.samefile(os.path.join(out, path), os.path.join(gens.d(source), path))
+
+
+def test_second_pool(gens):
+    # --pool more: the second pool's voices alone, every clip training, mergeable into a base set
+    assert not gens.errors
+    m = read_manifest(gens.d("m"))
+    assert len(m) == 13
+    more = {v.id for v in vc.MORE_VOICES}
+    for path, row in m.items():
+        assert row["split"] == "training", path
+        assert f"{row['engine']}:{row['voice']}" in more
+    assert read_lists(gens.d("m")) == {"validation": [], "testing": []}
+    out = gens.d("a+m")
+    r = subprocess.run([sys.executable, MERGE, "--out", out, gens.d("a"), gens.d("m")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    check = CHECK_SPLITS
+    r = subprocess.run([sys.executable, check, out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(read_manifest(out)) == (len(read_manifest(gens.d("a"))) + 13)
+    # _silence_ clips have no voice: --pool more refuses them before making anything
+    r = subprocess.run([sys.executable, GENERATE, "--out", gens.d("m2"), "--pool", "more", "--silence", "2"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "--silence 0" in r.stderr
+    assert not os.path.exists(gens.d("m2"))
+
+
+def test_some_voices(gens):
+    # --voices: clips of the named training voices only, new indices, mergeable into a base set
+    assert not gens.errors
+    v = read_manifest(gens.d("v"))
+    assert len(v) == 12
+    for path, row in v.items():
+        assert (row["engine"], row["voice"], row["split"]) == ("festival", "upc_ca_ona_hts", "training"), path
+    with open(os.path.join(gens.d("v"), "README.txt")) as f:
+        assert "training voices (clips): festival:upc_ca_ona_hts\n" in f.read()
+    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("a+v"), gens.d("a"), gens.d("v")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert len(read_manifest(gens.d("a+v"))) == (len(read_manifest(gens.d("a"))) + 12)
+    # refused before anything is made: without --only-split, a voice of another split, a reserved voice
+    for extra, why in ((["--voices", "festival:pc_diphone"], "goes with --only-split"),
+                       (["--only-split", "training", "--voices", "festival:lp_diphone"], "is a validation voice"),
+                       (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice"),
+                       (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1"),
+                       (["--keep-splits", "validation,heldout"], "'heldout' is not a split"),
+                       (["--keep-splits", "training", "--only-split", "training"], "do not go together")):
+        r = subprocess.run([sys.executable, GENERATE, "--out", gens.d("v2")] + extra, capture_output=True, text=True)
+        assert r.returncode != 0, extra
+        assert why in r.stderr
+        assert not os.path.exists(gens.d("v2"))
+
+
+def test_merge_refuses(gens):
+    assert not gens.errors
+    # the same clip in two sources
+    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("twice"), gens.d("a"), gens.d("b")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "is in both" in r.stderr
+    assert not os.path.exists(gens.d("twice"))
+    # a voice moved to another split: the merged splits would not be voice-disjoint
+    moved = gens.d("moved")
+    shutil.copytree(gens.d("c"), moved)
+    rows = list(read_manifest(moved).values())
+    row = next(r for r in rows if r["split"] == "training")
+    row["split"] = "testing"
+    with open(os.path.join(moved, "manifest.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(moved, "testing_list.txt"), "a") as f:
+        f.write(row["path"] + "\n")
+    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("bad"), gens.d("a"), moved],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "check_splits" in r.stderr
+    assert not os.path.exists(gens.d("bad"))
+    # an existing output folder
+    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("a"), gens.d("c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "exists" in r.stderr
+
+
+# tools/data/listen_check.py renders training and validation voices only, and its summary splits the model's
+# answers by what the listener heard.
+def test_refuses_testing_voices(tmp_path):
+    tmp = str(tmp_path)
+    for splits in ("testing", "training,testing", "validation,bogus"):
+        r = subprocess.run([sys.executable, LISTEN_CHECK,
+                            "--out", os.path.join(tmp, "out"), "--splits", splits],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0, splits
+        assert "testing voices are left alone" in r.stderr, splits
+        assert not os.path.exists(os.path.join(tmp, "out")), splits
+
+
+def test_renders_a_clean_keyword(tmp_path):
+    tmp = str(tmp_path)
+    listen_check.setup(tmp, 3)
+    try:
+        row = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
+        again = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
+    finally:
+        shutil.rmtree(make_sc10.G["tmp_root"], ignore_errors=True)
+    assert (row["voice"], row["label"], row["word"]) == ("espeak-ng:en-us", "go", "go")
+    assert row == again  # its own seed: the same draw twice
+    with wave.open(row["path"]) as w:
+        assert (w.getframerate(), w.getnchannels()) == (16000, 1)
+        assert w.getnframes() > (0.08 * 16000)
+
+
+def test_summary_splits_the_model_by_the_listener():
+    def row(voice, label, forced, heard, model):
+        return dict(voice=voice, split="validation", label=label, word=label if label != "_unknown_" else "pup",
+                    forced=forced, heard=heard, model=model)
+    rows = [row("v1", "up", "up", "up", "up"), row("v1", "up", "up", "pup", "_unknown_"),
+            row("v1", "up", "off", "off", "up"), row("v1", "up", "off", "of", "off"),
+            row("v1", "_unknown_", "up", "up", "_unknown_"), row("v1", "_unknown_", "up", "pup", "up")]
+    text = listen_check.summarize(rows, True)
+    # 4 keywords: the listener gets 2 of them right among the keywords, 1 among all words; 1 of the 2
+    # near misses is heard as a keyword; the model gets 2 right: 1 of the 2 the listener got, 1 of the 2 it missed
+    assert "| v1 | validation | 4 | 50.0% | 25.0% | 50.0% | 50.0% | 50.0% / 50.0% |" in text
+    assert "| validation voices | 4 | 50.0% | 25.0% | 50.0% | 50.0% | 50.0% / 50.0% |" in text
+    assert "| up | 4 | 50.0% | 25.0% | - | 50.0% | 50.0% / 50.0% | off 2 |" in text
