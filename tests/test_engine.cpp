@@ -2,7 +2,7 @@
 // for any push blocking and through submit()/poll(); the BatchEngine's
 // streams equal single engines; the factory's answers for unknown or
 // unavailable backends and bad options; the CPU backend found through the
-// registry like any other.
+// registry like any other; the input scaling every backend applies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "golden.h"
 #include "mega/engine.hpp"
+#include "ops.h"
 
 using mega_test::Golden;
 
@@ -223,3 +224,21 @@ TEST(EngineFactory, TheCpuBackendIsRegisteredLikeAnyOther) {
   EXPECT_EQ(g_fake_engines, 1);
 }
 
+// The one input-scaling rule (ops.h) that the CPU engine and the CUDA
+// backend's stager both call: off, the sample as it is; on, (s - mean) /
+// (std + 1e-5), also for a zero std.
+TEST(InputScaling, OneRuleForEveryBackend) {
+  mega::ModelInfo info;
+  info.input_mean = 0.25f;
+  info.input_std = 0.5f;
+  const float samples[] = {-1.0f, -0.3f, 0.0f, 0.25f, 0.7f, 1.0f};
+  for (float s : samples) EXPECT_EQ(mega::scale_input(info, s), s);
+  info.input_scaling = true;
+  for (float s : samples) {
+    const float want = (s - 0.25f) / (0.5f + 1e-5f);
+    EXPECT_EQ(mega::scale_input(info, s), want) << s;
+  }
+  EXPECT_EQ(mega::scale_input(info, 0.25f), 0.0f);
+  info.input_std = 0.0f;
+  EXPECT_FLOAT_EQ(mega::scale_input(info, 1.25f), 1.0f / 1e-5f);
+}

@@ -126,11 +126,7 @@ class CpuEngine final : public Engine {
   void clear_window() { std::fill(pool_, pool_ + int64_t(hp_.window_chunks) * hp_.embed_dim, 0.0); }
   void reset_stream();
   // Input hygiene (mega.hpp, kMaxSampleMagnitude), then the model's scaling.
-  float clean(float s) {
-    const float c = clean_sample(s, &stats_);
-    const ModelInfo& info = *info_;
-    return info.input_scaling ? (c - info.input_mean) / (info.input_std + 1e-5f) : c;
-  }
+  float clean(float s) { return scale_input(*info_, clean_sample(s, &stats_)); }
   bool contain_non_finite(float* out);
   void process_pending_chunk();
   void window_logits();

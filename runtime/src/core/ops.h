@@ -26,12 +26,20 @@
 
 namespace mega {
 
+// The model's input scaling (ModelInfo::input_scaling), the one place it is
+// written: every backend applies it to each sample after the input hygiene
+// (clean_sample, mega.hpp) and before the patch embedding reads it
+// (Span::samples).
+inline float scale_input(const ModelInfo& info, float s) {
+  return info.input_scaling ? (s - info.input_mean) / (info.input_std + 1e-5f) : s;
+}
+
 // What one forward covers: n_streams spans of n_tok tokens (a multiple of C).
 struct Span {
   int32_t n_streams = 1;
   int64_t n_tok = 0;
   bool streaming = true;           // causal with state (a step) or a whole clip
-  const float* samples = nullptr;  // n_streams blocks of sample_stride: [ctx | n_tok * s] (scaled)
+  const float* samples = nullptr;  // n_streams blocks of sample_stride: [ctx | n_tok * s] (scale_input)
   int64_t sample_stride = 0;
   const int64_t* chunk_index = nullptr;  // per stream (zeros for clips)
   int64_t rows() const { return int64_t(n_streams) * n_tok; }
