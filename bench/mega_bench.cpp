@@ -22,6 +22,7 @@
 
 #include "alloc_counter.h"
 #include "cpu/kernels.h"
+#include "cpu/packed_weights.h"
 #include "cpu/simd_kernels.h"
 #include "mega/engine.hpp"
 #include "mega/mega.hpp"
@@ -216,9 +217,12 @@ void BM_Linear(benchmark::State& state) {
   const int64_t n = model()->hparams().chunk_size;
   const auto x = random_floats(size_t(n) * size_t(w.n_in), -1, 1, 9);
   std::vector<float> y(size_t(n) * size_t(w.n_out));
+  const int32_t ld = mega::cpu::linear_padded_outputs(w.n_out);
+  std::vector<float> packed(size_t(w.n_in + 1) * size_t(ld));
+  mega::cpu::linear_pack(w, packed.data());
   for (auto _ : state) {
     if (simd) {
-      mega::cpu::simd_kernels().linear({x.data(), n, &w, y.data()});
+      mega::cpu::simd_kernels().linear({x.data(), n, &w, y.data(), packed.data(), ld});
     } else {
       mega::cpu::linear_blas({x.data(), n, &w, y.data()});
     }

@@ -1,5 +1,5 @@
 // The backend-comparison harness: every step of the ops interface
-// (kernels/ops.h), on every backend this build can run, against the CPU's
+// (runtime/src/core/ops.h), on every backend this build can run, against the CPU's
 // scalar reference, one step at a time from the same inputs. The backends:
 // the CPU's optimized ops (SIMD, packed projections, fused attention,
 // threads), the CUDA backend's steps through its host emulation

@@ -1,13 +1,17 @@
 // The engines (mega/engine.hpp) on the CPU: an Engine gives the same results
 // for any push blocking and through submit()/poll(); the BatchEngine's
 // streams equal single engines; the factory's answers for unknown or
-// unavailable backends and bad options.
+// unavailable backends and bad options; the CPU backend found through the
+// registry like any other; the input scaling every backend applies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
+#include "backend.h"
 #include "golden.h"
 #include "mega/engine.hpp"
+#include "ops.h"
 
 using mega_test::Golden;
 
@@ -180,4 +184,61 @@ TEST(EngineFactory, UnknownUnavailableAndBadOptions) {
   EXPECT_FALSE(mega::create_batch_engine("cpu", m, 0, mega::EngineOptions(), &err, &st));
   EXPECT_EQ(st, mega::Status::invalid_argument);
   EXPECT_STREQ(mega::status_name(mega::Status::no_device), "no such compute device");
+}
+
+// A backend a program registers: it counts its engines and makes them with
+// the CPU backend's table.
+namespace {
+int g_fake_engines = 0;
+std::unique_ptr<mega::Engine> fake_create(std::shared_ptr<const mega::Model> model, const mega::EngineOptions& o,
+                                          std::string* error, mega::Status* status) {
+  ++g_fake_engines;
+  return mega::cpu_backend_entry()->create_engine(std::move(model), o, error, status);
+}
+}  // namespace
+
+TEST(EngineFactory, TheCpuBackendIsRegisteredLikeAnyOther) {
+  const mega::BackendInterface* cpu = mega::cpu_backend_entry();
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_STREQ(cpu->name, "cpu");
+  EXPECT_STREQ(cpu->abi, MEGA_KWS_VERSION_STRING);
+  // its name is taken before any program can register one
+  EXPECT_FALSE(mega::register_backend(cpu));
+  mega::BackendInterface impostor = *cpu;
+  EXPECT_FALSE(mega::register_backend(&impostor));
+  // a registered backend is reached by its name, through the same factory
+  static mega::BackendInterface fake = *cpu;
+  fake.name = "fake-cpu";
+  fake.create_engine = fake_create;
+  ASSERT_TRUE(mega::register_backend(&fake));
+  EXPECT_TRUE(mega::backend_available("fake-cpu"));
+  auto m = mega_test::load_model(mega_test::fixture_path("tiny_uni.mega"));
+  ASSERT_TRUE(m);
+  std::string err;
+  auto e = mega::create_engine("fake-cpu", m, mega::EngineOptions(), &err);
+  ASSERT_TRUE(e) << err;
+  EXPECT_EQ(g_fake_engines, 1);
+  EXPECT_STREQ(e->backend(), "cpu");
+  auto c = mega::create_engine("cpu", m, mega::EngineOptions(), &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(g_fake_engines, 1);
+}
+
+// The one input-scaling rule (ops.h) that the CPU engine and the CUDA
+// backend's stager both call: off, the sample as it is; on, (s - mean) /
+// (std + 1e-5), also for a zero std.
+TEST(InputScaling, OneRuleForEveryBackend) {
+  mega::ModelInfo info;
+  info.input_mean = 0.25f;
+  info.input_std = 0.5f;
+  const float samples[] = {-1.0f, -0.3f, 0.0f, 0.25f, 0.7f, 1.0f};
+  for (float s : samples) EXPECT_EQ(mega::scale_input(info, s), s);
+  info.input_scaling = true;
+  for (float s : samples) {
+    const float want = (s - 0.25f) / (0.5f + 1e-5f);
+    EXPECT_EQ(mega::scale_input(info, s), want) << s;
+  }
+  EXPECT_EQ(mega::scale_input(info, 0.25f), 0.0f);
+  info.input_std = 0.0f;
+  EXPECT_FLOAT_EQ(mega::scale_input(info, 1.25f), 1.0f / 1e-5f);
 }

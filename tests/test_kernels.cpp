@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "cpu/packed_weights.h"
 #include "cpu/simd_kernels.h"
 #include "weights.h"
 
@@ -130,14 +131,13 @@ TEST(Kernels, LinearBlasAndSimdMatchReferenceAndDouble) {
           mega::cpu::linear_blas({x.data(), n, &w, y_blas.data()});
           expect_guard_intact(y_ref, n * n_out, "linear_ref");
           expect_guard_intact(y_blas, n * n_out, "linear_blas");
-          std::vector<float> packed(size_t(n_in + 1) * size_t(mega::linear_padded_outputs(n_out)));
-          mega::linear_pack(w, packed.data());
-          w.packed = packed.data();
-          w.n_out_padded = mega::linear_padded_outputs(n_out);
+          const int32_t ld = mega::cpu::linear_padded_outputs(n_out);
+          std::vector<float> packed(size_t(n_in + 1) * size_t(ld));
+          mega::cpu::linear_pack(w, packed.data());
           std::vector<std::vector<float>> y_simd;
           for (const SimdKernels* set : sets) {
             y_simd.push_back(guarded(n * n_out));
-            set->linear({x.data(), n, &w, y_simd.back().data()});
+            set->linear({x.data(), n, &w, y_simd.back().data(), packed.data(), ld});
             expect_guard_intact(y_simd.back(), n * n_out, set->name);
           }
           bool ok = true;

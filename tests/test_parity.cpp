@@ -4,8 +4,8 @@
 // within 1e-4 absolute.
 #include <gtest/gtest.h>
 
+#include "cpu/cpu_engine.h"
 #include "golden.h"
-#include "cpu_engine.h"
 #include "mega/mega.hpp"
 #include "test_stream.h"
 
@@ -40,8 +40,8 @@ void check_clip(const std::string& dir, const std::string& name, mega::KernelImp
   std::vector<float> logits(size_t(hp.n_classes));
   std::vector<float> trace;
   if (l.golden.has("trace")) trace.resize(l.golden.at("trace").size());
-  ASSERT_EQ(mega::classify_clip_traced(*s, in.data(), int64_t(in.size()), logits.data(),
-                                       trace.empty() ? nullptr : trace.data()),
+  ASSERT_EQ(mega::cpu::classify_clip_traced(*s, in.data(), int64_t(in.size()), logits.data(),
+                                            trace.empty() ? nullptr : trace.data()),
             mega::Status::ok);
   const double d = max_abs_diff(logits.data(), l.golden.at("logits").data(), logits.size());
   EXPECT_LE(d, logit_tol) << name << " logits";

@@ -28,9 +28,12 @@ CpuOps::~CpuOps() { std::free(block_); }
 namespace mega {
 
 std::unique_ptr<StreamOps> create_cpu_stream_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
-                                                   int32_t n_threads, int64_t max_span_tokens) {
+                                                   int32_t n_threads, int64_t max_span_tokens,
+                                                   std::shared_ptr<const cpu::PackedWeights> packed) {
   std::unique_ptr<cpu::CpuOps> ops(new (std::nothrow) cpu::CpuOps());
-  if (!ops || !ops->init(hp, w, impl == KernelImpl::optimized, n_threads, max_span_tokens)) return nullptr;
+  if (!ops || !ops->init(hp, w, impl == KernelImpl::optimized, n_threads, max_span_tokens, std::move(packed))) {
+    return nullptr;
+  }
   return ops;
 }
 
@@ -77,7 +80,7 @@ void CpuOps::layout(A& a) {
 }
 
 bool CpuOps::init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads,
-                  int64_t max_span_tokens) {
+                  int64_t max_span_tokens, std::shared_ptr<const PackedWeights> packed) {
   hp_ = hp;
   w_ = &w;
   optimized_ = optimized;
@@ -85,6 +88,12 @@ bool CpuOps::init(const HParams& hp, const ModelWeights& w, bool optimized, int3
   if (optimized) {
     simd_ = &simd_kernels();
     fused_attention_ = hp.attention_fn != AttentionFn::softmax;
+    if (!packed) {
+      packed = PackedWeights::create(w);
+      if (!packed) return false;
+      own_packed_bytes_ = packed->bytes();
+    }
+    packed_ = std::move(packed);
   }
   n_threads_ = hp.chunk_size < kMinParallelChunk ? 1 : n_threads;
   bidir_ = hp.ema_direction == EmaDirection::bidirectional;
@@ -121,15 +130,22 @@ const NormWeights& CpuOps::norm_weights(NormSite site, int32_t layer) const {
   return site == NormSite::layer ? L.norm : L.ffn_norm;
 }
 
-void CpuOps::linear(const float* in, int64_t n, const LinearWeights& w, float* out) const {
+const PackedLinear& CpuOps::packed(int32_t layer, PackedLinear PackedWeights::Layer::*proj) const {
+  static const PackedLinear none;
+  return packed_ ? packed_->layers[size_t(layer)].*proj : none;
+}
+
+void CpuOps::linear(const float* in, int64_t n, const LinearWeights& w, const PackedLinear& pw, float* out) const {
   LinearParams p;
   p.x = in;
   p.n = n;
   p.w = &w;
   p.y = out;
+  p.packed = pw.w;
+  p.ld = pw.ld;
   if (!optimized_) {
     linear_ref(p);
-  } else if (w.packed) {
+  } else if (p.packed) {
     simd_->linear(p);
   } else {
     linear_blas(p);
@@ -181,7 +197,8 @@ Status CpuOps::embed(const Span& span) {
 void CpuOps::embed_filters(const float* samples, int64_t n) {
   const int32_t kk = hp_.patch_kernel, s = hp_.patch_stride;
   for (int64_t j = 0; j < n; ++j) std::copy(samples + j * s, samples + j * s + kk, embed_win_ + j * kk);
-  linear(embed_win_, n, w_->embed_filters, embed_filt_);
+  static const PackedLinear none;
+  linear(embed_win_, n, w_->embed_filters, packed_ ? packed_->embed_filters : none, embed_filt_);
 }
 
 // One token's features xt (D) from its filter outputs f (F):
@@ -278,9 +295,9 @@ Status CpuOps::gate_inputs(int32_t layer, Act in, int64_t r0, int64_t rows) {
   const float* mxc = mx_ + r0 * D;
   for_rows(0, rows, [&](int64_t t0, int64_t t1) {
     const int64_t n = t1 - t0;
-    linear(xin + t0 * D, n, L.v_proj, v_ + t0 * H);
+    linear(xin + t0 * D, n, L.v_proj, packed(layer, &PackedWeights::Layer::v_proj), v_ + t0 * H);
     activation_apply(math_, hp_.activation, v_ + t0 * H, n * H);
-    linear(mxc + t0 * D, n, L.mx_proj, base_ + t0 * W);
+    linear(mxc + t0 * D, n, L.mx_proj, packed(layer, &PackedWeights::Layer::mx_proj), base_ + t0 * W);
     for (int64_t t = t0; t < t1; ++t) {
       float* b = base_ + t * W;
       vec_sigmoid(math_, b, b, D);          // u
@@ -330,7 +347,7 @@ Status CpuOps::gate_output(int32_t layer, int64_t r0, int64_t rows) {
       const float* r = base_ + t * W + D + Z;
       for (int64_t i = 0; i < H; ++i) o_[t * H + i] *= r[i];
     }
-    linear(o_ + t0 * H, n, L.h_proj, hb_ + t0 * D);
+    linear(o_ + t0 * H, n, L.h_proj, packed(layer, &PackedWeights::Layer::h_proj), hb_ + t0 * D);
     for (int64_t t = t0; t < t1; ++t) {
       const float* hx = base_ + t * W + D + Z + H;
       for (int64_t i = 0; i < D; ++i) hb_[t * D + i] += hx[i];
@@ -354,9 +371,9 @@ Status CpuOps::ffn(int32_t layer, Act in, int64_t r0, int64_t rows) {
   float* xc = x_ + r0 * D;
   for_rows(0, rows, [&](int64_t t0, int64_t t1) {
     const int64_t n = t1 - t0;
-    linear(fin + t0 * D, n, L.fc1, ffn_ + t0 * F);
+    linear(fin + t0 * D, n, L.fc1, packed(layer, &PackedWeights::Layer::fc1), ffn_ + t0 * F);
     activation_apply(math_, hp_.activation, ffn_ + t0 * F, n * F);
-    linear(ffn_ + t0 * F, n, L.fc2, hb_ + t0 * D);
+    linear(ffn_ + t0 * F, n, L.fc2, packed(layer, &PackedWeights::Layer::fc2), hb_ + t0 * D);
     for (int64_t i = t0 * D; i < t1 * D; ++i) xc[i] += hb_[i];
   });
   return Status::ok;

@@ -1,4 +1,4 @@
-// The CPU backend's ops (kernels/ops.h) for one stream: its activations,
+// The CPU backend's ops (ops.h, stream_ops.h) for one stream: its activations,
 // scratch and EMA state in one block allocated at creation, the worker
 // threads that share each chunk, and the choice of kernels (the scalar
 // references, or the optimized twins: packed SIMD projections, the fused
@@ -11,13 +11,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cpu/elementwise.h"
 #include "cpu/kernels.h"
+#include "cpu/packed_weights.h"
 #include "cpu/simd_kernels.h"
+#include "cpu/stream_ops.h"
 #include "cpu/worker_pool.h"
-#include "ops.h"
 
 namespace mega::cpu {
 
@@ -33,11 +35,13 @@ class CpuOps final : public StreamOps {
 
   // optimized: SIMD/BLAS kernels (else the scalar references); n_threads as
   // EngineOptions; max_span_tokens: the longest span (C, or a bidirectional
-  // clip). False if memory or threads cannot be had.
-  bool init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads, int64_t max_span_tokens);
+  // clip); packed: the optimized kernels' projections (null: packed here,
+  // and counted in memory_bytes()). False if memory or threads cannot be had.
+  bool init(const HParams& hp, const ModelWeights& w, bool optimized, int32_t n_threads, int64_t max_span_tokens,
+            std::shared_ptr<const PackedWeights> packed = nullptr);
 
   void clear_state() override;
-  int64_t memory_bytes() const override { return int64_t(block_bytes_); }
+  int64_t memory_bytes() const override { return int64_t(block_bytes_) + own_packed_bytes_; }
   KernelImpl math() const { return math_; }
 
   void set_trace(float* trace, int64_t trace_tokens, int64_t offset) override {
@@ -73,7 +77,9 @@ class CpuOps final : public StreamOps {
   void embed_filters(const float* samples, int64_t n);
   void embed_token(const float* f, float* xt);
   const NormWeights& norm_weights(NormSite site, int32_t layer) const;
-  void linear(const float* in, int64_t n, const LinearWeights& w, float* out) const;
+  // A layer's packed projection (none with the reference kernels).
+  const PackedLinear& packed(int32_t layer, PackedLinear PackedWeights::Layer::*proj) const;
+  void linear(const float* in, int64_t n, const LinearWeights& w, const PackedLinear& pw, float* out) const;
   // f(t0, t1) over the row tasks of each chunk in rows [r0, r0 + rows), on all threads
   template <typename F>
   void for_rows(int64_t r0, int64_t rows, F&& f);
@@ -83,6 +89,8 @@ class CpuOps final : public StreamOps {
 
   HParams hp_;
   const ModelWeights* w_ = nullptr;
+  std::shared_ptr<const PackedWeights> packed_;  // optimized only
+  int64_t own_packed_bytes_ = 0;
   bool optimized_ = true, bidir_ = false, fused_attention_ = false;
   KernelImpl math_ = KernelImpl::optimized;
   const SimdKernels* simd_ = nullptr;

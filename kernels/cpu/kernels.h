@@ -17,10 +17,13 @@ struct LinearParams {
   int64_t n = 0;
   const LinearWeights* w = nullptr;
   float* y = nullptr;
+  // SimdKernels::linear only: w packed (packed_weights.h), ld floats a row
+  const float* packed = nullptr;
+  int32_t ld = 0;
 };
 void linear_ref(const LinearParams& p);
 void linear_blas(const LinearParams& p);
-// linear_pack(), linear_padded_outputs(): weights.h (the loader packs once).
+// The packed layout's column tile (linear_padded_outputs, packed_weights.h).
 constexpr int32_t kLinearPackCols = 32;
 
 // y (n x d) = EMA of x (n x d), token-major. For the causal form the state

@@ -29,7 +29,7 @@ struct SimdKernels {
   // cache; the (c x c) matrix is never written. scratch:
   // attention_scratch_floats() floats. Softmax is not fused (attention_blas).
   void (*attention)(const AttentionParams& p, int32_t begin, int32_t end, float* scratch) = nullptr;
-  // y = x w^T + b for projections with packed weights (LinearWeights::packed).
+  // y = x w^T + b for projections with packed weights (LinearParams::packed).
   void (*linear)(const LinearParams& p) = nullptr;
   // Causal truncated EMA (the exact recurrence, in double) vectorized across
   // channels, for the channel groups [begin, end). scratch:

@@ -1,4 +1,4 @@
-// The CUDA backend's entry point (kernels/backend.h): the table the engine
+// The CUDA backend's entry point (runtime/src/core/backend.h): the table the engine
 // factory registers, returned by the module's exported mega_kws_backend().
 #include "backend.h"
 #include "cuda_engine.h"

@@ -1,4 +1,4 @@
-// DeviceOps (device_ops.h): the steps of kernels/ops.h one at a time on a
+// DeviceOps (device_ops.h): the steps of runtime/src/core/ops.h one at a time on a
 // DevicePlan of their own, for the backend-comparison harness.
 #include "device_ops.h"
 
@@ -12,7 +12,7 @@ namespace mega::gpu {
 
 namespace {
 
-// The steps of kernels/ops.h one at a time (device_ops.h): GpuOps over
+// The steps of runtime/src/core/ops.h one at a time (device_ops.h): GpuOps over
 // CudaOps on a plan of their own, each step under a DeviceGuard.
 template <typename T>
 class StepOps final : public DeviceOps {

@@ -1,4 +1,4 @@
-// The CUDA backend's ops (kernels/ops.h): GpuOps runs each step of the one
+// The CUDA backend's ops (runtime/src/core/ops.h): GpuOps runs each step of the one
 // forward pass (mega::forward) through a launcher that either launches
 // kernels and cuBLAS on a stream (CudaOps, device_plan.h) or runs the
 // same element functions and a BLAS on the host (HostOps, host_ops.h), so
@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "forward_pass.h"
 #include "ops.h"
 #include "plan.h"
 
@@ -168,13 +169,13 @@ Status attention_forward(Launch& ops, const Dims& dm, const Capacity& cap, const
   return Status::ok;
 }
 
-// Where an activation of kernels/ops.h lives in the memory plan (rows x D).
+// Where an activation of runtime/src/core/ops.h lives in the memory plan (rows x D).
 template <typename T>
 T* activation(const Buffers<T>& bf, Act a) {
   return a == Act::x ? bf.x : a == Act::xn ? bf.xn : bf.mx;
 }
 
-// The steps of kernels/ops.h over a launcher (CudaOps or HostOps) and the
+// The steps of runtime/src/core/ops.h over a launcher (CudaOps or HostOps) and the
 // backend's memory plan (plan.h). The launcher is named Launch here; its
 // methods (gemm, norm, split, ...) are single kernels or GEMMs.
 template <typename T, typename Launch>

@@ -48,7 +48,7 @@ class HostSession {
   }
 
   const mega::gpu::Dims& dims() const { return dm_; }
-  // The backend's steps (kernels/ops.h) over this session's memory, and that
+  // The backend's steps (runtime/src/core/ops.h) over this session's memory, and that
   // memory: for the backend-comparison harness (test_backend_ops.cpp).
   mega::gpu::GpuOps<float, Launch> ops() { return {ops_, dm_, cap_, bf_, w_}; }
   Launch& launcher() { return ops_; }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mega/mega.hpp"
+#include "ops.h"
 #include "plan.h"
 
 namespace mega::gpu {
@@ -24,9 +25,7 @@ class Stager {
     for (int32_t b = 0; b < n_streams; ++b) reset(b);
   }
 
-  float scale(float s) const {
-    return info_->input_scaling ? (s - info_->input_mean) / (info_->input_std + 1e-5f) : s;
-  }
+  float scale(float s) const { return scale_input(*info_, s); }
 
   void reset(int32_t b) {
     clear_context(b);

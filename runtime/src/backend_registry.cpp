@@ -1,11 +1,10 @@
-// The registry of backends (kernels/backend.h): the CPU backend, built into
-// the core (cpu_engine.cpp); those the program registered; and, in
-// libmega_kws.so (MEGA_BACKEND_MODULES), the modules it loads on first use. Compiled twice: into the static runtime
-// (no module loading: a module must share the runtime of libmega_kws.so) and
-// into libmega_kws.so.
+// The registry of backends (core/backend.h): the CPU backend, linked into the
+// core and registered first (its entry point, cpu_backend_entry); those the
+// program registered; and, in libmega_kws.so (MEGA_BACKEND_MODULES), the
+// modules it loads on first use. Compiled twice: into the static runtime (no
+// module loading: a module must share the runtime of libmega_kws.so) and into
+// libmega_kws.so.
 #include "backend_registry.h"
-
-#include "cpu_engine.h"
 
 #include <cstring>
 #include <mutex>
@@ -26,11 +25,12 @@ namespace mega {
 
 namespace {
 
-// Backends other than the built-in "cpu", by name: registered by the
-// program, or loaded.
-constexpr int kMaxBackends = 4;
+// Backends by name: the CPU backend, those registered by the program, those
+// loaded.
+constexpr int kMaxBackends = 8;
 std::mutex g_backends_mutex;
 const BackendInterface* g_backends[kMaxBackends] = {};
+bool g_builtins_registered = false;
 
 const BackendInterface* registered(const std::string& name) {
   for (const BackendInterface* b : g_backends) {
@@ -41,8 +41,7 @@ const BackendInterface* registered(const std::string& name) {
 
 bool add_backend(const BackendInterface* backend) {
   if (!backend || !backend->name || !backend->available || !backend->create_engine ||
-      !backend->create_batch_engine || registered(backend->name) ||
-      std::strcmp(backend->name, cpu_backend()->name) == 0) {
+      !backend->create_batch_engine || registered(backend->name)) {
     return false;
   }
   for (const BackendInterface*& slot : g_backends) {
@@ -52,6 +51,14 @@ bool add_backend(const BackendInterface* backend) {
     }
   }
   return false;
+}
+
+// The backends linked into the core, registered before any other (under the
+// lock): a program cannot take their names.
+void register_builtins() {
+  if (g_builtins_registered) return;
+  g_builtins_registered = true;
+  add_backend(cpu_backend_entry());
 }
 
 #if defined(MEGA_LOADS_CUDA_MODULE)
@@ -131,8 +138,8 @@ std::string not_built(const std::string& name) {
 
 // The backend of that name, registered or (libmega_kws.so) loaded now.
 const BackendInterface* find_backend(const std::string& name, std::string* why) {
-  if (name == cpu_backend()->name) return cpu_backend();
   std::lock_guard<std::mutex> lock(g_backends_mutex);
+  register_builtins();
   if (const BackendInterface* b = registered(name)) return b;
 #if defined(MEGA_LOADS_CUDA_MODULE)
   if (name == "cuda") return load_cuda_module(why);
@@ -143,6 +150,7 @@ const BackendInterface* find_backend(const std::string& name, std::string* why) 
 
 bool register_backend(const BackendInterface* backend) {
   std::lock_guard<std::mutex> lock(g_backends_mutex);
+  register_builtins();
   return add_backend(backend);
 }
 

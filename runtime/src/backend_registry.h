@@ -1,10 +1,10 @@
 // How the engine factory finds a backend by name
-// (backend_registry.cpp; the interface a backend provides: kernels/backend.h).
+// (backend_registry.cpp; the interface a backend provides: core/backend.h).
 #pragma once
 
 #include <string>
 
-#include "backend.h"
+#include "core/backend.h"
 
 namespace mega {
 

@@ -1,6 +1,6 @@
 // The engine factory (mega/engine.hpp): it checks the options and reaches
 // every backend by name through the registry (backend_registry.h), the CPU
-// one included (cpu_engine.cpp). The core includes no backend's header.
+// one included (kernels/cpu). The core includes no backend's header.
 #include "mega/engine.hpp"
 
 #include <new>

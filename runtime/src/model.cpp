@@ -374,27 +374,6 @@ void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, Ema
   }
 }
 
-// Transposed, padded copies of the embedding's filters and the layers'
-// projections for the optimized kernels (linear_pack), owned by the model.
-void pack_projections(ModelData* md, LoadError* err) {
-  std::vector<LinearWeights*> all{&md->embed_filters};
-  for (LayerWeights& L : md->layers) {
-    for (LinearWeights* l : {&L.v_proj, &L.mx_proj, &L.h_proj, &L.fc1, &L.fc2}) all.push_back(l);
-  }
-  for (LinearWeights* l : all) {
-    if (!l->w) continue;  // no FFN
-    l->n_out_padded = linear_padded_outputs(l->n_out);
-    std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(l->n_in + 1) * size_t(l->n_out_padded)]);
-    if (!buf) {
-      err->set(Status::out_of_memory, "no memory for the packed projections");
-      return;
-    }
-    linear_pack(*l, buf.get());
-    l->packed = buf.get();
-    md->owned.push_back(std::move(buf));
-  }
-}
-
 bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) {
   if (size < kMinFileBytes) {
     return err->set(Status::bad_model, "file is too small to be a model (" + std::to_string(size) + " bytes)");
@@ -558,7 +537,6 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   }
   md->projection = load_linear(tt, "sentence_projection_layer.", hp.n_classes, hp.classifier_dim, false);
   tt.check_all_used();
-  if (!err->failed()) pack_projections(md, err);
   return !err->failed();
 }
 

@@ -1,7 +1,7 @@
 // The validated, ready-to-run form of a model: its info, the storage its
 // weight views point into (the mapped or copied file, owned float32 copies of
 // float16 or misaligned tensors), the weight views themselves
-// (kernels/weights.h) and the converter's self-test.
+// (core/weights.h) and the converter's self-test.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mega/mega.hpp"
-#include "weights.h"
+#include "core/weights.h"
 
 namespace mega {
 

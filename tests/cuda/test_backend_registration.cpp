@@ -1,4 +1,4 @@
-// The CUDA backend reaches the engine factory through kernels/backend.h. This
+// The CUDA backend reaches the engine factory through the core's backend.h. This
 // test program links it statically (mega_cuda), so it registers it here,
 // before any test runs, as a program embedding a backend would; the other
 // CUDA tests then create their engines through mega::create_engine("cuda").

@@ -1,14 +1,15 @@
-// The CPU backend's engines. A CpuEngine is one stream: its pending samples,
-// pooling window, input hygiene and recovery, allocated in one block at
-// creation, over the CPU ops (kernels/cpu through kernels/ops.h), which run
-// the model's one forward pass. A CpuBatchEngine steps B of them in turn.
+// The CPU backend's engines (cpu_engine.h). A CpuEngine is one stream: its
+// pending samples, pooling window, input hygiene and recovery, allocated in
+// one block at creation, over the CPU ops (stream_ops.h), which run the
+// model's one forward pass (forward_pass.h). A CpuBatchEngine steps B of them
+// in turn. What they read of a model: the public API and model_weights().
 //
 // Unidirectional models run chunk by chunk: a chunk's attention only needs its
 // own C tokens, and the EMA carries its state (h and the last K inputs) across
 // chunks, so streaming and whole clips share one code path. Bidirectional
 // models need the whole clip per layer for the backward EMA; their spans are
 // sized by EngineOptions::max_clip_samples.
-#include "cpu_engine.h"
+#include "cpu/cpu_engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,12 +20,14 @@
 
 #include <cblas.h>
 
+#include "backend.h"
 #include "common/arena.h"
 #include "common/denormals.h"
-#include "model_data.h"
-#include "ops.h"
+#include "cpu/packed_weights.h"
+#include "cpu/stream_ops.h"
+#include "forward_pass.h"
 
-namespace mega {
+namespace mega::cpu {
 
 namespace {
 
@@ -66,8 +69,11 @@ class ResultQueue {
 
 class CpuEngine final : public Engine {
  public:
+  // packed: the optimized kernels' projections, shared with other engines
+  // (null: packed for this one, cpu_ops.h).
   static std::unique_ptr<CpuEngine> create(std::shared_ptr<const Model> model, const EngineOptions& o,
-                                           std::string* error, Status* status);
+                                           std::string* error, Status* status,
+                                           std::shared_ptr<const PackedWeights> packed = nullptr);
   ~CpuEngine() override { std::free(block_); }
 
   const char* backend() const override { return "cpu"; }
@@ -120,17 +126,14 @@ class CpuEngine final : public Engine {
   void clear_window() { std::fill(pool_, pool_ + int64_t(hp_.window_chunks) * hp_.embed_dim, 0.0); }
   void reset_stream();
   // Input hygiene (mega.hpp, kMaxSampleMagnitude), then the model's scaling.
-  float clean(float s) {
-    const float c = clean_sample(s, &stats_);
-    const ModelInfo& info = md_->info;
-    return info.input_scaling ? (c - info.input_mean) / (info.input_std + 1e-5f) : c;
-  }
+  float clean(float s) { return scale_input(*info_, clean_sample(s, &stats_)); }
   bool contain_non_finite(float* out);
   void process_pending_chunk();
   void window_logits();
 
   std::shared_ptr<const Model> model_;
-  const ModelData* md_ = nullptr;
+  const ModelInfo* info_ = nullptr;
+  const ModelWeights* w_ = nullptr;
   HParams hp_;
   std::unique_ptr<StreamOps> ops_;  // the CPU backend's (kernels/cpu)
   bool bidir_ = false;
@@ -158,7 +161,8 @@ class CpuEngine final : public Engine {
 };
 
 std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model, const EngineOptions& o,
-                                             std::string* error, Status* status) {
+                                             std::string* error, Status* status,
+                                             std::shared_ptr<const PackedWeights> packed) {
   if (o.kernels != KernelImpl::reference && o.kernels != KernelImpl::optimized) {
     return creation_failed<CpuEngine>(error, status, Status::invalid_argument, "unknown kernel implementation");
   }
@@ -168,7 +172,8 @@ std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model,
   }
   std::unique_ptr<CpuEngine> e(new (std::nothrow) CpuEngine());
   if (!e) return creation_failed<CpuEngine>(error, status, Status::out_of_memory, "out of memory");
-  e->md_ = &ModelAccess::data(*model);
+  e->info_ = &model->info();
+  e->w_ = &model_weights(*model);
   e->hp_ = model->hparams();
   const HParams& hp = e->hp_;
   e->bidir_ = hp.ema_direction == EmaDirection::bidirectional;
@@ -182,7 +187,7 @@ std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model,
   }
   e->max_clip_samples_ = max_clip;
   const int64_t span_tokens = e->bidir_ ? max_clip / hp.patch_stride : hp.chunk_size;
-  e->ops_ = create_cpu_stream_ops(hp, *e->md_, o.kernels, o.n_threads, span_tokens);
+  e->ops_ = create_cpu_stream_ops(hp, *e->w_, o.kernels, o.n_threads, span_tokens, std::move(packed));
   if (!e->ops_) {
     return creation_failed<CpuEngine>(error, status, Status::out_of_memory,
                                       "cannot allocate the engine's buffers or start its threads");
@@ -246,7 +251,7 @@ void CpuEngine::process_pending_chunk() {
   span.samples = pending_;
   span.sample_stride = context_ + hp_.chunk_samples();
   span.chunk_index = &n_chunks_;
-  forward(*ops_, hp_, *md_, span);  // the CPU ops do not fail
+  forward(*ops_, hp_, *w_, span);  // the CPU ops do not fail
   const double* sum = ops_->span_sum();
   std::copy(sum, sum + D, pool_ + (n_chunks_ % hp_.window_chunks) * D);
   ++n_chunks_;
@@ -340,7 +345,7 @@ Status CpuEngine::classify(const float* samples, int64_t n, float* logits, float
     span.samples = clip_;
     span.sample_stride = context_ + total;
     ops_->set_trace(trace, n_tok, 0);
-    forward(*ops_, hp_, *md_, span);
+    forward(*ops_, hp_, *w_, span);
     const double* clip_sum = ops_->span_sum();
     std::copy(clip_sum, clip_sum + D, sum);
   }
@@ -361,8 +366,16 @@ class CpuBatchEngine final : public BatchEngine {
     EngineOptions one = o;
     one.n_threads = 1;
     one.max_in_flight = 1;  // the streams' own queues go unused
+    if (o.kernels == KernelImpl::optimized) {
+      // one packed copy of the projections for all the streams
+      e->packed_ = PackedWeights::create(model_weights(*model));
+      if (!e->packed_) {
+        return creation_failed<BatchEngine>(error, status, Status::out_of_memory,
+                                            "no memory for the packed projections");
+      }
+    }
     for (int32_t b = 0; b < n_streams; ++b) {
-      auto stream = CpuEngine::create(model, one, error, status);
+      auto stream = CpuEngine::create(model, one, error, status, e->packed_);
       if (!stream) return nullptr;
       e->streams_.push_back(std::move(stream));
     }
@@ -426,7 +439,7 @@ class CpuBatchEngine final : public BatchEngine {
     return b >= 0 && b < n_streams() ? streams_[size_t(b)]->stats() : StreamStats();
   }
   int64_t memory_bytes() const override {
-    int64_t total = int64_t(queue_.bytes());
+    int64_t total = int64_t(queue_.bytes()) + (packed_ ? packed_->bytes() : 0);
     for (const auto& s : streams_) total += s->memory_bytes();
     return total;
   }
@@ -435,6 +448,7 @@ class CpuBatchEngine final : public BatchEngine {
  private:
   CpuBatchEngine() = default;
   std::shared_ptr<const Model> model_;
+  std::shared_ptr<const PackedWeights> packed_;  // optimized kernels: the streams'
   std::vector<std::unique_ptr<CpuEngine>> streams_;
   int32_t nc_ = 0;
   ResultQueue queue_;
@@ -442,33 +456,28 @@ class CpuBatchEngine final : public BatchEngine {
   int64_t step_ = 0;
 };
 
-bool cpu_available(std::string* why) {
-  if (why) *why = "cpu";
-  return true;
-}
+}  // namespace
 
-std::unique_ptr<Engine> cpu_create_engine(std::shared_ptr<const Model> model, const EngineOptions& opts,
+std::unique_ptr<Engine> create_cpu_engine(std::shared_ptr<const Model> model, const EngineOptions& opts,
                                           std::string* error, Status* status) {
   return CpuEngine::create(std::move(model), opts, error, status);
 }
 
-std::unique_ptr<BatchEngine> cpu_create_batch_engine(std::shared_ptr<const Model> model, int32_t n_streams,
+std::unique_ptr<BatchEngine> create_cpu_batch_engine(std::shared_ptr<const Model> model, int32_t n_streams,
                                                      const EngineOptions& opts, std::string* error, Status* status) {
   return CpuBatchEngine::create(std::move(model), n_streams, opts, error, status);
 }
-
-const BackendInterface kCpuBackend = {MEGA_KWS_VERSION_STRING, "cpu", cpu_available, cpu_create_engine,
-                                      cpu_create_batch_engine};
-
-}  // namespace
-
-const BackendInterface* cpu_backend() { return &kCpuBackend; }
 
 Status classify_clip_traced(Engine& e, const float* samples, int64_t n, float* logits, float* trace) {
   auto* cpu = dynamic_cast<CpuEngine*>(&e);
   return cpu ? cpu->classify(samples, n, logits, trace) : Status::invalid_argument;
 }
 
+}  // namespace mega::cpu
+
+namespace mega {
+
+// The public API's (mega.hpp): only the CPU backend's optimized kernels use BLAS.
 void set_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
 
 }  // namespace mega

@@ -1,8 +1,11 @@
-// The interface between the runtime's engine factory (mega::create_engine,
-// runtime/src/engine.cpp) and a compute backend. The CPU backend is built
-// into the core and fills one too (runtime/src/cpu_engine.cpp); the CUDA
-// backend (kernels/cuda) is a separately loaded module, libmega_kws_cuda.so,
-// so that the core library and the programs linking it need no CUDA library.
+// The interface between the core's engine factory (mega::create_engine,
+// runtime/src/engine.cpp) and a compute backend. Backends are leaves: they
+// include this and the core's other backend headers (ops.h, weights.h,
+// forward_pass.h), the core includes none of theirs. The CPU backend
+// (kernels/cpu) is linked into the core library and registered on first use
+// through its entry point (cpu_backend_entry, below); the CUDA backend
+// (kernels/cuda) is a separately loaded module, libmega_kws_cuda.so, so that
+// the core library and the programs linking it need no CUDA library.
 //
 // Any other backend fills one BackendInterface and either
 //  - is linked into a program that registers it (register_backend(); the
@@ -51,6 +54,11 @@ std::unique_ptr<T> creation_failed(std::string* error, Status* status, Status s,
 // Makes a backend reachable by its name (the pointer must stay valid). False
 // if a backend of that name is already registered, or the table is full.
 bool register_backend(const BackendInterface* backend);
+
+// The CPU backend's entry point, linked into the core
+// (kernels/cpu/backend_entry.cpp): the registry registers its table before
+// any other.
+const BackendInterface* cpu_backend_entry();
 
 // The name of the symbol a backend module exports (below).
 constexpr const char* kBackendEntry = "mega_kws_backend";

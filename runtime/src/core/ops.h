@@ -1,8 +1,9 @@
-// The ops interface: the Mega layer's steps as a backend provides them, and
-// the one forward pass written against it (forward(), defined in
-// runtime/src/forward/forward.cpp). The CPU backend (kernels/cpu/cpu_ops.h),
-// the CUDA backend and its host emulation (kernels/cuda/forward.h) each
-// implement Ops; they all run this one sequence.
+// The ops interface: the Mega layer's steps as a backend provides them. The
+// one forward pass is written against it (forward(), forward_pass.h). The CPU
+// backend (kernels/cpu/cpu_ops.h), the CUDA backend and its host emulation
+// (kernels/cuda/forward.h) each implement Ops; they all run that one sequence.
+// Part of the core's backend interface (runtime/src/core/): backends include
+// it, the core includes no backend.
 //
 // An Ops object owns (or points at) its activations and its streams' state,
 // sized at creation. What a step reads and writes is named by Act (the span's
@@ -12,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "mega/mega.hpp"
 #include "weights.h"
@@ -26,12 +26,20 @@
 
 namespace mega {
 
+// The model's input scaling (ModelInfo::input_scaling), the one place it is
+// written: every backend applies it to each sample after the input hygiene
+// (clean_sample, mega.hpp) and before the patch embedding reads it
+// (Span::samples).
+inline float scale_input(const ModelInfo& info, float s) {
+  return info.input_scaling ? (s - info.input_mean) / (info.input_std + 1e-5f) : s;
+}
+
 // What one forward covers: n_streams spans of n_tok tokens (a multiple of C).
 struct Span {
   int32_t n_streams = 1;
   int64_t n_tok = 0;
   bool streaming = true;           // causal with state (a step) or a whole clip
-  const float* samples = nullptr;  // n_streams blocks of sample_stride: [ctx | n_tok * s] (scaled)
+  const float* samples = nullptr;  // n_streams blocks of sample_stride: [ctx | n_tok * s] (scale_input)
   int64_t sample_stride = 0;
   const int64_t* chunk_index = nullptr;  // per stream (zeros for clips)
   int64_t rows() const { return int64_t(n_streams) * n_tok; }
@@ -71,32 +79,5 @@ class Ops {
   // Tests: x after the embedding (slot 0) and after layer l (slot l + 1)
   virtual void trace(int32_t slot, const Span& span) {}
 };
-
-// Embedding, every layer, the final norm and the pooling of one span: the
-// model's layer sequence, the one place it is written.
-Status forward(Ops& ops, const HParams& hp, const ModelWeights& w, const Span& span);
-
-// A host backend's ops for one stream, as a CPU engine runs them: the steps
-// plus the stream's state, its pooled sums and the classifier head.
-class StreamOps : public Ops {
- public:
-  // Fresh recurrent state (the stream starts from silence).
-  virtual void clear_state() = 0;
-  // After forward(): the span's tokens summed (D doubles).
-  virtual const double* span_sum() const = 0;
-  // Logits (n_classes) of a pooled sum over n_tok tokens.
-  virtual void head(const double* sum, int64_t n_tok, float* out) = 0;
-  // Tests: x after the embedding and each layer into trace + (slot *
-  // trace_tokens + offset) * D (null: off).
-  virtual void set_trace(float* trace, int64_t trace_tokens, int64_t offset) = 0;
-  virtual int64_t memory_bytes() const = 0;
-};
-
-// The CPU backend's StreamOps (kernels/cpu): impl picks the scalar references
-// or the optimized kernels; n_threads (1..kMaxThreads) share each chunk;
-// max_span_tokens is the longest span (C, or a bidirectional clip). Null if
-// memory or threads cannot be had. Everything is allocated here.
-std::unique_ptr<StreamOps> create_cpu_stream_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
-                                                   int32_t n_threads, int64_t max_span_tokens);
 
 }  // namespace mega

@@ -1,7 +1,7 @@
-// The forward pass (kernels/ops.h), for every backend: the embedding, each
+// The forward pass (forward_pass.h), for every backend: the embedding, each
 // layer's EMA-gated chunk attention and FFN sublayers (prenorm or postnorm),
-// the final norm and the pooling.
-#include "ops.h"
+// the final norm and the pooling, through the ops interface (ops.h).
+#include "forward_pass.h"
 
 namespace mega {
 

@@ -3,10 +3,13 @@
 // model file (or into float32 copies the loader owns), plus quantities the
 // loader derived once (BatchNorm folded to scale/shift, EMA coefficients in
 // double). Validated at load; backends read them without further checks.
+// The model holds one copy of each tensor: a backend that wants another
+// layout makes it itself, at engine creation (kernels/cpu/packed_weights.h,
+// kernels/cuda/plan.h).
 //
-// The runtime (runtime/src/model.cpp) fills them; backends (kernels/cpu,
+// The core (runtime/src/model.cpp) fills them; backends (kernels/cpu,
 // kernels/cuda) get them with model_weights() and include nothing else of
-// the runtime's.
+// the core's but its backend interface (runtime/src/core/).
 #pragma once
 
 #include <cstdint>
@@ -31,11 +34,6 @@ struct LinearWeights {
   const float* b = nullptr;  // (n_out) or null
   int32_t n_out = 0;
   int32_t n_in = 0;
-  // The layers' projections only, for SimdKernels::linear: w transposed with
-  // the bias (or zeros) as one more row, (n_in + 1) x n_out_padded, columns
-  // zero-padded (cpu::linear_pack).
-  const float* packed = nullptr;
-  int32_t n_out_padded = 0;
 };
 
 // Per (row, n): row = channel for unidirectional EMAs, D + channel for the
@@ -74,7 +72,7 @@ struct ModelWeights {
   const float* embed_bands = nullptr;  // (B, P) log_mel: the bands' weights over the bins (>= 0); null otherwise
   const float* embed_mix = nullptr;    // (D, B) log_mel: the bands' log energies into the channels
   // embed_w as a linear map from a window of k samples to its F filter
-  // outputs (F = D, 2D or 2P; no bias), packed for the optimized kernels
+  // outputs (F = D, 2D or 2P; no bias)
   LinearWeights embed_filters;
   std::vector<LayerWeights> layers;
   bool has_final_norm = false;
@@ -82,14 +80,6 @@ struct ModelWeights {
   std::vector<LinearWeights> classifier;
   LinearWeights projection;
 };
-
-// The packed form of a layer projection that the optimized CPU linear
-// (kernels/cpu, SimdKernels::linear) reads (LinearWeights::packed): w
-// transposed with the bias (or zeros) as one more row, (n_in + 1) x
-// linear_padded_outputs(n_out) floats, columns zero-padded. Made once, by the
-// loader (kernels/cpu/linear.cpp).
-int32_t linear_padded_outputs(int32_t n_out);
-void linear_pack(const LinearWeights& w, float* packed);
 
 // A loaded model's weights (valid as long as the model).
 const ModelWeights& model_weights(const Model& model);
