@@ -12,20 +12,23 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FIX = os.path.join(HERE, "fixtures", "data")
-CONVERT = os.path.join(ROOT, "tools", "convert", "mega_convert.py")
-UNPACK = os.path.join(ROOT, "tools", "convert", "mega_unpack.py")
-sys.path.insert(0, ROOT)  # the tools package
+CONVERT = "mega_kws_tools.convert.mega_convert"
+UNPACK = "mega_kws_tools.convert.mega_unpack"
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from tools.convert import mega_convert, mega_format, mega_torch  # noqa: E402
-from tools.convert.generated import Model  # noqa: E402
+from mega_kws_tools.convert import mega_convert, mega_format  # noqa: E402
+from mega_kws_tools import model as mega_torch  # noqa: E402
+from mega_kws_tools.convert.schema import Model  # noqa: E402
 
 LABELS4 = "class0,class1,class2,class3"
 
 
 def run(*args):
-    return subprocess.run([sys.executable, CONVERT, *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", CONVERT, *args], capture_output=True, text=True)
 
 
 def parse(path):
@@ -178,7 +181,7 @@ class UnpackTest(TempDirTest):
     """mega_unpack.py: .mega -> checkpoint, checked against the file's self-test."""
 
     def unpack(self, model, out):
-        return subprocess.run([sys.executable, UNPACK, model, "-o", out], capture_output=True, text=True)
+        return subprocess.run([sys.executable, "-m", UNPACK, model, "-o", out], capture_output=True, text=True)
 
     def test_round_trip_is_exact(self):
         first, ckpt, second = (os.path.join(self.dir, n) for n in ("a.mega", "a.pt", "b.mega"))

@@ -1,5 +1,5 @@
-"""Detection tuning (tools/train/tune_detection.py) per keyword, the trade-off
-it writes for the model card, and the card's pictures (tools/train/plot_card.py),
+"""Detection tuning (tools/mega_kws_tools/evaluation/tune_detection.py) per keyword, the trade-off
+it writes for the model card, and the card's pictures (tools/mega_kws_tools/evaluation/plot_card.py),
 on made-up posteriors: a loud keyword whose false alarms force a high threshold
 and a quiet one that needs a low one.
 Runs with /usr/bin/python3 -m pytest tests/test_detection_tuning.py."""
@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
-from tools.train import tune_detection as td  # noqa: E402
+from mega_kws_tools.evaluation import tune_detection as td  # noqa: E402
 
 LABELS = ["yes", "no", "_silence_", "_unknown_"]
 HOP_S = 0.25
@@ -85,14 +87,14 @@ def test_plot_card_draws_both_pictures(tmp_path):
         json.dump({"clips": {"labels": LABELS, "confusion": [[9, 1, 0, 0], [2, 7, 0, 1], [0, 0, 0, 0],
                                                                [0, 1, 0, 19]]}}, f)
     out = tmp_path / "img"
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "train", "plot_card.py"),
+    res = subprocess.run([sys.executable, "-m", "mega_kws_tools.evaluation.plot_card",
                           "--curve", str(tmp_path / "curve.json"), "--confusion", str(tmp_path / "eval.json"),
                           "--out-dir", str(out)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     for name in ("detection_curve.png", "confusion.png"):
         with open(out / name, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "train", "plot_card.py"),
+    res = subprocess.run([sys.executable, "-m", "mega_kws_tools.evaluation.plot_card",
                           "--curve", str(tmp_path / "missing.json"), "--confusion", str(tmp_path / "eval.json"),
                           "--out-dir", str(out)], capture_output=True, text=True)
     assert res.returncode == 1 and "missing.json" in res.stderr

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The .mega file's framing is defined once per language, formats/mega_format.h
-(C++) and tools/convert/mega_format.py (Python): the two must hold the same
+(C++) and tools/mega_kws_tools/convert/mega_format.py (Python): the two must hold the same
 constants with the same values, agree with the schema (its file identifier and
 version history), describe the trailer real files carry, and be the only
 places these constants are defined.
@@ -14,9 +14,11 @@ import zlib
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
-from tools.convert import mega_format  # noqa: E402
+from mega_kws_tools.convert import mega_format  # noqa: E402
 
 HEADER = os.path.join(ROOT, "formats", "mega_format.h")
 SCHEMA = os.path.join(ROOT, "formats", "mega_model.fbs")
@@ -148,4 +150,4 @@ def test_defined_nowhere_else():
                     text = f.read()
                 pattern = py_def if n.endswith(".py") else cpp_def
                 found += [f"{os.path.relpath(path, ROOT)}: {m[1]}" for m in pattern.finditer(text)]
-    assert not found, "defined outside formats/mega_format.h and tools/convert/mega_format.py: " + ", ".join(found)
+    assert not found, "defined outside formats/mega_format.h and tools/mega_kws_tools/convert/mega_format.py: " + ", ".join(found)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Real Speech Commands clips (tools/data/fetch_real_sc.py): the dataset's split
+"""Real Speech Commands clips (tools/mega_kws_tools/data/fetch_real_sc.py): the dataset's split
 rule, only training/validation speakers written, nothing of a test set; and, if
 MEGA_REAL_SC_DIR names a built folder, that it holds no testing-split speaker.
 Runs with /usr/bin/python3 -m pytest tests/test_real_sc.py or directly."""
@@ -16,12 +16,14 @@ import wave
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
-from tools.data import fetch_real_sc as rs  # noqa: E402
-from tools.data.layout import KEYWORDS, clip_splits, folder_label, listed_missing  # noqa: E402
+from mega_kws_tools.data import fetch_real_sc as rs  # noqa: E402
+from mega_kws_tools.data.layout import KEYWORDS, clip_splits, folder_label, listed_missing  # noqa: E402
 
-TOOL = os.path.join(ROOT, "tools", "data", "fetch_real_sc.py")
+TOOL = "mega_kws_tools.data.fetch_real_sc"
 
 # speaker id -> (percentage of the which_set hash, split), computed once with the
 # dataset's rule; bb05582b is the first speaker of v0.02's testing_list.txt,
@@ -147,7 +149,7 @@ class FakeRepo(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def run_tool(self, *args):
-        r = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", TOOL, *args], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout
 
@@ -188,7 +190,7 @@ class FakeRepo(unittest.TestCase):
         self.assertIn("test-set path", stdout)
         self.assertIn("test-set folder (README)", stdout)
         # a second run needs --overwrite, and replaces the folder
-        r = subprocess.run([sys.executable, TOOL, "--out", out, self.bare], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", TOOL, "--out", out, self.bare], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.check_output(out, self.run_tool("--out", out, "--overwrite", self.bare))
 
@@ -209,7 +211,7 @@ class FakeRepo(unittest.TestCase):
         with open(os.path.join(out, "yes", "bb05582b_nohash_0.wav"), "wb") as f:
             f.write(wav_bytes(tone(1.0, 600)))
         self.assertTrue(any("testing-split" in p for p in rs.check_dir(out)))
-        r = subprocess.run([sys.executable, TOOL, "--check", out], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", TOOL, "--check", out], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
 
 

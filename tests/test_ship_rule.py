@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/train/ship_rule.py on made-up run folders: a candidate that is better
+"""tools/mega_kws_tools/evaluation/ship_rule.py on made-up run folders: a candidate that is better
 everywhere passes, each part of the rule fails on its own when only its figure
 is worse, the boundaries are where docs/models.md puts them, and the best
 passing candidate by pooled recall at <= 5 false alarms per hour is named."""
@@ -12,8 +12,11 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools.train import ship_rule  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
+from mega_kws_tools.evaluation import ship_rule  # noqa: E402
 
 KWS = "yes no up down left right on off stop go".split()
 

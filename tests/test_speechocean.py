@@ -1,4 +1,4 @@
-"""speechocean762 (tools/data/speechocean.py) on a small made-up corpus in the
+"""speechocean762 (tools/mega_kws_tools/data/speechocean.py) on a small made-up corpus in the
 same git layout: only the train/ half is read and a test-half speaker is
 refused; keyword-free means no keyword and no homophone of one; the speaker
 split is fixed by the id; the same seed gives the same files, byte for byte.
@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
-from tools.data import speechocean as so  # noqa: E402
+from mega_kws_tools.data import speechocean as so  # noqa: E402
 
 SR = 16000
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/train/streamscore.py (the Python twin of the runtime's detector, and
+"""tools/mega_kws_tools/evaluation/streamscore.py (the Python twin of the runtime's detector, and
 the scoring of detections against a recording's labels) against plain
 per-hop and per-keyword reference loops written here: the same detections and
 the same scores, to the bit, on random posteriors and labels, including
@@ -10,8 +10,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools.train import streamscore  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
+from mega_kws_tools.evaluation import streamscore  # noqa: E402
 
 
 def detect_reference(probs, thresholds, smoothing, refractory_hops, can_fire):

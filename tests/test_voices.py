@@ -18,12 +18,14 @@ import wave
 from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
-from tools.data import festival_pipe  # noqa: E402
-from tools.data import listen_check  # noqa: E402
-from tools.data import make_sc10  # noqa: E402
-from tools.data import voices as vc  # noqa: E402
+from mega_kws_tools.data import festival_pipe  # noqa: E402
+from mega_kws_tools.data import listen_check  # noqa: E402
+from mega_kws_tools.data import make_sc10  # noqa: E402
+from mega_kws_tools.data import voices as vc  # noqa: E402
 
 RESERVED = ["awb", "rms", "slt", "cmu_us_awb_arctic", "cmu_us_rms_arctic", "cmu_us_slt_arctic_hts",
             "us_slt_hts", "festvox-us-slt-hts", "festvox-kdlpc16k", "festvox-kdlpc8k", "kdlpc16k", "ked_diphone"]
@@ -218,29 +220,29 @@ class Splits(unittest.TestCase):
         return d
 
     def test_check_splits_catches_a_shared_voice(self):
-        tool = os.path.join(ROOT, "tools", "data", "check_splits.py")
+        tool = "mega_kws_tools.data.check_splits"
         good = [dict(path="yes/a.wav", split="training", engine="espeak-ng", voice="en-us", variant="f2"),
                 dict(path="yes/b.wav", split="testing", engine="festival", voice="czech_dita", variant="")]
         d = self._manifest(good, {"yes/b.wav": "testing"})
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         # an _unknown_ word its voice reads as a keyword: a warning, not a failure
         said = [dict(r, label=r["path"].split("/")[0], word="") for r in good]
         said.append(dict(path="_unknown_/d.wav", split="testing", engine="festival", voice="czech_dita",
                          variant="", label="_unknown_", word="app"))
         d = self._manifest(said, {"yes/b.wav": "testing", "_unknown_/d.wav": "testing"}, ["label", "word"])
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("warning: 1 _unknown_ clip(s) say a keyword", r.stderr)
         self.assertIn("_unknown_/d.wav (testing): festival:czech_dita reads 'app'", r.stderr)
         bad = good + [dict(path="no/c.wav", split="training", engine="festival", voice="czech_dita", variant="")]
         d = self._manifest(bad, {"yes/b.wav": "testing"})
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("czech_dita", r.stderr)
         reserved = good + [dict(path="no/d.wav", split="training", engine="flite", voice="slt", variant="")]
         d = self._manifest(reserved, {"yes/b.wav": "testing"})
-        r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("reserved", r.stderr)
 
@@ -268,7 +270,7 @@ class NearMissAndMerge(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp()
-        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
+        gen = "mega_kws_tools.data.make_sc10"
         runs = {"a": ["--per-word", "1", "--unknown", "4", "--silence", "2"],
                 "b": ["--per-word", "1", "--unknown", "4", "--silence", "2", "--near-miss", "8", "--accent", "6"],
                 "c": ["--per-word", "0", "--unknown", "0", "--silence", "0", "--near-miss", "8", "--accent", "6"],
@@ -281,12 +283,12 @@ class NearMissAndMerge(unittest.TestCase):
                 "t": ["--per-word", "2", "--unknown", "8", "--silence", "1"]}
         # a small babble bank, the same in all (rendering the full one took 4 minutes a run);
         # festival by text2wave but in P, so that runs can be compared byte for byte
-        procs = {k: subprocess.Popen([sys.executable, gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
+        procs = {k: subprocess.Popen([sys.executable, "-m", gen, "--out", os.path.join(cls.tmp, k), "--jobs", "1",
                                       "--seed", "5", "--babble-words", "8", "--festival", "text2wave"] + a,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for k, a in runs.items()}
         cls.errors = {k: p.communicate()[1] for k, p in procs.items() if p.wait() != 0}
-        cls.merge = os.path.join(ROOT, "tools", "data", "merge_sets.py")
+        cls.merge = "mega_kws_tools.data.merge_sets"
 
     @classmethod
     def tearDownClass(cls):
@@ -356,7 +358,7 @@ class NearMissAndMerge(unittest.TestCase):
     def test_merge_equals_one_generation(self):
         self.assertFalse(self.errors)
         out = self.d("merged")
-        r = subprocess.run([sys.executable, self.merge, "--out", out, self.d("a"), self.d("c")],
+        r = subprocess.run([sys.executable, "-m", self.merge, "--out", out, self.d("a"), self.d("c")],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(read_lists(out), read_lists(self.d("b")))
@@ -377,16 +379,16 @@ class NearMissAndMerge(unittest.TestCase):
             self.assertIn(f"{row['engine']}:{row['voice']}", more)
         self.assertEqual(read_lists(self.d("m")), {"validation": [], "testing": []})
         out = self.d("a+m")
-        r = subprocess.run([sys.executable, self.merge, "--out", out, self.d("a"), self.d("m")],
+        r = subprocess.run([sys.executable, "-m", self.merge, "--out", out, self.d("a"), self.d("m")],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
-        check = os.path.join(ROOT, "tools", "data", "check_splits.py")
-        r = subprocess.run([sys.executable, check, out], capture_output=True, text=True)
+        check = "mega_kws_tools.data.check_splits"
+        r = subprocess.run([sys.executable, "-m", check, out], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(len(read_manifest(out)), len(read_manifest(self.d("a"))) + 13)
         # _silence_ clips have no voice: --pool more refuses them before making anything
-        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
-        r = subprocess.run([sys.executable, gen, "--out", self.d("m2"), "--pool", "more", "--silence", "2"],
+        gen = "mega_kws_tools.data.make_sc10"
+        r = subprocess.run([sys.executable, "-m", gen, "--out", self.d("m2"), "--pool", "more", "--silence", "2"],
                            capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--silence 0", r.stderr)
@@ -401,19 +403,19 @@ class NearMissAndMerge(unittest.TestCase):
             self.assertEqual((row["engine"], row["voice"], row["split"]), ("festival", "upc_ca_ona_hts", "training"), path)
         with open(os.path.join(self.d("v"), "README.txt")) as f:
             self.assertIn("training voices (clips): festival:upc_ca_ona_hts\n", f.read())
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("a+v"), self.d("a"), self.d("v")],
+        r = subprocess.run([sys.executable, "-m", self.merge, "--out", self.d("a+v"), self.d("a"), self.d("v")],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(read_manifest(self.d("a+v"))), len(read_manifest(self.d("a"))) + 12)
         # refused before anything is made: without --only-split, a voice of another split, a reserved voice
-        gen = os.path.join(ROOT, "tools", "data", "make_sc10.py")
+        gen = "mega_kws_tools.data.make_sc10"
         for extra, why in ((["--voices", "festival:pc_diphone"], "goes with --only-split"),
                            (["--only-split", "training", "--voices", "festival:lp_diphone"], "is a validation voice"),
                            (["--only-split", "testing", "--voices", "festival:czech_dita,flite:slt"], "'flite:slt' is not a voice"),
                            (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1"),
                            (["--keep-splits", "validation,heldout"], "'heldout' is not a split"),
                            (["--keep-splits", "training", "--only-split", "training"], "do not go together")):
-            r = subprocess.run([sys.executable, gen, "--out", self.d("v2")] + extra, capture_output=True, text=True)
+            r = subprocess.run([sys.executable, "-m", gen, "--out", self.d("v2")] + extra, capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0, extra)
             self.assertIn(why, r.stderr)
             self.assertFalse(os.path.exists(self.d("v2")))
@@ -421,7 +423,7 @@ class NearMissAndMerge(unittest.TestCase):
     def test_merge_refuses(self):
         self.assertFalse(self.errors)
         # the same clip in two sources
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("twice"), self.d("a"), self.d("b")],
+        r = subprocess.run([sys.executable, "-m", self.merge, "--out", self.d("twice"), self.d("a"), self.d("b")],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("is in both", r.stderr)
@@ -438,26 +440,26 @@ class NearMissAndMerge(unittest.TestCase):
             w.writerows(rows)
         with open(os.path.join(moved, "testing_list.txt"), "a") as f:
             f.write(row["path"] + "\n")
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("bad"), self.d("a"), moved],
+        r = subprocess.run([sys.executable, "-m", self.merge, "--out", self.d("bad"), self.d("a"), moved],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("check_splits", r.stderr)
         self.assertFalse(os.path.exists(self.d("bad")))
         # an existing output folder
-        r = subprocess.run([sys.executable, self.merge, "--out", self.d("a"), self.d("c")],
+        r = subprocess.run([sys.executable, "-m", self.merge, "--out", self.d("a"), self.d("c")],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("exists", r.stderr)
 
 
 class ListenCheck(unittest.TestCase):
-    """tools/data/listen_check.py renders training and validation voices only, and its
+    """tools/mega_kws_tools/data/listen_check.py renders training and validation voices only, and its
     summary splits the model's answers by what the listener heard."""
 
     def test_refuses_testing_voices(self):
         with tempfile.TemporaryDirectory() as tmp:
             for splits in ("testing", "training,testing", "validation,bogus"):
-                r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "data", "listen_check.py"),
+                r = subprocess.run([sys.executable, "-m", "mega_kws_tools.data.listen_check",
                                     "--out", os.path.join(tmp, "out"), "--splits", splits],
                                    capture_output=True, text=True, timeout=60)
                 self.assertNotEqual(r.returncode, 0, splits)
