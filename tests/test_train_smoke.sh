@@ -81,7 +81,7 @@ grep -q "^train.py: --prefetch: the batch worker (pid [0-9]*) died, exit code -9
 timeout 60 $PY - <<'PY'
 import numpy as np
 import torch
-from mega_kws_tools.training import train
+from mega_kws_tools.training.worker import BatchWorker
 
 def draw(rng):
     v = rng.integers(1000)
@@ -92,7 +92,7 @@ def draw(rng):
 draw.calls = 0
 
 rng = np.random.default_rng(5)
-worker = train.BatchWorker(2, draw)
+worker = BatchWorker(2, draw)
 worker.start(rng, 5)
 got = []
 try:
@@ -113,7 +113,7 @@ assert got == [float(check.integers(1000)) for _ in got], got
 import os, signal, time
 def big(rng):
     return torch.full((64, 16000), float(rng.integers(1000))), torch.zeros(64, dtype=torch.long)
-worker = train.BatchWorker(2, big)
+worker = BatchWorker(2, big)
 worker.start(rng, 10)
 time.sleep(1.0)
 os.kill(worker.proc.pid, signal.SIGKILL)
@@ -163,35 +163,36 @@ grep -q "consistency needs an even --batch (two views of each clip), not 15" "$T
 $PY - <<'PY'
 import math
 import torch
-from mega_kws_tools.training import train
+from mega_kws_tools.training.losses import js_divergence, keyword_js_divergence
+from mega_kws_tools.training.sampling import sampling_probabilities
 torch.manual_seed(0)
 a, b = torch.randn(64, 12) * 3, torch.randn(64, 12) * 3
-assert abs(float(train.js_divergence(a, a))) < 1e-6
+assert abs(float(js_divergence(a, a))) < 1e-6
 sure = torch.full((2, 3), -1e4)
 sure[0, 0] = sure[1, 1] = 1e4
-assert abs(float(train.js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
-assert abs(float(train.js_divergence(a, b) - train.js_divergence(b, a))) < 1e-6
-assert 0 < float(train.js_divergence(a, b)) < math.log(2)
+assert abs(float(js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
+assert abs(float(js_divergence(a, b) - js_divergence(b, a))) < 1e-6
+assert 0 < float(js_divergence(a, b)) < math.log(2)
 # --consistency-scope keywords: keyword clips only, keyword columns only (renormalized)
 keywords = torch.tensor([True] * 10 + [False] * 2)
 y = torch.randint(0, 12, (64,))
 y[:2] = torch.tensor([3, 10])
 rows = keywords[y]
-kjs = train.keyword_js_divergence(a, b, y, keywords)
-assert abs(float(kjs - train.js_divergence(a[rows][:, :10], b[rows][:, :10]))) < 1e-6
+kjs = keyword_js_divergence(a, b, y, keywords)
+assert abs(float(kjs - js_divergence(a[rows][:, :10], b[rows][:, :10]))) < 1e-6
 assert float(kjs) > 0
 shifted = a.clone()
 shifted[:, 10:] += 7.0  # only _unknown_ and _silence_ differ: nothing to pull together
 shifted[:, :10] += 2.0  # a shift of all keyword logits leaves their renormalized softmax alone
-assert abs(float(train.keyword_js_divergence(a, shifted, y, keywords))) < 1e-5
-assert float(train.keyword_js_divergence(a, b, torch.tensor([10, 11] * 32), keywords)) == 0.0
+assert abs(float(keyword_js_divergence(a, shifted, y, keywords))) < 1e-5
+assert float(keyword_js_divergence(a, b, torch.tensor([10, 11] * 32), keywords)) == 0.0
 # --class-boost: the boosted class is drawn F times as often, relative to the others
 class Fake:
     labels = ["go", "no", "_unknown_"]
     y = torch.tensor([0] * 5 + [1] * 20 + [2] * 50).numpy()
     source = y * 0
-plain = train.sampling_probabilities(Fake, 0.5)
-boosted = train.sampling_probabilities(Fake, 0.5, boost={"go": 2.0})
+plain = sampling_probabilities(Fake, 0.5)
+boosted = sampling_probabilities(Fake, 0.5, boost={"go": 2.0})
 share = lambda p: [float(p[Fake.y == c].sum()) for c in range(3)]
 (g0, n0, u0), (g1, n1, u1) = share(plain), share(boosted)
 assert abs(g0 - 0.25) < 1e-9 and abs(n0 - 0.25) < 1e-9 and abs(u0 - 0.5) < 1e-9
@@ -219,7 +220,7 @@ $PY - <<'PY'
 import numpy as np
 import torch
 import torch.nn.functional as F
-from mega_kws_tools.training.train import mixup, mixup_loss
+from mega_kws_tools.training.losses import mixup, mixup_loss
 
 x, y = torch.eye(64), torch.arange(64) % 12  # clip i is the unit vector i: a mix shows its two parts
 same, py, lam = mixup(x, y, np.random.default_rng(0), 0.0, 0.4)
@@ -269,7 +270,7 @@ done
 # resumes exactly (also with --prefetch), the babble reaches the loss, and it needs --noise-prob
 $PY - <<'PY'
 import numpy as np
-from mega_kws_tools.training.train import add_babble, BABBLE_WORDS, BABBLE_SNR_DB
+from mega_kws_tools.augment.noise import add_babble, BABBLE_WORDS, BABBLE_SNR_DB
 
 class Fake:  # clip c is a unit impulse at sample 100 * c: the babble shows which clips it holds
     audio = np.zeros((50, 16000), np.int16)
@@ -300,26 +301,27 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
-from mega_kws_tools.training import train
+from mega_kws_tools.data.dataset import Dataset, voice_targets
+from mega_kws_tools.training.adversary import adversary_scale, VoiceAdversary
 
 class Fake:  # voice_targets reads the labels, the label and the voice of each clip
-    labels = train.Dataset(sys.argv[1], "kws12", "training").labels
+    labels = Dataset(sys.argv[1], "kws12", "training").labels
     voice = np.array(["flite:kal", "flite:kal16", "festival:kal_diphone", "espeak-ng:en-us", "speaker:0a1b2c3d",
                       "speaker:99aa88bb", "", "espeak-ng:en-us"], dtype=object)
     y = np.array([0, 1, 2, 3, 4, 5, 10, 10])  # label 10: _silence_
 assert Fake.labels[10] == "_silence_", Fake.labels
-names, cls = train.voice_targets(Fake)
+names, cls = voice_targets(Fake)
 assert names == ["espeak-ng:en-us", "kal", "real"], names
 assert cls.tolist() == [1, 1, 1, 0, 2, 2, -1, -1], cls
-ds = train.Dataset(sys.argv[1], "kws12", "training")
-names, cls = train.voice_targets(ds)
+ds = Dataset(sys.argv[1], "kws12", "training")
+names, cls = voice_targets(ds)
 silence = ds.labels.index("_silence_")
 assert (cls[ds.y == silence] == -1).all() and (cls[ds.y != silence] >= 0).all() and len(names) > 1, names
-assert [train.adversary_scale(0.5, 4, s) for s in range(6)] == [0, 0.125, 0.25, 0.375, 0.5, 0.5]
-assert train.adversary_scale(0.5, 0, 0) == 0.5
+assert [adversary_scale(0.5, 4, s) for s in range(6)] == [0, 0.125, 0.25, 0.375, 0.5, 0.5]
+assert adversary_scale(0.5, 0, 0) == 0.5
 # the reversal: the adversary's own weights get the plain gradient, the embedding minus scale times it
 torch.manual_seed(0)
-adv = train.VoiceAdversary(8, ["a", "b", "c"])
+adv = VoiceAdversary(8, ["a", "b", "c"])
 emb, target = torch.randn(5, 8, requires_grad=True), torch.tensor([0, 1, 2, 1, 0])
 F.cross_entropy(adv(emb, 0.3), target).backward()
 reversed_grad, weight_grad = emb.grad.clone(), adv.net[0].weight.grad.clone()
@@ -349,12 +351,13 @@ import sys
 import numpy as np
 import torch
 from mega_kws_tools import model as mt
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.batch import make_batch
+from mega_kws_tools.data.dataset import Dataset
 from mega_kws_tools.training.voice_norm_check import adapted_logits, batchnorms
 model = mt.model_from_config_checkpoint(torch.load(sys.argv[2], map_location="cpu")).eval()
-ds = train.Dataset(sys.argv[1], "kws12", "training")
+ds = Dataset(sys.argv[1], "kws12", "training")
 idx = np.arange(min(len(ds), 100))  # one batch of adapted_logits: its statistics are those of all these clips
-x, _ = train.make_batch(ds, idx, np.random.default_rng(0), train=False)
+x, _ = make_batch(ds, idx, np.random.default_rng(0), train=False)
 norms = batchnorms(model)
 trained = [(m.running_mean.clone(), m.running_var.clone()) for m in norms]
 with torch.no_grad():
@@ -427,15 +430,16 @@ expect_weights_loaded ft ft0 "--init"
 $PY - "$T/data" <<'PY'
 import sys
 import numpy as np
-from mega_kws_tools.training import train
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+from mega_kws_tools.augment.noise import add_noise, noise_pools
+from mega_kws_tools.data.dataset import Dataset
+ds = Dataset(sys.argv[1], "kws12", "training", 0, 1)
 rng = np.random.default_rng(0)
-pools = train.noise_pools(ds)
+pools = noise_pools(ds)
 clean = ds.audio[np.nonzero(ds.y < 10)[0][0]].astype(np.float32) / 32768.0
 snrs = []
 for _ in range(60):
     x = clean.copy()
-    train.add_noise(x, ds, pools, rng)
+    add_noise(x, ds, pools, rng)
     p_noise = float(np.mean((x - clean) ** 2))
     if p_noise > 0:
         snrs.append(10 * np.log10(float(np.mean(clean ** 2)) / p_noise))
@@ -452,14 +456,16 @@ import dataclasses, sys
 import numpy as np
 import torch
 from mega_kws_tools import model as mt
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.batch import make_batch
+from mega_kws_tools.data.dataset import Dataset
+from mega_kws_tools.training.frontend_init import init_running_mean
 ck = torch.load(sys.argv[2], map_location="cpu")
 plain = mt.model_from_config_checkpoint(ck).eval()
 normed = mt.MegaKWS(dataclasses.replace(plain.cfg, patch_norm="running_mean"))
 normed.load_state_dict(dict(ck["model"], **{"embed_tokens.norm_init": torch.zeros(plain.cfg.embed_dim)}))
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-train.init_running_mean(normed, ds, np.random.default_rng(0), keep_function=True)
-x, _ = train.make_batch(ds, np.arange(8), np.random.default_rng(1), train=False)
+ds = Dataset(sys.argv[1], "kws12", "training", 0, 1)
+init_running_mean(normed, ds, np.random.default_rng(0), keep_function=True)
+x, _ = make_batch(ds, np.arange(8), np.random.default_rng(1), train=False)
 normed.eval()
 normed.embed_tokens.norm_decay = 1e-12
 with torch.no_grad():
@@ -544,9 +550,9 @@ expect_weights_loaded ftm ftm0 "--init .mega"
 # across --resume
 $PY - <<'PY'
 import torch
-from mega_kws_tools.training import train
+from mega_kws_tools.training.average import WeightAverage
 m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
-wa = train.WeightAverage(m, 0.5)
+wa = WeightAverage(m, 0.5)
 expect = m[0].weight.detach().clone()
 for n, c in enumerate([1.0, 2.0, 3.0, 4.0], start=1):
     with torch.no_grad():
@@ -640,11 +646,11 @@ grep -q "must be between 0 and 1" "$T/wa3.err"
 # its duration and pitch by the factor
 $PY - <<'PY'
 import numpy as np
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.speaker import change_speed, SPEED_RANGE
 x = np.zeros(16000, np.float32)
 x[7000:9000] = np.sin(np.arange(2000) * 2 * np.pi * 440 / 16000)
-for f in train.SPEED_RANGE + (1.0,):
-    y = train.change_speed(x, f)
+for f in SPEED_RANGE + (1.0,):
+    y = change_speed(x, f)
     on = np.nonzero(np.abs(y) > 1e-3)[0]
     dur, mid = on[-1] - on[0] + 1, (on[-1] + on[0]) / 2
     pitch = np.argmax(np.abs(np.fft.rfft(y))) * 16000 / len(y)
@@ -658,7 +664,7 @@ PY
 # the identity
 $PY - <<'PY'
 import numpy as np
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.speaker import FORMANT_RANGE, recolor, TILT_RANGE
 sr, f0 = 16000, 120
 hz = np.fft.rfftfreq(sr, 1 / sr)
 pulses = np.zeros(sr)
@@ -673,10 +679,10 @@ def band_db(v, lo, hi):
 def pitch(v):
     ac = np.correlate(v[4000:12000], v[4000:12000], "full")[7999:]
     return sr / (np.argmax(ac[40:400]) + 40)
-y = train.recolor(x, 1.0, 0.0)
+y = recolor(x, 1.0, 0.0)
 assert y.dtype == np.float32 and len(y) == sr and np.abs(y - x).max() < 1e-5, "recolor(1, 0) is not the identity"
-for a in train.FORMANT_RANGE:
-    y = train.recolor(x, a, 0.0)
+for a in FORMANT_RANGE:
+    y = recolor(x, a, 0.0)
     assert len(y) == sr and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
     assert abs(pitch(y) - pitch(x)) < 1, (a, pitch(x), pitch(y))
     assert np.abs(y[:1500]).max() < 1e-3 * np.abs(y).max(), "recolor smeared sound into the silence"
@@ -688,8 +694,8 @@ for a in train.FORMANT_RANGE:
         assert at_new > 5 and at_new - at_old > 10, (a, f, at_new, at_old)
 def f1_to_f3_db(v):
     return band_db(v, 2540, 2660) - band_db(v, 640, 760)
-for t in train.TILT_RANGE:
-    y = train.recolor(x, 1.0, t)
+for t in TILT_RANGE:
+    y = recolor(x, 1.0, t)
     change = f1_to_f3_db(y) - f1_to_f3_db(x)
     assert abs(change - t * np.log2(2600 / 700)) < 1, (t, change)
 print("recolor: formants move by the factor, pitch and level stay; tilt as asked")
@@ -698,7 +704,7 @@ PY
 # constant track is the single factor; the track stays in range and varies
 $PY - <<'PY'
 import numpy as np
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.speaker import color_frames, FORMANT_RANGE, formant_track, recolor
 sr, f0 = 16000, 120
 hz = np.fft.rfftfreq(8000, 1 / sr)
 pulses = np.zeros(sr)
@@ -706,18 +712,18 @@ pulses[(np.arange(0, sr, sr / f0)).astype(int)] = 1
 hz_full = np.fft.rfftfreq(sr, 1 / sr)
 x = np.fft.irfft(np.fft.rfft(pulses) * (1 / (1 + ((hz_full - 1200) / 80) ** 2)), sr).astype(np.float32)
 x *= 0.3 / np.abs(x).max()
-count = train.color_frames(sr)
-assert np.array_equal(train.recolor(x, np.full(count, 1.1), 1.0), train.recolor(x, 1.1, 1.0)), "a constant track is not the factor"
+count = color_frames(sr)
+assert np.array_equal(recolor(x, np.full(count, 1.1), 1.0), recolor(x, 1.1, 1.0)), "a constant track is not the factor"
 track = np.where(np.arange(count) < count // 2, 0.9, 1.15)  # the first half down, the second up
-y = train.recolor(x, track, 0.0)
+y = recolor(x, track, 0.0)
 def same_shape(a, b):  # equal up to a gain (recolor keeps the whole clip's RMS)
     g = np.dot(a, b) / np.dot(b, b)
     return np.abs(a - g * b).max() < 1e-3 * np.abs(a).max()
 # frames 8 ms apart, each 32 ms: samples before 7000 come from frames of the
 # first half only, samples after 9000 from the second half's
-assert same_shape(y[1000:7000], train.recolor(x, 0.9, 0.0)[1000:7000]), "the first half is not moved by 0.9"
-assert same_shape(y[9000:15000], train.recolor(x, 1.15, 0.0)[9000:15000]), "the second half is not moved by 1.15"
-assert not same_shape(y[9000:15000], train.recolor(x, 0.9, 0.0)[9000:15000])
+assert same_shape(y[1000:7000], recolor(x, 0.9, 0.0)[1000:7000]), "the first half is not moved by 0.9"
+assert same_shape(y[9000:15000], recolor(x, 1.15, 0.0)[9000:15000]), "the second half is not moved by 1.15"
+assert not same_shape(y[9000:15000], recolor(x, 0.9, 0.0)[9000:15000])
 def peak(v):  # the formant: where the power, summed over one harmonic spacing, is highest
     p = np.abs(np.fft.rfft(v * np.hanning(len(v)), 8000)) ** 2
     band = (hz > 900) & (hz < 1500)
@@ -726,8 +732,8 @@ first, second = peak(y[1000:7000]), peak(y[9000:15000])
 assert second - first > 200, (first, second)
 rng = np.random.default_rng(3)
 for _ in range(20):
-    t = train.formant_track(sr, rng)
-    assert len(t) == count and t.min() >= train.FORMANT_RANGE[0] - 1e-9 and t.max() <= train.FORMANT_RANGE[1] + 1e-9
+    t = formant_track(sr, rng)
+    assert len(t) == count and t.min() >= FORMANT_RANGE[0] - 1e-9 and t.max() <= FORMANT_RANGE[1] + 1e-9
     assert t.max() / t.min() > 1.02, "the track does not move"
 print(f"recolor with a formant track: each half moved by its factor (formant near {first:.0f} and {second:.0f} Hz)")
 PY
@@ -735,7 +741,7 @@ PY
 # formants (which plain speed change moves), timing and level
 $PY - <<'PY'
 import numpy as np
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.speaker import change_speed, PITCH_RANGE, shift_pitch
 sr, f0 = 16000, 120
 hz = np.fft.rfftfreq(sr, 1 / sr)
 pulses = np.zeros(sr)
@@ -750,16 +756,16 @@ def envelope_db(v):  # mean power in 200 Hz bands centred 200-3900 Hz, middle of
     p = np.abs(np.fft.rfft(v[5000:11000] * np.hanning(6000))) ** 2
     f = np.fft.rfftfreq(6000, 1 / sr)
     return np.array([10 * np.log10(p[(f >= c - 100) & (f < c + 100)].mean() + 1e-12) for c in range(200, 4000, 100)])
-y = train.shift_pitch(x, 1.0)
+y = shift_pitch(x, 1.0)
 assert y.dtype == np.float32 and len(y) == sr and np.abs(y - x).max() < 1e-4, "shift_pitch(1) is not the identity"
-for a in train.PITCH_RANGE + (1.3,):
-    y = train.shift_pitch(x, a)
+for a in PITCH_RANGE + (1.3,):
+    y = shift_pitch(x, a)
     assert len(y) == sr and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
     assert abs(pitch(y) / (a * pitch(x)) - 1) < 0.03, (a, pitch(x), pitch(y))
     on = np.nonzero(np.abs(y) > 1e-3 * np.abs(y).max())[0]
     assert abs(on[0] - 2000) < 480 and abs(on[-1] - 14000) < 480, (a, on[0], on[-1])
     kept = np.abs(envelope_db(y) - envelope_db(x)).mean()
-    moved = np.abs(envelope_db(train.change_speed(x, a)) - envelope_db(x)).mean()
+    moved = np.abs(envelope_db(change_speed(x, a)) - envelope_db(x)).mean()
     assert kept < 6 and kept < moved / 2, (a, kept, moved)
 print("shift_pitch: pitch moves by the factor; formants, timing and level stay")
 PY
@@ -768,14 +774,15 @@ PY
 $PY - "$T/data" <<'PY'
 import glob, sys
 import numpy as np
-from mega_kws_tools.training import train
-from mega_kws_tools.training.train import PV_FRAME as frame, PV_HOP as hop
+from mega_kws_tools.audio import read_wav
+from mega_kws_tools.augment.speaker import framed, overlap_add, PITCH_RANGE, stretch
+from mega_kws_tools.augment.speaker import PV_FRAME as frame, PV_HOP as hop
 
 def stretch_loop(clip, factor):
     padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
     count = (len(padded) - frame) // hop + 1
     win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)
-    spec = np.fft.rfft(train.framed(padded, count, frame, hop) * win, axis=1)
+    spec = np.fft.rfft(framed(padded, count, frame, hop) * win, axis=1)
     advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame
     steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
     steps = steps[steps < count - 1]
@@ -795,16 +802,16 @@ def stretch_loop(clip, factor):
         out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
         d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
         phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
-    out = train.overlap_add(out_frames) / 1.5
+    out = overlap_add(out_frames) / 1.5
     start, m = int(round(frame * factor)), int(round(len(clip) * factor))
     return out[start:start + m]
 
 rng = np.random.default_rng(5)
-clips = [train.read_wav(p).astype(np.float32) / 32768 for p in sorted(glob.glob(sys.argv[1] + "/*/*.wav"))[::7]]
+clips = [read_wav(p).astype(np.float32) / 32768 for p in sorted(glob.glob(sys.argv[1] + "/*/*.wav"))[::7]]
 clips += [(rng.standard_normal(16000) * 0.1).astype(np.float32), np.zeros(16000, np.float32), np.zeros(300, np.float32)]
 for c in clips:
-    for f in (train.PITCH_RANGE[0], 1.0, 1.37, train.PITCH_RANGE[1]):
-        a, b = train.stretch(c, f), stretch_loop(c, f)
+    for f in (PITCH_RANGE[0], 1.0, 1.37, PITCH_RANGE[1]):
+        a, b = stretch(c, f), stretch_loop(c, f)
         assert a.shape == b.shape and np.array_equal(a, b), (len(c), f)
 print(f"stretch: as the loop over frames on {len(clips)} clips, 4 factors each")
 PY
@@ -814,22 +821,23 @@ $PY - <<'PY'
 import numpy as np
 import torch
 from mega_kws_tools import model as mt
-from mega_kws_tools.training import train
-cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
+from mega_kws_tools.augment.features import SpeakerAugment, warp_filters, WARP_RANGE
+from mega_kws_tools.training.presets import PRESETS
+cfg = mt.MegaConfig(**PRESETS["smoke"], n_classes=12, bidirectional=False)
 m = mt.MegaKWS(cfg)
 x = torch.randn(8, 16000) * 0.1
 m.eval()
 ref = m.embed_tokens(x)
-train.SpeakerAugment(m, 1.0, 1.0, np.random.default_rng(0))
+SpeakerAugment(m, 1.0, 1.0, np.random.default_rng(0))
 assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
 m.train()
 assert not torch.allclose(m.embed_tokens(x), ref), "augmentation did nothing in training"
 w = m.embed_tokens.weight.detach()
 def peak_hz(v):
     return np.argmax(np.abs(np.fft.rfft(v.numpy(), 16000)))
-for f in train.WARP_RANGE:
+for f in WARP_RANGE:
     j = w.shape[0] // 4
-    assert abs(peak_hz(train.warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
+    assert abs(peak_hz(warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
 print("warp_filters: filters move by the factor; evaluation unchanged")
 PY
 # --speed-range / --warp-range: the factors are drawn from the range given (the defaults otherwise); the run
@@ -840,28 +848,32 @@ import sys
 import numpy as np
 import torch
 from mega_kws_tools import model as mt
-from mega_kws_tools.training import train
-ds = train.Dataset(sys.argv[1], "kws12", "training")
+from mega_kws_tools.augment.batch import make_batch
+from mega_kws_tools.augment.features import SpeakerAugment, WARP_RANGE
+from mega_kws_tools.augment.speaker import change_speed, SPEED_RANGE
+from mega_kws_tools.data.dataset import Dataset
+from mega_kws_tools.training.presets import PRESETS
+ds = Dataset(sys.argv[1], "kws12", "training")
 seen = []
-plain = train.change_speed
-train.change_speed = lambda clip, f: (seen.append(f), plain(clip, f))[1]
+plain = change_speed
+change_speed = lambda clip, f: (seen.append(f), plain(clip, f))[1]
 for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
     seen.clear()
     kw = {} if rng_range is None else {"speed_range": rng_range}
-    train.make_batch(ds, np.arange(min(len(ds), 40)), np.random.default_rng(3), train=True, speed_prob=1.0, **kw)
-    lo, hi = rng_range or train.SPEED_RANGE
+    make_batch(ds, np.arange(min(len(ds), 40)), np.random.default_rng(3), train=True, speed_prob=1.0, **kw)
+    lo, hi = rng_range or SPEED_RANGE
     assert len(seen) >= 20 and lo <= min(seen) and max(seen) <= hi, (rng_range, seen)
     assert max(seen) - min(seen) > 0.5 * (hi - lo), (rng_range, seen)  # spread over the range
-train.change_speed = plain
-cfg = mt.MegaConfig(**train.PRESETS["smoke"], n_classes=12, bidirectional=False)
+change_speed = plain
+cfg = mt.MegaConfig(**PRESETS["smoke"], n_classes=12, bidirectional=False)
 m = mt.MegaKWS(cfg).train()
 for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
-    aug = train.SpeakerAugment(m, 1.0, 0.0, np.random.default_rng(1), *([rng_range] if rng_range else []))
+    aug = SpeakerAugment(m, 1.0, 0.0, np.random.default_rng(1), *([rng_range] if rng_range else []))
     factors = []
     aug.embed = lambda s, f, aug=aug: (factors.append(f), aug.plain(s))[1]
     for _ in range(10):
         m.embed_tokens(torch.randn(8, 16000) * 0.1)
-    lo, hi = rng_range or train.WARP_RANGE
+    lo, hi = rng_range or WARP_RANGE
     assert len(factors) == 10 * aug.GROUPS and lo <= min(factors) and max(factors) <= hi, (rng_range, factors)
     m.embed_tokens.forward = aug.plain
 print("speed and warp ranges: factors drawn within the range given")
@@ -883,11 +895,12 @@ done
 $PY - "$T/data" <<'PY'
 import sys
 import numpy as np
-from mega_kws_tools.training import train
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+from mega_kws_tools.data.dataset import Dataset
+from mega_kws_tools.training.sampling import sampling_probabilities
+ds = Dataset(sys.argv[1], "kws12", "training", 0, 1)
 u = ds.labels.index("_unknown_")
 for share in (0.0, 0.3):
-    p = train.sampling_probabilities(ds, share)
+    p = sampling_probabilities(ds, share)
     mass = np.array([p[ds.y == c].sum() for c in range(len(ds.labels))])
     want = np.full(len(ds.labels), 1 / len(ds.labels)) if share == 0 else np.full(len(ds.labels), 0.7 / 11)
     if share:
@@ -902,16 +915,17 @@ PY
 $PY - "$T/data" <<'PY'
 import sys
 import numpy as np
-from mega_kws_tools.training import train
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-extra = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+from mega_kws_tools.data.dataset import Dataset
+from mega_kws_tools.training.sampling import sampling_probabilities
+ds = Dataset(sys.argv[1], "kws12", "training", 0, 1)
+extra = Dataset(sys.argv[1], "kws12", "training", 0, 1)
 on = ds.labels.index("on")
 keep = extra.y != on
 extra.audio, extra.y = extra.audio[keep], extra.y[keep]
 ds.extend(extra)
 n = len(ds.labels)
 for share in (None, 0.0, 0.3, 1.0):
-    p = train.sampling_probabilities(ds, 0.0, share)
+    p = sampling_probabilities(ds, 0.0, share)
     assert abs(p.sum() - 1) < 1e-9
     for c in range(n):
         cls, ext = p[ds.y == c].sum(), p[(ds.y == c) & (ds.source == 1)].sum()
@@ -925,7 +939,10 @@ PY
 $PY - "$T/data" <<'PY'
 import os, sys
 import numpy as np
-from mega_kws_tools.training import train
+from mega_kws_tools.augment.batch import make_batch
+from mega_kws_tools.augment.splice import SPLICE_AVOID, splice_pair, splice_pool
+from mega_kws_tools.data.dataset import clip_voices, Dataset
+from mega_kws_tools.data.layout import KEYWORDS
 t = np.arange(16000) / 16000
 kw = np.zeros(16000, np.float32)
 kw[4000:10000] = 0.5 * np.sin(2 * np.pi * 300 * t[:6000])
@@ -933,7 +950,7 @@ other = np.zeros(16000, np.float32)
 other[2000:12000] = 0.05 * np.sin(2 * np.pi * 900 * t[:10000])
 rng = np.random.default_rng(0)
 for keep_onset in (True, False):
-    y = train.splice_pair(kw, other, keep_onset, rng)
+    y = splice_pair(kw, other, keep_onset, rng)
     on = np.nonzero(np.abs(y) > 1e-6)[0]
     part = y[on[0]:on[-1] + 1]
     n = len(part)
@@ -942,46 +959,46 @@ for keep_onset in (True, False):
     assert np.argmax(spec) in range(295, 306), "the keyword's part is not where it belongs"
     a, b = (part[:n // 3], part[-n // 3:]) if keep_onset else (part[-n // 3:], part[:n // 3])
     assert abs(np.sqrt(np.mean(b * b)) / np.sqrt(np.mean(a * a)) - 1) < 0.1, "levels not matched"
-assert train.splice_pair(kw, np.zeros(16000, np.float32), True, rng) is None
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
+assert splice_pair(kw, np.zeros(16000, np.float32), True, rng) is None
+ds = Dataset(sys.argv[1], "kws12", "training", 0, 1)
 u = ds.labels.index("_unknown_")
 words = {os.path.basename(os.path.dirname(p)) for p in ds.paths}
 assert all(v.count(":") == 1 for v in ds.voice[:len(ds.paths)]), "voices not read from manifest.csv"
 same = 0
-for k, keyword in enumerate(train.KEYWORDS):
+for k, keyword in enumerate(KEYWORDS):
     for j in np.nonzero(ds.y == k)[0]:
-        pool = train.splice_pool(ds, keyword, j)
+        pool = splice_pool(ds, keyword, j)
         got = {os.path.basename(os.path.dirname(ds.paths[i])) for i in pool}
-        assert len(pool) and all(ds.y[i] == u for i in pool) and not got & train.SPLICE_AVOID[keyword], keyword
+        assert len(pool) and all(ds.y[i] == u for i in pool) and not got & SPLICE_AVOID[keyword], keyword
         # the same voice (and variant) when it has other words, else anything of the source
         mine = [i for i in np.nonzero(ds.y == u)[0] if ds.voice[i] == ds.voice[j]
-                and os.path.basename(os.path.dirname(ds.paths[i])) not in train.SPLICE_AVOID[keyword]]
+                and os.path.basename(os.path.dirname(ds.paths[i])) not in SPLICE_AVOID[keyword]]
         if mine:
             assert all(ds.voice[i] == ds.voice[j] for i in pool), (keyword, j)
             same += 1
         else:
-            assert got == words - set(train.KEYWORDS) - {"_silence_"} - train.SPLICE_AVOID[keyword], keyword
+            assert got == words - set(KEYWORDS) - {"_silence_"} - SPLICE_AVOID[keyword], keyword
 assert same, "no keyword clip was spliced within its voice"
 # the pools follow extend(): the added copy's clips of the same voice join them
-kw, j = next((train.KEYWORDS[ds.y[i]], int(i)) for i in np.nonzero(ds.y < 10)[0]  # a pool of its voice
-             if all(ds.voice[o] == ds.voice[i] for o in train.splice_pool(ds, train.KEYWORDS[ds.y[i]], i)))
-before = len(train.splice_pool(ds, kw, j))
-ds.extend(train.Dataset(sys.argv[1], "kws12", "training", 0, 1))
-assert len(train.splice_pool(ds, kw, j)) == 2 * before, "stale splice pools after extend()"
-ds = train.Dataset(sys.argv[1], "kws12", "training", 0, 1)
-speaker = train.clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
+kw, j = next((KEYWORDS[ds.y[i]], int(i)) for i in np.nonzero(ds.y < 10)[0]  # a pool of its voice
+             if all(ds.voice[o] == ds.voice[i] for o in splice_pool(ds, KEYWORDS[ds.y[i]], i)))
+before = len(splice_pool(ds, kw, j))
+ds.extend(Dataset(sys.argv[1], "kws12", "training", 0, 1))
+assert len(splice_pool(ds, kw, j)) == 2 * before, "stale splice pools after extend()"
+ds = Dataset(sys.argv[1], "kws12", "training", 0, 1)
+speaker = clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
 assert list(speaker[0]) == ["speaker:0a1b2c3d", ""] and list(speaker[1]) == ["speaker:0a1b2c3d", ""], speaker
 idx = np.nonzero(ds.y < 10)[0][:16]
-x0, y0 = train.make_batch(ds, idx, np.random.default_rng(1), True)
-x1, y1 = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)
+x0, y0 = make_batch(ds, idx, np.random.default_rng(1), True)
+x1, y1 = make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)
 assert (x0 == x1).all() and (y0 == y1).all()
-_, ys = train.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.0)
+_, ys = make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.0)
 assert (ys == u).all() and (y0 < 10).all(), ys
 print("--splice-prob: halves joined, levels matched, avoided words kept out")
 PY
 # make_splices.py: half-keyword clips of one split, all _unknown_, listed for evaluate.py; never
 # over an existing folder
-$PY -m mega_kws_tools.data.make_splices --data "$T/data" --split training --per-keyword 2 --out "$T/half" >/dev/null
+$PY -m mega_kws_tools.augment.make_splices --data "$T/data" --split training --per-keyword 2 --out "$T/half" >/dev/null
 $PY - "$T/half" <<'PY'
 import csv, os, sys
 rows = list(csv.DictReader(open(os.path.join(sys.argv[1], "splices.csv"))))
@@ -1037,7 +1054,7 @@ assert round(sum(r["keyword_accuracy"] * r["clips"] for r in noise.values())) ==
 assert round(sum(r["called_unknown"] * r["clips"] for r in noise.values())) == sum(c["confusion"][i][u] for i in kw)
 print(f"evaluate.py: {len(words)} _unknown_ words, {sum(row[i] for i in kw)} clips called a keyword")
 PY
-if $PY -m mega_kws_tools.data.make_splices --data "$T/data" --split training --out "$T/half" 2>/dev/null; then
+if $PY -m mega_kws_tools.augment.make_splices --data "$T/data" --split training --out "$T/half" 2>/dev/null; then
   echo "make_splices.py wrote over an existing folder"; exit 1
 fi
 # hard examples (mine_hard.py): windows of a training-voice recording, mixed into batches
@@ -1217,9 +1234,10 @@ $PY - "$T/hard.npz" <<'PY'
 import sys
 import numpy as np
 import torch
-from mega_kws_tools.training import train
-labels = train.KEYWORDS + ["_silence_", "_unknown_"]
-h = train.HardExamples([sys.argv[1]], labels)
+from mega_kws_tools.data.layout import KEYWORDS
+from mega_kws_tools.training.mining import HardExamples
+labels = KEYWORDS + ["_silence_", "_unknown_"]
+h = HardExamples([sys.argv[1]], labels)
 rng = np.random.default_rng(0)
 x, y = torch.zeros(8, 32000), torch.full((8,), 10)
 h.replace(x, y, rng, 0.0)
@@ -1241,8 +1259,9 @@ import math
 import numpy as np
 import torch
 from mega_kws_tools import model as mt
-from mega_kws_tools.training import train
-cfg = mt.MegaConfig(**train.PRESETS["demo-wide-mel"], n_classes=12, bidirectional=False)
+from mega_kws_tools.augment.features import SpeakerAugment, warp_filters
+from mega_kws_tools.training.presets import PRESETS
+cfg = mt.MegaConfig(**PRESETS["demo-wide-mel"], n_classes=12, bidirectional=False)
 emb = mt.MegaKWS(cfg).embed_tokens
 bands = emb.bands
 assert bands.shape[0] == 40 and bool((bands.sum(1) > 0).all()) and float(bands.min()) >= 0
@@ -1252,17 +1271,17 @@ assert centre == sorted(centre) and centre[0] < 150 and centre[-1] > 6500, centr
 t = torch.arange(16000) / 16000.0
 for f in (300.0, 1000.0, 2500.0, 6000.0):
     for factor in (1.0, 0.9, 1.12):
-        w = emb.weight if factor == 1.0 else train.warp_filters(emb.weight, factor)
+        w = emb.weight if factor == 1.0 else warp_filters(emb.weight, factor)
         lm = emb.log_power(0.1 * torch.sin(2 * math.pi * f * t).unsqueeze(0), w)[0, 10:-10].mean(0)
         top = centre[int(torch.argmax(lm))]
         # the warped front end sees the tone at f / factor
         assert abs(math.log(top / (f / factor))) < 0.12, (f, factor, top)
         assert float(lm.max() - lm.min()) > 6, (f, factor)  # far bands are far below the tone's
-m = mt.MegaKWS(mt.MegaConfig(**train.PRESETS["smoke-mel"], n_classes=12, bidirectional=False))
+m = mt.MegaKWS(mt.MegaConfig(**PRESETS["smoke-mel"], n_classes=12, bidirectional=False))
 x = torch.randn(8, 16000) * 0.1
 m.eval()
 ref = m.embed_tokens(x)
-aug = train.SpeakerAugment(m, 0.0, 1.0, np.random.default_rng(0))
+aug = SpeakerAugment(m, 0.0, 1.0, np.random.default_rng(0))
 assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
 masked = aug.mask(m.embed_tokens.log_power(x))
 assert masked.shape == (8, 100, 16) and not torch.equal(masked, m.embed_tokens.log_power(x))

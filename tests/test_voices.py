@@ -23,7 +23,7 @@ sys.path.insert(0, TOOLS)
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
 from mega_kws_tools.data import festival_pipe  # noqa: E402
-from mega_kws_tools.data import listen_check  # noqa: E402
+from mega_kws_tools.evaluation import listen_check  # noqa: E402
 from mega_kws_tools.data import make_sc10  # noqa: E402
 from mega_kws_tools.data import voices as vc  # noqa: E402
 
@@ -453,13 +453,13 @@ class NearMissAndMerge(unittest.TestCase):
 
 
 class ListenCheck(unittest.TestCase):
-    """tools/mega_kws_tools/data/listen_check.py renders training and validation voices only, and its
+    """tools/mega_kws_tools/evaluation/listen_check.py renders training and validation voices only, and its
     summary splits the model's answers by what the listener heard."""
 
     def test_refuses_testing_voices(self):
         with tempfile.TemporaryDirectory() as tmp:
             for splits in ("testing", "training,testing", "validation,bogus"):
-                r = subprocess.run([sys.executable, "-m", "mega_kws_tools.data.listen_check",
+                r = subprocess.run([sys.executable, "-m", "mega_kws_tools.evaluation.listen_check",
                                     "--out", os.path.join(tmp, "out"), "--splits", splits],
                                    capture_output=True, text=True, timeout=60)
                 self.assertNotEqual(r.returncode, 0, splits)

@@ -20,9 +20,9 @@ mkdir -p "$OUT"
 . "$HERE/recordings.sh"
 TUNE=()
 validation_recordings "$DATA" "$REAL"
-[ -d "$WORK/halfword-val" ] || $PY -m mega_kws_tools.data.make_splices --data "$DATA" --split validation \
+[ -d "$WORK/halfword-val" ] || $PY -m mega_kws_tools.augment.make_splices --data "$DATA" --split validation \
   --per-keyword 100 --out "$WORK/halfword-val"
-[ -d "$WORK/halfword-realval" ] || $PY -m mega_kws_tools.data.make_splices --data "$REAL" --split validation \
+[ -d "$WORK/halfword-realval" ] || $PY -m mega_kws_tools.augment.make_splices --data "$REAL" --split validation \
   --per-keyword 100 --out "$WORK/halfword-realval"
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" --curve --max-fa-per-hour 5 \
   -o "$OUT/detection.json" | tee "$OUT/curve.txt"

@@ -139,20 +139,22 @@ def torch_rows(checkpoint, paths, batch=64):
     a fresh state, as classify does. For models the runtime cannot load yet."""
     import numpy as np
     import torch
-    from mega_kws_tools.training import train
-    ck = train.load_init(checkpoint)
+    from mega_kws_tools import model as mega_torch
+    from mega_kws_tools.audio import SR, read_wav
+    from mega_kws_tools.convert.loading import load_init
+    from mega_kws_tools.data.dataset import fit_second
+    ck = load_init(checkpoint)
     if ck is None:
         sys.exit(1)
-    from mega_kws_tools import model as mega_torch
     model = mega_torch.model_from_config_checkpoint(ck).eval()
     window = model.cfg.window_samples
-    if window != train.SR:
+    if window != SR:
         sys.exit(f"evaluate.py: {checkpoint}: a window of {window} samples, not one second")
     rows = []
     with torch.no_grad():
         for i in range(0, len(paths), batch):
             part = paths[i:i + batch]
-            x = np.stack([train.fit_second(train.read_wav(p)) for p in part]).astype(np.float32) / 32768.0
+            x = np.stack([fit_second(read_wav(p)) for p in part]).astype(np.float32) / 32768.0
             logits = model(torch.from_numpy(x))
             rows += [{"file": p, "label": ck["labels"][int(k)], "logits": z.tolist()}
                      for p, k, z in zip(part, logits.argmax(dim=1), logits)]
@@ -160,7 +162,7 @@ def torch_rows(checkpoint, paths, batch=64):
 
 
 def halfwords(rows, data):
-    """For a folder of half-keyword clips (tools/mega_kws_tools/data/make_splices.py, its
+    """For a folder of half-keyword clips (tools/mega_kws_tools/augment/make_splices.py, its
     splices.csv): per keyword and part kept, the share of clips called that
     keyword and the share called any keyword."""
     path = os.path.join(data, "splices.csv")

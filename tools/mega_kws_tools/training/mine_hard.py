@@ -38,9 +38,9 @@ import numpy as np
 import torch
 
 from mega_kws_tools import model as mt
+from mega_kws_tools.audio import read_wav
 from mega_kws_tools.data.layout import split_lists
 from mega_kws_tools.evaluation import streamscore
-from mega_kws_tools.training import train
 from mega_kws_tools.evaluation.tune_detection import stream_posteriors
 
 EDGE_S = 0.05        # a positive's word keeps this far from the window's edges
@@ -78,7 +78,7 @@ def main() -> int:
     sr = cfg.sample_rate
     hop_s = cfg.chunk_samples / sr
     win_s = cfg.window_chunks * hop_s
-    audio = train.read_wav(args.stream)
+    audio = read_wav(args.stream)
     probs = stream_posteriors(model, audio.astype(np.float32) / 32768.0)
     keywords, _ = streamscore.read_stream_labels(args.labels)
     kw_ids = [i for i, l in enumerate(labels) if not l.startswith("_")]

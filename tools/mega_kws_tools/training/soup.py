@@ -66,8 +66,8 @@ def soup(checkpoints, weights):
 def accuracy(ck, val) -> float:
     """train.py's validation accuracy of the checkpoint dict ck on the Dataset val."""
     from mega_kws_tools import model as mega_torch
-    from mega_kws_tools.training import train
-    return train.evaluate(mega_torch.model_from_config_checkpoint(ck), val)[0]
+    from mega_kws_tools.evaluation.accuracy import evaluate
+    return evaluate(mega_torch.model_from_config_checkpoint(ck), val)[0]
 
 
 def greedy(checkpoints, val, log=print):
@@ -127,16 +127,16 @@ def main() -> int:
         if not args.greedy:
             out = soup(loaded, weights)
         else:
-            from mega_kws_tools.training import train
+            from mega_kws_tools.data.dataset import Dataset
             check_match(loaded)
             torch.set_num_threads(args.threads)
             labels = loaded[0][1]["labels"]
             classes = "kws12" if len(labels) == 12 else "sc10"
-            val = train.Dataset(args.greedy, classes, "validation", 0, 1)
+            val = Dataset(args.greedy, classes, "validation", 0, 1)
             if val.labels != labels:
                 raise ValueError(f"the checkpoints' labels {labels} are not train.py's {val.labels}")
             for folder in args.extra_val:
-                val.extend(train.Dataset(folder, classes, "validation", 0, 1))
+                val.extend(Dataset(folder, classes, "validation", 0, 1))
             if not len(val):
                 raise ValueError(f"{args.greedy}: no validation clips")
             names, out, best = greedy(loaded, val, log=lambda m: print(f"soup.py: {m}", flush=True))

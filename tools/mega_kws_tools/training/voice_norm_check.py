@@ -22,7 +22,10 @@ import sys
 import numpy as np
 import torch
 
-from mega_kws_tools.training import train as tr
+from mega_kws_tools.augment.batch import make_batch
+from mega_kws_tools.convert.loading import load_model
+from mega_kws_tools.data.dataset import Dataset
+from mega_kws_tools.data.layout import KEYWORDS, SILENCE, UNKNOWN
 from mega_kws_tools.evaluation.evaluate import rejection_tradeoff
 
 
@@ -92,7 +95,7 @@ def main() -> int:
     if not all(0 <= a <= 1 for a in alphas):
         ap.error(f"--alphas {args.alphas}: each between 0 and 1")
     torch.set_num_threads(args.threads)
-    model = tr.load_model(args.checkpoint)[0].eval()
+    model = load_model(args.checkpoint)[0].eval()
     norms = batchnorms(model)
     if not norms:
         print(f"voice_norm_check.py: {args.checkpoint}: the model has no BatchNorm", file=sys.stderr)
@@ -102,13 +105,13 @@ def main() -> int:
             norms = [norms[int(i)] for i in args.layers.split(",")]
         except (ValueError, IndexError):
             ap.error(f"--layers {args.layers}: indices 0-{len(norms) - 1} separated by commas")
-    ds = tr.Dataset(args.data, "kws12", args.split)
+    ds = Dataset(args.data, "kws12", args.split)
     for d in args.extra_data:
-        ds.extend(tr.Dataset(d, "kws12", args.split))
-    x, y = tr.make_batch(ds, np.arange(len(ds)), np.random.default_rng(123), train=False)
+        ds.extend(Dataset(d, "kws12", args.split))
+    x, y = make_batch(ds, np.arange(len(ds)), np.random.default_rng(123), train=False)
     y = y.numpy()
     group = groups_of(ds, args.real_groups)
-    k, unk, silence = len(tr.KEYWORDS), ds.labels.index(tr.UNKNOWN), ds.labels.index(tr.SILENCE)
+    k, unk, silence = len(KEYWORDS), ds.labels.index(UNKNOWN), ds.labels.index(SILENCE)
     keyword = y < k
     real = np.array([g.startswith("real:") for g in group])
     print(f"{len(ds)} clips of {len(set(group[y != silence]) - {''})} voice groups; "

@@ -26,7 +26,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mega_kws_tools.training import train as tr
+from mega_kws_tools.audio import SR
+from mega_kws_tools.augment.batch import make_batch
+from mega_kws_tools.convert.loading import load_model
+from mega_kws_tools.data.dataset import Dataset, voice_targets
+from mega_kws_tools.data.layout import KEYWORDS
 
 
 def embeddings(model, ds, idx, batch=64):
@@ -34,8 +38,8 @@ def embeddings(model, ds, idx, batch=64):
     out = []
     with torch.no_grad():
         for s in range(0, len(idx), batch):
-            x, _ = tr.make_batch(ds, idx[s:s + batch], np.random.default_rng(0), train=False)
-            x[:, :tr.SR] = 0.0  # the same silent context for every clip
+            x, _ = make_batch(ds, idx[s:s + batch], np.random.default_rng(0), train=False)
+            x[:, :SR] = 0.0  # the same silent context for every clip
             out.append(model.window_embedding(x))
     return torch.cat(out)
 
@@ -73,18 +77,18 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    ds = tr.Dataset(args.data, "kws12", "training")
+    ds = Dataset(args.data, "kws12", "training")
     for d in args.extra_data:
-        ds.extend(tr.Dataset(d, "kws12", "training"))
-    names, voice = tr.voice_targets(ds)
-    keyword = ds.y < len(tr.KEYWORDS)
+        ds.extend(Dataset(d, "kws12", "training"))
+    names, voice = voice_targets(ds)
+    keyword = ds.y < len(KEYWORDS)
     pool = np.nonzero((voice >= 0) & keyword)[0]
     idx = np.sort(np.random.default_rng(args.seed).choice(pool, size=min(args.clips, len(pool)), replace=False))
     v, k = voice[idx], ds.y[idx]
     print(f"{len(idx)} keyword clips of {len(set(v.tolist()))} voice classes (training split); chance: voice "
           f"{np.bincount(v).max() / len(v):.3f}, keyword {np.bincount(k).max() / len(k):.3f}")
     for path in args.checkpoints:
-        model, labels = tr.load_model(path)
+        model, labels = load_model(path)
         if labels != ds.labels:
             print(f"voice_probe.py: {path} has labels {labels}, not {ds.labels}", file=sys.stderr)
             return 1

@@ -7,7 +7,7 @@ Each clip is half of a keyword joined to half of another word of the same
 split, said by the same voice or speaker where it has one (tools/mega_kws_tools/training/train.py's
 splice_pool and splice_pair: the keyword's onset and the other
 word's coda, or the other word's onset and the keyword's coda, alternately;
-never a word that could make the keyword again, train.SPLICE_AVOID). Such a
+never a word that could make the keyword again, augment.splice.SPLICE_AVOID). Such a
 clip sounds like the start or the end of a keyword and must not be taken for
 one. OUT gets the Speech Commands layout that tools/mega_kws_tools/evaluation/evaluate.py reads:
 every clip in OUT/halfword/ (so `_unknown_`), all listed in
@@ -27,8 +27,9 @@ import sys
 import numpy as np
 
 from mega_kws_tools.audio import write_wav
+from mega_kws_tools.augment.splice import splice_pair, splice_pool
+from mega_kws_tools.data.dataset import Dataset
 from mega_kws_tools.data.layout import KEYWORDS
-from mega_kws_tools.training import train
 
 FOLDER = "halfword"
 
@@ -46,23 +47,23 @@ def main() -> int:
     if os.path.exists(args.out):
         print(f"make_splices.py: {args.out} exists; give a new folder", file=sys.stderr)
         return 1
-    ds = train.Dataset(args.data, "kws12", args.split)
+    ds = Dataset(args.data, "kws12", args.split)
     rng = np.random.default_rng(args.seed)
     os.makedirs(os.path.join(args.out, FOLDER))
     rows = []
     for k, keyword in enumerate(KEYWORDS):
         clips = np.nonzero(ds.y == k)[0]
-        if not len(clips) or not len(train.splice_pool(ds, keyword, clips[0])):
+        if not len(clips) or not len(splice_pool(ds, keyword, clips[0])):
             print(f"make_splices.py: {keyword}: no clips or no other words in {args.split}", file=sys.stderr)
             continue
         made = tries = 0
         while made < args.per_keyword and tries < 20 * args.per_keyword:
             tries += 1
             j = clips[rng.integers(len(clips))]
-            pool = train.splice_pool(ds, keyword, j)
+            pool = splice_pool(ds, keyword, j)
             o = pool[rng.integers(len(pool))]
             keep_onset = made % 2 == 0
-            y = train.splice_pair(ds.audio[j] / 32768.0, ds.audio[o] / 32768.0, keep_onset, rng)
+            y = splice_pair(ds.audio[j] / 32768.0, ds.audio[o] / 32768.0, keep_onset, rng)
             if y is None:
                 continue
             name = f"{FOLDER}/{keyword}_{made:04d}.wav"
