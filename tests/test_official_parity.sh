@@ -1,5 +1,5 @@
 #!/bin/sh
-# Parity of tools/mega_kws_tools/model.py with the official fairseq Mega code, tiny
+# Parity of tools/mega_kws_tools/model/ with the official fairseq Mega code, tiny
 # configurations only (a few seconds). Needs a checkout or bare git dir of
 # github facebookresearch/mega in $MEGA_OFFICIAL_REPO; exits 77 (skip) without one.
 set -eu
