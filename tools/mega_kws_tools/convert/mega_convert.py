@@ -117,14 +117,10 @@ def _offset_vector(builder, offsets):
     return builder.EndVector()
 
 
-def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=False,
-                     source_sha256="", source_format="", notes="", detection=None,
-                     schema_version=None, tensor_hook=None):
-    """Serializes a model (weights, hparams, labels, self-test) into .mega bytes.
-
-    Returns (file bytes, self-test logits). tensor_hook (tests only) may edit
-    the (name, array) list just before it is written.
-    """
+def _model_tensors(model, labels, fp16):
+    """The file's (name, array) list, checked against the format and the labels;
+    with fp16, the model's own weights rounded to float16 too (the self-test must
+    describe the file's weights)."""
     cfg = model.cfg
     if cfg.patch_features not in _PATCH:
         raise ConvertError(f"patch_features {cfg.patch_features!r} is not in the model file format "
@@ -136,20 +132,16 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
         for name, a in tensors:
             if np.any(np.abs(a) > 65504):
                 raise ConvertError(f"tensor {name} has values beyond the float16 range; convert without --fp16")
-        # the self-test must describe the file's weights, so round the model too
         with torch.no_grad():
             for p in model.state_dict().values():
                 if p.dtype.is_floating_point:
                     p.copy_(p.half().float())
         tensors = file_tensors(model)
-    st_input = self_test_input(cfg)
-    model.input_mean, model.input_std = input_mean, input_std
-    st_logits = reference_logits(model, st_input)
+    return tensors
 
-    if tensor_hook is not None:
-        tensors = tensor_hook(tensors)
-    b = flatbuffers.Builder(1 << 20)
-    # tensors (data first, aligned for SIMD loads)
+
+def _add_tensors(b, tensors, fp16):
+    """The tensors (data first, aligned for SIMD loads); returns their vector."""
     t_offsets = []
     for name, a in tensors:
         raw = a.astype("<f2" if fp16 else "<f4").tobytes()
@@ -162,9 +154,10 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
         Tensor.AddDtype(b, DType.DType.F16 if fp16 else DType.DType.F32)
         Tensor.AddData(b, data)
         t_offsets.append(Tensor.End(b))
-    tensors_vec = _offset_vector(b, t_offsets)
-    label_vec = _offset_vector(b, [b.CreateString(x) for x in labels])
+    return _offset_vector(b, t_offsets)
 
+
+def _add_detection(b, detection):
     det = detection or {}
     thr = det.get("thresholds", [])
     thr_vec = _float_vector(b, thr) if thr else None
@@ -173,24 +166,30 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
         Detection.AddThresholds(b, thr_vec)
     Detection.AddSmoothingHops(b, int(det.get("smoothing_hops", 1)))
     Detection.AddRefractoryMs(b, int(det.get("refractory_ms", 1000)))
-    det_off = Detection.End(b)
+    return Detection.End(b)
 
+
+def _add_provenance(b, source_sha256, source_format, notes):
     strs = [b.CreateString(s) for s in (CONVERTER_VERSION, source_sha256, source_format, notes)]
     Provenance.Start(b)
     Provenance.AddConverterVersion(b, strs[0])
     Provenance.AddSourceSha256(b, strs[1])
     Provenance.AddSourceFormat(b, strs[2])
     Provenance.AddNotes(b, strs[3])
-    prov_off = Provenance.End(b)
+    return Provenance.End(b)
 
+
+def _add_self_test(b, st_input, st_logits):
     in_vec = _float_vector(b, st_input)
     out_vec = _float_vector(b, st_logits.astype(np.float32))
     SelfTest.Start(b)
     SelfTest.AddInput(b, in_vec)
     SelfTest.AddExpectedLogits(b, out_vec)
     SelfTest.AddTolerance(b, SELFTEST_TOLERANCE)
-    st_off = SelfTest.End(b)
+    return SelfTest.End(b)
 
+
+def _add_hparams(b, cfg):
     HParams.Start(b)
     HParams.AddEmbedDim(b, cfg.embed_dim)
     HParams.AddHiddenDim(b, cfg.hidden_dim)
@@ -222,7 +221,32 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     if cfg.patch_features == "logmel":
         HParams.AddPatchBins(b, len(mega_torch.mel_bins(cfg.patch_kernel, cfg.sample_rate)))
         HParams.AddPatchBands(b, cfg.patch_bands)
-    hp_off = HParams.End(b)
+    return HParams.End(b)
+
+
+def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=False,
+                     source_sha256="", source_format="", notes="", detection=None,
+                     schema_version=None, tensor_hook=None):
+    """Serializes a model (weights, hparams, labels, self-test) into .mega bytes.
+
+    Returns (file bytes, self-test logits). tensor_hook (tests only) may edit
+    the (name, array) list just before it is written.
+    """
+    cfg = model.cfg
+    tensors = _model_tensors(model, labels, fp16)
+    st_input = self_test_input(cfg)
+    model.input_mean, model.input_std = input_mean, input_std
+    st_logits = reference_logits(model, st_input)
+
+    if tensor_hook is not None:
+        tensors = tensor_hook(tensors)
+    b = flatbuffers.Builder(1 << 20)
+    tensors_vec = _add_tensors(b, tensors, fp16)
+    label_vec = _offset_vector(b, [b.CreateString(x) for x in labels])
+    det_off = _add_detection(b, detection)
+    prov_off = _add_provenance(b, source_sha256, source_format, notes)
+    st_off = _add_self_test(b, st_input, st_logits)
+    hp_off = _add_hparams(b, cfg)
 
     Model.Start(b)
     Model.AddSchemaVersion(b, min_schema_version(cfg) if schema_version is None else schema_version)
