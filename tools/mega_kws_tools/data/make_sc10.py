@@ -721,7 +721,7 @@ def run_probes(pool, probes):
     return res
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (created; existing clips are overwritten)")
     ap.add_argument("--seed", type=int, default=1)
@@ -763,7 +763,12 @@ def main():
                          "pipe (one festival process per voice and worker, kept running: about 6 times faster, "
                          "but a few words come out with their quiet end cut; training clips only: "
                          "tools/mega_kws_tools/data/festival_pipe.py)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def check_args(args):
+    """Exits naming the first option that is out of range or does not combine;
+    returns (only_voices, keep)."""
     if args.babble_words < 0:
         sys.exit(f"make_sc10: --babble-words must be 0 or more, not {args.babble_words}")
     only_voices = [v for v in args.voices.split(",") if v]
@@ -797,121 +802,130 @@ def main():
         if shutil.which(tool) is None:
             sys.exit(f"make_sc10: '{tool}' not found (scripts/setup.sh installs the voices: "
                      "apt-get install espeak-ng flite sox festival festvox-...)")
+    return only_voices, keep
 
-    t0 = time.time()
-    out = os.path.abspath(args.out)
-    for lab in LABELS:
-        os.makedirs(os.path.join(out, lab), exist_ok=True)
-    G["out"] = out
-    G["festival"] = args.festival
-    G["tmp_root"] = tempfile.mkdtemp(prefix="make_sc10_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    ctx = mp.get_context("fork")
-    try:
-        # 1) probe voices and variants; drop the ones that do not render
-        variants = espeak_variants()
-        pool_voices = vc.POOLS[args.pool]
-        G["training_only"] = args.pool == "more"
-        probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), RENDER_TIMEOUT_S) for v in pool_voices]
-        probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), RENDER_TIMEOUT_S) for v in variants
-                   if not vc.is_reserved(v)]
-        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
-        res = run_probes(pool, probes)
-        if pool is not None:
-            pool.close()
-            pool.join()
-        bad = [r[0] for r in res if r[1] < MIN_WORD_S]
-        for b in bad:
-            print(f"skipped (does not render): {b[0]} {b[1]}{'+' + b[2] if b[2] else ''}", flush=True)
-        usable = [v for v in pool_voices if (v.engine, v.name, "") not in bad]
-        G["voices"] = {sp: vc.voices_of(sp, usable) for sp in vc.SPLITS}
-        G["variants"] = [v for v in variants if not vc.is_reserved(v) and ("espeak-ng", "en-us", v) not in bad]
-        for sp in vc.SPLITS:
-            if not G["voices"][sp] and not (G["training_only"] and sp != "training"):
-                sys.exit(f"make_sc10: no {sp} voice renders")
-            print(f"{sp} voices ({len(G['voices'][sp])}): {' '.join(v.id for v in G['voices'][sp])}", flush=True)
-        print(f"espeak-ng variants: {len(G['variants'])}", flush=True)
 
-        # 2) babble bank (parent keeps it; the clip workers inherit it by fork)
-        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
-        bank = list(run_tasks(pool, [("bank", args.seed, None, i) for i in range(args.babble_words)], 4))
-        if pool is not None:
-            pool.close()
-            pool.join()
-        G["bank"] = [b for b in bank if b is not None]
-        print(f"babble bank: {len(G['bank'])} words ({time.time() - t0:.0f} s)", flush=True)
-        if only_voices:  # the babble above is drawn from every training voice, the clips from these
-            G["voices"][args.only_split] = [v for v in G["voices"][args.only_split] if v.id in only_voices]
-            if len(G["voices"][args.only_split]) < len(only_voices):
-                sys.exit("make_sc10: --voices: a voice given does not render")
-            print(f"clips of: {' '.join(v.id for v in G['voices'][args.only_split])}", flush=True)
+def probe_voices(ctx, args):
+    """Renders a word in every voice and variant, keeps in G those that render; returns the skipped ones."""
+    # 1) probe voices and variants; drop the ones that do not render
+    variants = espeak_variants()
+    pool_voices = vc.POOLS[args.pool]
+    G["training_only"] = args.pool == "more"
+    probes = [("probe", 0, (v.engine, v.name, "", v.text_for("stop")), RENDER_TIMEOUT_S) for v in pool_voices]
+    probes += [("probe", 0, ("espeak-ng", "en-us", v, "seven"), RENDER_TIMEOUT_S) for v in variants
+               if not vc.is_reserved(v)]
+    pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+    res = run_probes(pool, probes)
+    if pool is not None:
+        pool.close()
+        pool.join()
+    bad = [r[0] for r in res if r[1] < MIN_WORD_S]
+    for b in bad:
+        print(f"skipped (does not render): {b[0]} {b[1]}{'+' + b[2] if b[2] else ''}", flush=True)
+    usable = [v for v in pool_voices if (v.engine, v.name, "") not in bad]
+    G["voices"] = {sp: vc.voices_of(sp, usable) for sp in vc.SPLITS}
+    G["variants"] = [v for v in variants if not vc.is_reserved(v) and ("espeak-ng", "en-us", v) not in bad]
+    for sp in vc.SPLITS:
+        if not G["voices"][sp] and not (G["training_only"] and sp != "training"):
+            sys.exit(f"make_sc10: no {sp} voice renders")
+        print(f"{sp} voices ({len(G['voices'][sp])}): {' '.join(v.id for v in G['voices'][sp])}", flush=True)
+    print(f"espeak-ng variants: {len(G['variants'])}", flush=True)
+    return bad
 
-        # 3) the clips, in shards whose results are kept in OUT/parts: an interrupted
-        # run started again with the same arguments continues after the last shard.
-        counts = {k: args.per_word for k in KEYWORDS}
-        counts[UNKNOWN], counts[SILENCE] = args.unknown, args.silence
-        if args.near_miss:
-            counts[NEAR] = args.near_miss
-        if args.accent:
-            counts[ACCENT] = args.accent
-        order = LABELS + [NEAR, ACCENT]
-        if args.only_split:
-            tasks = [("clip", args.seed, lab, i) for lab in order
-                     for i in indices_of_split(args.seed, lab, args.only_split, args.first_index, counts.get(lab, 0))]
-            counts = {lab: n for lab, n in counts.items() if n}
-        else:
-            tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))
-                     if not keep or split_of_clip(args.seed, lab, i) in keep]
-        # interleave labels so that progress and load are even
-        tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
-        parts = os.path.join(out, "parts")
-        os.makedirs(parts, exist_ok=True)
-        run_key = f"seed={args.seed} counts={sorted(counts.items())}" + ("" if args.pool == "base" else f" pool={args.pool}")
-        if args.only_split:
-            run_key += f" only={args.only_split} first={args.first_index}"
-        if only_voices:
-            run_key += f" voices={','.join(only_voices)}"
-        if keep:
-            run_key += f" keep={','.join(sorted(keep))}"
-        rows, errors, fails = [], [], {}
-        t1, done = time.time(), 0
-        pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
-        for first in range(0, len(tasks), SHARD):
-            path = os.path.join(parts, f"{first // SHARD:05d}.json")
-            part = None
-            if os.path.exists(path):
-                with open(path) as f:
-                    part = json.load(f)
-                if part.get("key") != run_key:
-                    part = None
-            if part is None:
-                part = {"key": run_key, "rows": [], "errors": [], "fails": []}
-                for r in run_tasks(pool, tasks[first:first + SHARD], 8):
-                    if r["row"] is not None:
-                        part["rows"].append(r["row"])
-                    if r["error"]:
-                        part["errors"].append(r["error"])
-                    part["fails"] += r["fails"]
-                with open(path + ".tmp", "w") as f:
-                    json.dump(part, f)
-                os.replace(path + ".tmp", path)
-                done += min(SHARD, len(tasks) - first)
-                el = time.time() - t1
-                left = len(tasks) - first - SHARD
-                print(f"  {min(first + SHARD, len(tasks))}/{len(tasks)} clips, {el:.0f} s, "
-                      f"eta {el / done * max(0, left):.0f} s", flush=True)
-            rows += part["rows"]
-            errors += part["errors"]
-            for spk, why in part["fails"]:
-                fails.setdefault(spk, {}).setdefault(why, 0)
-                fails[spk][why] += 1
-        if pool is not None:
-            pool.close()
-            pool.join()
-    finally:
-        FESTIVAL.close()
-        shutil.rmtree(G["tmp_root"], ignore_errors=True)
 
-    # 4) lists, manifest, README
+def make_bank(ctx, args, only_voices, t0):
+    """The babble bank (the parent keeps it; the clip workers inherit it by fork)."""
+    # 2) babble bank (parent keeps it; the clip workers inherit it by fork)
+    pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+    bank = list(run_tasks(pool, [("bank", args.seed, None, i) for i in range(args.babble_words)], 4))
+    if pool is not None:
+        pool.close()
+        pool.join()
+    G["bank"] = [b for b in bank if b is not None]
+    print(f"babble bank: {len(G['bank'])} words ({time.time() - t0:.0f} s)", flush=True)
+    if only_voices:  # the babble above is drawn from every training voice, the clips from these
+        G["voices"][args.only_split] = [v for v in G["voices"][args.only_split] if v.id in only_voices]
+        if len(G["voices"][args.only_split]) < len(only_voices):
+            sys.exit("make_sc10: --voices: a voice given does not render")
+        print(f"clips of: {' '.join(v.id for v in G['voices'][args.only_split])}", flush=True)
+
+
+def clip_tasks(args, keep, only_voices):
+    """The clips to make, as tasks, and the key that tells whether a shard kept
+    in OUT/parts belongs to this run."""
+    # 3) the clips, in shards whose results are kept in OUT/parts: an interrupted
+    # run started again with the same arguments continues after the last shard.
+    counts = {k: args.per_word for k in KEYWORDS}
+    counts[UNKNOWN], counts[SILENCE] = args.unknown, args.silence
+    if args.near_miss:
+        counts[NEAR] = args.near_miss
+    if args.accent:
+        counts[ACCENT] = args.accent
+    order = LABELS + [NEAR, ACCENT]
+    if args.only_split:
+        tasks = [("clip", args.seed, lab, i) for lab in order
+                 for i in indices_of_split(args.seed, lab, args.only_split, args.first_index, counts.get(lab, 0))]
+        counts = {lab: n for lab, n in counts.items() if n}
+    else:
+        tasks = [("clip", args.seed, lab, i) for lab in order for i in range(counts.get(lab, 0))
+                 if not keep or split_of_clip(args.seed, lab, i) in keep]
+    # interleave labels so that progress and load are even
+    tasks.sort(key=lambda t: (t[3] / max(counts[t[2]], 1), order.index(t[2])))
+    run_key = f"seed={args.seed} counts={sorted(counts.items())}" + ("" if args.pool == "base" else f" pool={args.pool}")
+    if args.only_split:
+        run_key += f" only={args.only_split} first={args.first_index}"
+    if only_voices:
+        run_key += f" voices={','.join(only_voices)}"
+    if keep:
+        run_key += f" keep={','.join(sorted(keep))}"
+    return tasks, run_key
+
+
+def make_clips(ctx, args, tasks, run_key, out):
+    """The clips, in shards whose results are kept in OUT/parts: an interrupted
+    run started again with the same arguments continues after the last shard."""
+    parts = os.path.join(out, "parts")
+    os.makedirs(parts, exist_ok=True)
+    rows, errors, fails = [], [], {}
+    t1, done = time.time(), 0
+    pool = ctx.Pool(args.jobs) if args.jobs > 1 else None
+    for first in range(0, len(tasks), SHARD):
+        path = os.path.join(parts, f"{first // SHARD:05d}.json")
+        part = None
+        if os.path.exists(path):
+            with open(path) as f:
+                part = json.load(f)
+            if part.get("key") != run_key:
+                part = None
+        if part is None:
+            part = {"key": run_key, "rows": [], "errors": [], "fails": []}
+            for r in run_tasks(pool, tasks[first:first + SHARD], 8):
+                if r["row"] is not None:
+                    part["rows"].append(r["row"])
+                if r["error"]:
+                    part["errors"].append(r["error"])
+                part["fails"] += r["fails"]
+            with open(path + ".tmp", "w") as f:
+                json.dump(part, f)
+            os.replace(path + ".tmp", path)
+            done += min(SHARD, len(tasks) - first)
+            el = time.time() - t1
+            left = len(tasks) - first - SHARD
+            print(f"  {min(first + SHARD, len(tasks))}/{len(tasks)} clips, {el:.0f} s, "
+                  f"eta {el / done * max(0, left):.0f} s", flush=True)
+        rows += part["rows"]
+        errors += part["errors"]
+        for spk, why in part["fails"]:
+            fails.setdefault(spk, {}).setdefault(why, 0)
+            fails[spk][why] += 1
+    if pool is not None:
+        pool.close()
+        pool.join()
+    return rows, errors, fails
+
+
+def write_lists(out, rows):
+    """The split lists and manifest.csv."""
     rows.sort(key=lambda r: (LABELS.index(r["label"]), r["path"]))
     for split, fname in (("validation", "validation_list.txt"), ("testing", "testing_list.txt")):
         with open(os.path.join(out, fname), "w") as f:
@@ -921,6 +935,9 @@ def main():
         w.writeheader()
         w.writerows(rows)
 
+
+def summarize(args, out, rows, errors, fails, bad, only_voices, t0):
+    """README.txt, and the same table and problems on stdout; the exit status."""
     table = {lab: {"training": 0, "validation": 0, "testing": 0} for lab in LABELS}
     for r in rows:
         table[r["label"]][r["split"]] += 1
@@ -968,6 +985,29 @@ def main():
         print("most re-drawn renderings:", "; ".join(f"{s} {d}" for s, d in worst))
     print(f"wrote {len(rows)} clips to {out} in {time.time() - t0:.0f} s")
     return 0 if not errors else 1
+
+
+def main():
+    args = parse_args()
+    only_voices, keep = check_args(args)
+    t0 = time.time()
+    out = os.path.abspath(args.out)
+    for lab in LABELS:
+        os.makedirs(os.path.join(out, lab), exist_ok=True)
+    G["out"] = out
+    G["festival"] = args.festival
+    G["tmp_root"] = tempfile.mkdtemp(prefix="make_sc10_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ctx = mp.get_context("fork")
+    try:
+        bad = probe_voices(ctx, args)
+        make_bank(ctx, args, only_voices, t0)
+        tasks, run_key = clip_tasks(args, keep, only_voices)
+        rows, errors, fails = make_clips(ctx, args, tasks, run_key, out)
+    finally:
+        FESTIVAL.close()
+        shutil.rmtree(G["tmp_root"], ignore_errors=True)
+    write_lists(out, rows)
+    return summarize(args, out, rows, errors, fails, bad, only_voices, t0)
 
 
 if __name__ == "__main__":
