@@ -848,15 +848,16 @@ import sys
 import numpy as np
 import torch
 from mega_kws_tools import model as mt
+from mega_kws_tools.augment import batch
 from mega_kws_tools.augment.batch import make_batch
 from mega_kws_tools.augment.features import SpeakerAugment, WARP_RANGE
-from mega_kws_tools.augment.speaker import change_speed, SPEED_RANGE
+from mega_kws_tools.augment.speaker import SPEED_RANGE
 from mega_kws_tools.data.dataset import Dataset
 from mega_kws_tools.training.presets import PRESETS
 ds = Dataset(sys.argv[1], "kws12", "training")
 seen = []
-plain = change_speed
-change_speed = lambda clip, f: (seen.append(f), plain(clip, f))[1]
+plain = batch.change_speed  # make_batch's, watched
+batch.change_speed = lambda clip, f: (seen.append(f), plain(clip, f))[1]
 for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
     seen.clear()
     kw = {} if rng_range is None else {"speed_range": rng_range}
@@ -864,7 +865,7 @@ for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
     lo, hi = rng_range or SPEED_RANGE
     assert len(seen) >= 20 and lo <= min(seen) and max(seen) <= hi, (rng_range, seen)
     assert max(seen) - min(seen) > 0.5 * (hi - lo), (rng_range, seen)  # spread over the range
-change_speed = plain
+batch.change_speed = plain
 cfg = mt.MegaConfig(**PRESETS["smoke"], n_classes=12, bidirectional=False)
 m = mt.MegaKWS(cfg).train()
 for rng_range in [None, (0.6, 0.7), (1.5, 1.9)]:
