@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Numerical parity of our PyTorch reference (mega_torch.py) with the official Mega code.
+"""Numerical parity of our PyTorch reference (mega_kws_tools.model) with the official Mega code.
 
   check_official.py --official-repo PATH [--sizes tiny,base] [--json] [--rev HEAD]
 

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Train a streaming (unidirectional) Mega-chunk keyword spotter.
 
-  train.py --data DIR --classes kws12 --out RUN_DIR [--steps N] [--preset demo|paper-base]
+  python3 -m mega_kws_tools.training.train --data DIR --classes kws12 --out RUN_DIR [--steps N]
+      [--preset demo|paper-base]
 
 DIR is any Speech Commands-layout folder (one folder per word,
 validation_list.txt, testing_list.txt): the real Speech Commands v0.02, or
-the synthetic set from tools/data/make_sc10.py.
+the synthetic set from mega_kws_tools.data.make_sc10.
 
 Classes:
   sc10   the ten keywords only (the paper's SC10 setting)
@@ -20,7 +21,7 @@ logits over the last window only (MegaKWS.window_logits), which is exactly
 what a streaming session reports, with the EMA state carrying the context.
 
 Checkpoints (RUN_DIR/last.pt, best.pt) hold the config, weights, labels,
-optimizer and RNG state: tools/convert/mega_convert.py reads them, and
+optimizer and RNG state: mega_kws_tools.convert.mega_convert reads them, and
 --resume continues an interrupted run. SIGINT (Ctrl-C) or SIGTERM ends the
 step under way, saves last.pt and exits with 128 + the signal's number, so
 --resume goes on from that step; a second signal stops at once. With
