@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Times the PyTorch reference (tools/convert/mega_torch.py) and our runtime on
+"""Times the PyTorch reference (tools/mega_kws_tools/model/) and our runtime on
 the same clip and the same model, with the same thread count, in one run, and
 prints the ratio.
 
@@ -8,7 +8,7 @@ prints the ratio.
 
 The model: by default the paper's base architecture with the random weights
 of models/sc10-random-init.mega (the recipe of
-tools/convert/make_placeholder_model.py); or any checkpoint the converter
+tools/mega_kws_tools/convert/make_placeholder_model.py); or any checkpoint the converter
 reads (--checkpoint). It is converted to a temporary .mega file, so both
 sides run the same weights; the script checks that they give the same logits
 on the clip.
@@ -32,7 +32,9 @@ import time
 import wave
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tools package
+TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
+sys.path.insert(0, TOOLS)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
 # numpy, torch, mega_torch and mega_convert are imported in main(), once the
 # thread variables are set: Debian's numpy and torch run their matrix products
@@ -108,8 +110,8 @@ def main():
     global np, torch, mt, mega_convert
     import numpy as np  # noqa: E402
     import torch  # noqa: E402
-    from tools.convert import mega_torch as mt  # noqa: E402
-    from tools.convert import mega_convert  # noqa: E402
+    from mega_kws_tools import model as mt  # noqa: E402
+    from mega_kws_tools.convert import mega_convert  # noqa: E402
     torch.set_num_threads(args.threads)
     labels = LABELS
     if args.checkpoint:

@@ -46,15 +46,17 @@ endif()
 install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT cli)
 install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT cli FILES_MATCHING PATTERN "*.wav")
 
-# The converter: the package tools.convert as in the source tree, under
-# share/mega_kws/tools/convert, run by a small wrapper in bin that finds it
-# relative to itself.
-install(FILES tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools COMPONENT cli)
-install(FILES tools/convert/__init__.py tools/convert/mega_convert.py tools/convert/mega_format.py
-              tools/convert/mega_torch.py tools/convert/check_official.py
-        DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert COMPONENT cli)
-install(DIRECTORY tools/convert/generated/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/convert/generated COMPONENT cli
-        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+# The converter: the modules of the package mega_kws_tools (tools/) that it
+# needs, as in the source tree, under share/mega_kws/tools/mega_kws_tools, run
+# by a small wrapper in bin that finds them relative to itself.
+install(FILES tools/mega_kws_tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools COMPONENT cli)
+install(DIRECTORY tools/mega_kws_tools/model/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools/model
+        COMPONENT cli FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES tools/mega_kws_tools/convert/__init__.py tools/mega_kws_tools/convert/mega_convert.py
+              tools/mega_kws_tools/convert/mega_format.py tools/mega_kws_tools/convert/check_official.py
+        DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools/convert COMPONENT cli)
+install(DIRECTORY tools/mega_kws_tools/convert/schema/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools/convert/schema
+        COMPONENT cli FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
 install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT cli)

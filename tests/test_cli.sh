@@ -10,6 +10,7 @@ KS=$1
 ROOT=$2
 RTF=${3:-$(dirname "$KS")/bench/mega_rtf}
 PY=/usr/bin/python3
+export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
 FIX=$ROOT/tests/fixtures/data
 RANDOM_MODEL=$ROOT/models/sc10-random-init.mega  # base architecture, random weights (slow under ASan)
 MODEL=$ROOT/models/sc10-demo.mega
@@ -164,14 +165,14 @@ else
   fail "flite is not installed (scripts/setup.sh installs it): the end-of-file word is not tested"
 fi
 for m in "$FIX"/tiny_*.mega; do expect_rc 0 "selftest $(basename "$m")" -- "$KS" selftest -m "$m"; done
-$PY "$ROOT/tools/convert/mega_convert.py" "$FIX/tiny_uni.pt" -o "$T/fp16.mega" --labels class0,class1,class2,class3 \
+$PY -m mega_kws_tools.convert.mega_convert "$FIX/tiny_uni.pt" -o "$T/fp16.mega" --labels class0,class1,class2,class3 \
   --fp16 >/dev/null || fail "fp16 conversion"
 expect_rc 0 "selftest on a float16 model" -- "$KS" selftest -m "$T/fp16.mega"
 expect_rc 0 "info on a float16 model" -- "$KS" info -m "$T/fp16.mega"
 expect_in "$T/out" "float16" "info says float16"
 # per-keyword detection thresholds: converter -> model file -> info
 echo '{"thresholds": [0.55, 0.65, 0.75, 0.85], "smoothing_hops": 2, "refractory_ms": 600}' >"$T/det.json"
-$PY "$ROOT/tools/convert/mega_convert.py" "$FIX/tiny_uni.pt" -o "$T/det.mega" --labels class0,class1,class2,class3 \
+$PY -m mega_kws_tools.convert.mega_convert "$FIX/tiny_uni.pt" -o "$T/det.mega" --labels class0,class1,class2,class3 \
   --detection "$T/det.json" >/dev/null || fail "conversion with per-label thresholds"
 expect_rc 0 "info on a model with per-label thresholds" -- "$KS" info -m "$T/det.mega"
 expect_in "$T/out" "thresholds 0.550 0.650 0.750 0.850; smoothing 2 hops, refractory 600 ms" "info shows each label's threshold"

@@ -11,18 +11,19 @@ import numpy as np
 import pytest
 import torch
 
-from tools.convert import mega_convert, mega_format, mega_torch, mega_unpack
-from tools.convert.generated import Model
+from mega_kws_tools import model as mega_torch
+from mega_kws_tools.convert import mega_convert, mega_format, mega_unpack
+from mega_kws_tools.convert.schema import Model
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "data")
-CONVERT = mega_convert.__file__
-UNPACK = mega_unpack.__file__
+CONVERT = mega_convert.__name__  # run with python3 -m
+UNPACK = mega_unpack.__name__
 
 LABELS4 = "class0,class1,class2,class3"
 
 
 def run(*args):
-    return subprocess.run([sys.executable, CONVERT, *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", CONVERT, *args], capture_output=True, text=True)
 
 
 def parse(path):
@@ -180,7 +181,7 @@ def test_notes_need_figures_not_placeholders(d):
 
 # mega_unpack.py: .mega -> checkpoint, checked against the file's self-test.
 def unpack(model, out):
-    return subprocess.run([sys.executable, UNPACK, model, "-o", out], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", UNPACK, model, "-o", out], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("source, fp16", [("tiny_logpower.pt", ()), ("tiny_patch.pt", ("--fp16",)),

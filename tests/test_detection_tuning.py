@@ -1,5 +1,5 @@
-"""Detection tuning (tools/train/tune_detection.py) per keyword, the trade-off
-it writes for the model card, and the card's pictures (tools/train/plot_card.py),
+"""Detection tuning (mega_kws_tools.evaluation.tune_detection) per keyword, the trade-off
+it writes for the model card, and the card's pictures (mega_kws_tools.evaluation.plot_card),
 on made-up posteriors: a loud keyword whose false alarms force a high threshold
 and a quiet one that needs a low one.
 Runs with /usr/bin/python3 -m pytest tests/test_detection_tuning.py."""
@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from tools.train import tune_detection as td
+from mega_kws_tools.evaluation import tune_detection as td
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -84,14 +84,14 @@ def test_plot_card_draws_both_pictures(tmp_path):
         json.dump({"clips": {"labels": LABELS, "confusion": [[9, 1, 0, 0], [2, 7, 0, 1], [0, 0, 0, 0],
                                                                [0, 1, 0, 19]]}}, f)
     out = tmp_path / "img"
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "train", "plot_card.py"),
+    res = subprocess.run([sys.executable, "-m", "mega_kws_tools.evaluation.plot_card",
                           "--curve", str(tmp_path / "curve.json"), "--confusion", str(tmp_path / "eval.json"),
                           "--out-dir", str(out)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     for name in ("detection_curve.png", "confusion.png"):
         with open(out / name, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "train", "plot_card.py"),
+    res = subprocess.run([sys.executable, "-m", "mega_kws_tools.evaluation.plot_card",
                           "--curve", str(tmp_path / "missing.json"), "--confusion", str(tmp_path / "eval.json"),
                           "--out-dir", str(out)], capture_output=True, text=True)
     assert res.returncode == 1 and "missing.json" in res.stderr

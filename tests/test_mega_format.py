@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The .mega file's framing is defined once per language, formats/mega_format.h
-(C++) and tools/convert/mega_format.py (Python): the two must hold the same
+(C++) and tools/mega_kws_tools/convert/mega_format.py (Python): the two must hold the same
 constants with the same values, agree with the schema (its file identifier and
 version history), describe the trailer real files carry, and be the only
 places these constants are defined.
@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from tools.convert import mega_format
+from mega_kws_tools.convert import mega_format
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -146,4 +146,4 @@ def test_defined_nowhere_else():
                     text = f.read()
                 pattern = py_def if n.endswith(".py") else cpp_def
                 found += [f"{os.path.relpath(path, ROOT)}: {m[1]}" for m in pattern.finditer(text)]
-    assert not found, "defined outside formats/mega_format.h and tools/convert/mega_format.py: " + ", ".join(found)
+    assert not found, "defined outside formats/mega_format.h and tools/mega_kws_tools/convert/mega_format.py: " + ", ".join(found)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Real Speech Commands clips (tools/data/fetch_real_sc.py): the dataset's split
+"""Real Speech Commands clips (tools/mega_kws_tools/data/fetch_real_sc.py): the dataset's split
 rule, only training/validation speakers written, nothing of a test set; and, if
 MEGA_REAL_SC_DIR names a built folder, that it holds no testing-split speaker.
 Runs with /usr/bin/python3 -m pytest tests/test_real_sc.py."""
@@ -16,10 +16,10 @@ import wave
 import numpy as np
 import pytest
 
-from tools.data import fetch_real_sc as rs
-from tools.data.layout import KEYWORDS, clip_splits, folder_label, listed_missing
+from mega_kws_tools.data import fetch_real_sc as rs
+from mega_kws_tools.data.layout import KEYWORDS, clip_splits, folder_label, listed_missing
 
-TOOL = rs.__file__
+TOOL = rs.__name__  # run with python3 -m
 
 # speaker id -> (percentage of the which_set hash, split), computed once with the
 # dataset's rule; bb05582b is the first speaker of v0.02's testing_list.txt,
@@ -143,7 +143,7 @@ def repo(tmp_path_factory):
 
 
 def run_tool(*args):
-    r = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", TOOL, *args], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -187,7 +187,7 @@ def test_gitdir_argument(repo):
     assert "test-set path" in stdout
     assert "test-set folder (README)" in stdout
     # a second run needs --overwrite, and replaces the folder
-    r = subprocess.run([sys.executable, TOOL, "--out", out, repo.bare], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", TOOL, "--out", out, repo.bare], capture_output=True, text=True)
     assert r.returncode != 0
     check_output(repo, out, run_tool("--out", out, "--overwrite", repo.bare))
 
@@ -210,7 +210,7 @@ def test_check_catches_a_testing_speaker(repo):
     with open(os.path.join(out, "yes", "bb05582b_nohash_0.wav"), "wb") as f:
         f.write(wav_bytes(tone(1.0, 600)))
     assert any("testing-split" in p for p in rs.check_dir(out))
-    r = subprocess.run([sys.executable, TOOL, "--check", out], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", TOOL, "--check", out], capture_output=True, text=True)
     assert r.returncode == 1
 
 

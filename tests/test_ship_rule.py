@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/train/ship_rule.py on made-up run folders: a candidate that is better
+"""tools/mega_kws_tools/evaluation/ship_rule.py on made-up run folders: a candidate that is better
 everywhere passes, each part of the rule fails on its own when only its figure
 is worse, the boundaries are where docs/models.md puts them, and the best
 passing candidate by pooled recall at <= 5 false alarms per hour is named."""
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tools.train import ship_rule
+from mega_kws_tools.evaluation import ship_rule
 
 KWS = "yes no up down left right on off stop go".split()
 

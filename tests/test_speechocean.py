@@ -1,4 +1,4 @@
-"""speechocean762 (tools/data/speechocean.py) on a small made-up corpus in the
+"""speechocean762 (tools/mega_kws_tools/data/speechocean.py) on a small made-up corpus in the
 same git layout: only the train/ half is read and a test-half speaker is
 refused; keyword-free means no keyword and no homophone of one; the speaker
 split is fixed by the id; the same seed gives the same files, byte for byte.
@@ -12,7 +12,7 @@ import wave
 import numpy as np
 import pytest
 
-from tools.data import speechocean as so
+from mega_kws_tools.data import speechocean as so
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/train/streamscore.py (the Python twin of the runtime's detector, and
+"""tools/mega_kws_tools/evaluation/streamscore.py (the Python twin of the runtime's detector, and
 the scoring of detections against a recording's labels) against plain
 per-hop and per-keyword reference loops written here: the same detections and
 the same scores, to the bit, on random posteriors and labels, including
@@ -8,7 +8,7 @@ recordings shorter than the smoothing and keyword lists out of time order."""
 import numpy as np
 import pytest
 
-from tools.train import streamscore
+from mega_kws_tools.evaluation import streamscore
 
 
 def detect_reference(probs, thresholds, smoothing, refractory_hops, can_fire):

@@ -19,14 +19,14 @@ from collections import Counter
 
 import pytest
 
-from tools.data import check_splits
-from tools.data import festival_pipe
-from tools.data import listen_check
-from tools.data import make_sc10
-from tools.data import merge_sets
-from tools.data import voices as vc
+from mega_kws_tools.data import check_splits
+from mega_kws_tools.data import festival_pipe
+from mega_kws_tools.evaluation import listen_check
+from mega_kws_tools.data import make_sc10
+from mega_kws_tools.data import merge_sets
+from mega_kws_tools.data import voices as vc
 
-GENERATE, MERGE, CHECK_SPLITS, LISTEN_CHECK = (m.__file__ for m in (make_sc10, merge_sets, check_splits, listen_check))
+GENERATE, MERGE, CHECK_SPLITS, LISTEN_CHECK = (m.__name__ for m in (make_sc10, merge_sets, check_splits, listen_check))
 
 RESERVED = ["awb", "rms", "slt", "cmu_us_awb_arctic", "cmu_us_rms_arctic", "cmu_us_slt_arctic_hts",
             "us_slt_hts", "festvox-us-slt-hts", "festvox-kdlpc16k", "festvox-kdlpc8k", "kdlpc16k", "ked_diphone"]
@@ -232,25 +232,25 @@ def test_check_splits_catches_a_shared_voice(tmp_path):
     good = [dict(path="yes/a.wav", split="training", engine="espeak-ng", voice="en-us", variant="f2"),
             dict(path="yes/b.wav", split="testing", engine="festival", voice="czech_dita", variant="")]
     d = write_manifest(tmp_path, good, {"yes/b.wav": "testing"})
-    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     # an _unknown_ word its voice reads as a keyword: a warning, not a failure
     said = [dict(r, label=r["path"].split("/")[0], word="") for r in good]
     said.append(dict(path="_unknown_/d.wav", split="testing", engine="festival", voice="czech_dita",
                      variant="", label="_unknown_", word="app"))
     d = write_manifest(tmp_path, said, {"yes/b.wav": "testing", "_unknown_/d.wav": "testing"}, ["label", "word"])
-    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "warning: 1 _unknown_ clip(s) say a keyword" in r.stderr
     assert "_unknown_/d.wav (testing): festival:czech_dita reads 'app'" in r.stderr
     bad = good + [dict(path="no/c.wav", split="training", engine="festival", voice="czech_dita", variant="")]
     d = write_manifest(tmp_path, bad, {"yes/b.wav": "testing"})
-    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
     assert r.returncode == 1
     assert "czech_dita" in r.stderr
     reserved = good + [dict(path="no/d.wav", split="training", engine="flite", voice="slt", variant="")]
     d = write_manifest(tmp_path, reserved, {"yes/b.wav": "testing"})
-    r = subprocess.run([sys.executable, tool, d], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", tool, d], capture_output=True, text=True)
     assert r.returncode == 1
     assert "reserved" in r.stderr
 
@@ -288,7 +288,7 @@ def gens(tmp_path_factory):
             "t": ["--per-word", "2", "--unknown", "8", "--silence", "1"]}
     # a small babble bank, the same in all (rendering the full one took 4 minutes a run);
     # festival by text2wave but in P, so that runs can be compared byte for byte
-    procs = {k: subprocess.Popen([sys.executable, GENERATE, "--out", os.path.join(tmp, k), "--jobs", "1",
+    procs = {k: subprocess.Popen([sys.executable, "-m", GENERATE, "--out", os.path.join(tmp, k), "--jobs", "1",
                                   "--seed", "5", "--babble-words", "8", "--festival", "text2wave"] + a,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for k, a in runs.items()}
@@ -360,7 +360,7 @@ def test_keep_splits(gens):
 def test_merge_equals_one_generation(gens):
     assert not gens.errors
     out = gens.d("merged")
-    r = subprocess.run([sys.executable, MERGE, "--out", out, gens.d("a"), gens.d("c")],
+    r = subprocess.run([sys.executable, "-m", MERGE, "--out", out, gens.d("a"), gens.d("c")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert read_lists(out) == read_lists(gens.d("b"))
@@ -381,15 +381,15 @@ def test_second_pool(gens):
         assert f"{row['engine']}:{row['voice']}" in more
     assert read_lists(gens.d("m")) == {"validation": [], "testing": []}
     out = gens.d("a+m")
-    r = subprocess.run([sys.executable, MERGE, "--out", out, gens.d("a"), gens.d("m")],
+    r = subprocess.run([sys.executable, "-m", MERGE, "--out", out, gens.d("a"), gens.d("m")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     check = CHECK_SPLITS
-    r = subprocess.run([sys.executable, check, out], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", check, out], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert len(read_manifest(out)) == (len(read_manifest(gens.d("a"))) + 13)
     # _silence_ clips have no voice: --pool more refuses them before making anything
-    r = subprocess.run([sys.executable, GENERATE, "--out", gens.d("m2"), "--pool", "more", "--silence", "2"],
+    r = subprocess.run([sys.executable, "-m", GENERATE, "--out", gens.d("m2"), "--pool", "more", "--silence", "2"],
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "--silence 0" in r.stderr
@@ -405,7 +405,7 @@ def test_some_voices(gens):
         assert (row["engine"], row["voice"], row["split"]) == ("festival", "upc_ca_ona_hts", "training"), path
     with open(os.path.join(gens.d("v"), "README.txt")) as f:
         assert "training voices (clips): festival:upc_ca_ona_hts\n" in f.read()
-    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("a+v"), gens.d("a"), gens.d("v")],
+    r = subprocess.run([sys.executable, "-m", MERGE, "--out", gens.d("a+v"), gens.d("a"), gens.d("v")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert len(read_manifest(gens.d("a+v"))) == (len(read_manifest(gens.d("a"))) + 12)
@@ -416,7 +416,7 @@ def test_some_voices(gens):
                        (["--babble-words", "-1"], "--babble-words must be 0 or more, not -1"),
                        (["--keep-splits", "validation,heldout"], "'heldout' is not a split"),
                        (["--keep-splits", "training", "--only-split", "training"], "do not go together")):
-        r = subprocess.run([sys.executable, GENERATE, "--out", gens.d("v2")] + extra, capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", GENERATE, "--out", gens.d("v2")] + extra, capture_output=True, text=True)
         assert r.returncode != 0, extra
         assert why in r.stderr
         assert not os.path.exists(gens.d("v2"))
@@ -425,7 +425,7 @@ def test_some_voices(gens):
 def test_merge_refuses(gens):
     assert not gens.errors
     # the same clip in two sources
-    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("twice"), gens.d("a"), gens.d("b")],
+    r = subprocess.run([sys.executable, "-m", MERGE, "--out", gens.d("twice"), gens.d("a"), gens.d("b")],
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert "is in both" in r.stderr
@@ -442,24 +442,24 @@ def test_merge_refuses(gens):
         w.writerows(rows)
     with open(os.path.join(moved, "testing_list.txt"), "a") as f:
         f.write(row["path"] + "\n")
-    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("bad"), gens.d("a"), moved],
+    r = subprocess.run([sys.executable, "-m", MERGE, "--out", gens.d("bad"), gens.d("a"), moved],
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert "check_splits" in r.stderr
     assert not os.path.exists(gens.d("bad"))
     # an existing output folder
-    r = subprocess.run([sys.executable, MERGE, "--out", gens.d("a"), gens.d("c")],
+    r = subprocess.run([sys.executable, "-m", MERGE, "--out", gens.d("a"), gens.d("c")],
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert "exists" in r.stderr
 
 
-# tools/data/listen_check.py renders training and validation voices only, and its summary splits the model's
+# tools/mega_kws_tools/evaluation/listen_check.py renders training and validation voices only, and its summary splits the model's
 # answers by what the listener heard.
 def test_refuses_testing_voices(tmp_path):
     tmp = str(tmp_path)
     for splits in ("testing", "training,testing", "validation,bogus"):
-        r = subprocess.run([sys.executable, LISTEN_CHECK,
+        r = subprocess.run([sys.executable, "-m", LISTEN_CHECK,
                             "--out", os.path.join(tmp, "out"), "--splits", splits],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode != 0, splits

@@ -10,9 +10,9 @@ import wave
 import numpy as np
 import pytest
 
-from tools.convert import mega_torch as mt
-from tools.data import layout
-from tools.train import train as T
+from mega_kws_tools import model as mt
+from mega_kws_tools.data import layout
+from mega_kws_tools.training import presets
 
 SR = 16000
 # _unknown_ words: some plain, some that SPLICE_AVOID keeps away from a keyword
@@ -108,7 +108,7 @@ def model_like_trained():
     weights where every parameter matters (BatchNorm statistics too), standing in for a trained
     checkpoint"""
     def make(preset="smoke", **changes):
-        m = mt.MegaKWS(mt.MegaConfig(**dict(T.PRESETS[preset], **changes), n_classes=12, bidirectional=False))
+        m = mt.MegaKWS(mt.MegaConfig(**dict(presets.PRESETS[preset], **changes), n_classes=12, bidirectional=False))
         mt.randomize_for_testing(m, 7)
         return m.eval()
     return make

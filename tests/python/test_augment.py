@@ -1,4 +1,4 @@
-"""The training augmentations (tools/train/train.py) on generated signals: noise and
+"""The training augmentations (tools/mega_kws_tools/augment) on generated signals: noise and
 babble levels, speed, formant and pitch changes, the phase vocoder, the front end's
 filter warp and masks, mixup, and splicing half-keywords."""
 
@@ -10,8 +10,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tools.convert import mega_torch as mt
-from tools.train import train as T
+from mega_kws_tools import model as mt
+from mega_kws_tools.augment import batch
+from mega_kws_tools.augment import features
+from mega_kws_tools.augment import noise as noise_mod
+from mega_kws_tools.augment import speaker
+from mega_kws_tools.augment import splice
+from mega_kws_tools.data import dataset as dataset_mod
+from mega_kws_tools.data import layout
+from mega_kws_tools.training import losses
+from mega_kws_tools.training import presets
 
 SR = 16000
 
@@ -38,25 +46,25 @@ def test_babble_holds_3_to_7_words_at_its_snr():
     ids = np.arange(10, 50)
     for seed in range(20):
         target = np.full(SR, 0.01, np.float32)
-        T.add_babble(target, Fake, ids, np.random.default_rng(seed))
+        noise_mod.add_babble(target, Fake, ids, np.random.default_rng(seed))
         noise = target - np.float32(0.01)
         hits = np.nonzero(np.abs(noise) > 1e-7)[0]
-        assert T.BABBLE_WORDS[0] <= len(hits) <= T.BABBLE_WORDS[1], (seed, len(hits))  # rolls may coincide: rarely
+        assert noise_mod.BABBLE_WORDS[0] <= len(hits) <= noise_mod.BABBLE_WORDS[1], (seed, len(hits))  # rolls may coincide: rarely
         snr = 20 * np.log10(0.01 / np.sqrt(np.mean(noise.astype(np.float64) ** 2)))
-        assert T.BABBLE_SNR_DB[0] - 0.01 <= snr <= T.BABBLE_SNR_DB[1] + 0.01, (seed, snr)
+        assert noise_mod.BABBLE_SNR_DB[0] - 0.01 <= snr <= noise_mod.BABBLE_SNR_DB[1] + 0.01, (seed, snr)
         peaks = np.sort(np.abs(noise[hits]))
         assert peaks[0] >= peaks[-1] * 10 ** (-6 / 20) - 1e-6, peaks  # each word within 6 dB of the others
 
 
 def test_added_noise_sits_0_to_20_db_below_the_clip(dataset):
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
     rng = np.random.default_rng(0)
-    pools = T.noise_pools(ds)
+    pools = noise_mod.noise_pools(ds)
     clean = ds.audio[np.nonzero(ds.y < 10)[0][0]].astype(np.float32) / 32768.0
     snrs = []
     for _ in range(60):
         x = clean.copy()
-        T.add_noise(x, ds, pools, rng)
+        noise_mod.add_noise(x, ds, pools, rng)
         p_noise = float(np.mean((x - clean) ** 2))
         if p_noise > 0:
             snrs.append(10 * np.log10(float(np.mean(clean ** 2)) / p_noise))
@@ -67,8 +75,8 @@ def test_added_noise_sits_0_to_20_db_below_the_clip(dataset):
 def test_change_speed_scales_duration_and_pitch_and_keeps_the_centre():
     x = np.zeros(SR, np.float32)
     x[7000:9000] = np.sin(np.arange(2000) * 2 * np.pi * 440 / SR)
-    for f in T.SPEED_RANGE + (1.0,):
-        y = T.change_speed(x, f)
+    for f in speaker.SPEED_RANGE + (1.0,):
+        y = speaker.change_speed(x, f)
         on = np.nonzero(np.abs(y) > 1e-3)[0]
         dur, mid = on[-1] - on[0] + 1, (on[-1] + on[0]) / 2
         pitch = np.argmax(np.abs(np.fft.rfft(y))) * SR / len(y)
@@ -90,10 +98,10 @@ def test_recolor_moves_formants_and_keeps_pitch_timing_and_level():
     def pitch(v):
         ac = np.correlate(v[4000:12000], v[4000:12000], "full")[7999:]
         return SR / (np.argmax(ac[40:400]) + 40)
-    y = T.recolor(x, 1.0, 0.0)
+    y = speaker.recolor(x, 1.0, 0.0)
     assert y.dtype == np.float32 and len(y) == SR and np.abs(y - x).max() < 1e-5, "recolor(1, 0) is not the identity"
-    for a in T.FORMANT_RANGE:
-        y = T.recolor(x, a, 0.0)
+    for a in speaker.FORMANT_RANGE:
+        y = speaker.recolor(x, a, 0.0)
         assert len(y) == SR and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
         assert abs(pitch(y) - pitch(x)) < 1, (a, pitch(x), pitch(y))
         assert np.abs(y[:1500]).max() < 1e-3 * np.abs(y).max(), "recolor smeared sound into the silence"
@@ -110,8 +118,8 @@ def test_recolor_tilt_moves_energy_between_bands_as_asked():
 
     def f1_to_f3_db(v):
         return band_db(v, 2540, 2660) - band_db(v, 640, 760)
-    for t in T.TILT_RANGE:
-        y = T.recolor(x, 1.0, t)
+    for t in speaker.TILT_RANGE:
+        y = speaker.recolor(x, 1.0, t)
         change = f1_to_f3_db(y) - f1_to_f3_db(x)
         assert abs(change - t * np.log2(2600 / 700)) < 1, (t, change)
 
@@ -119,20 +127,20 @@ def test_recolor_tilt_moves_energy_between_bands_as_asked():
 def test_a_formant_track_moves_each_stretch_by_its_own_factor():
     hz = np.fft.rfftfreq(8000, 1 / SR)
     x = vowel((1200,), quiet_edges=False)
-    count = T.color_frames(SR)
-    assert np.array_equal(T.recolor(x, np.full(count, 1.1), 1.0), T.recolor(x, 1.1, 1.0)), \
+    count = speaker.color_frames(SR)
+    assert np.array_equal(speaker.recolor(x, np.full(count, 1.1), 1.0), speaker.recolor(x, 1.1, 1.0)), \
         "a constant track is not the factor"
     track = np.where(np.arange(count) < count // 2, 0.9, 1.15)  # the first half down, the second up
-    y = T.recolor(x, track, 0.0)
+    y = speaker.recolor(x, track, 0.0)
 
     def same_shape(a, b):  # equal up to a gain (recolor keeps the whole clip's RMS)
         g = np.dot(a, b) / np.dot(b, b)
         return np.abs(a - g * b).max() < 1e-3 * np.abs(a).max()
     # frames 8 ms apart, each 32 ms: samples before 7000 come from frames of the
     # first half only, samples after 9000 from the second half's
-    assert same_shape(y[1000:7000], T.recolor(x, 0.9, 0.0)[1000:7000]), "the first half is not moved by 0.9"
-    assert same_shape(y[9000:15000], T.recolor(x, 1.15, 0.0)[9000:15000]), "the second half is not moved by 1.15"
-    assert not same_shape(y[9000:15000], T.recolor(x, 0.9, 0.0)[9000:15000])
+    assert same_shape(y[1000:7000], speaker.recolor(x, 0.9, 0.0)[1000:7000]), "the first half is not moved by 0.9"
+    assert same_shape(y[9000:15000], speaker.recolor(x, 1.15, 0.0)[9000:15000]), "the second half is not moved by 1.15"
+    assert not same_shape(y[9000:15000], speaker.recolor(x, 0.9, 0.0)[9000:15000])
 
     def peak(v):  # the formant: where the power, summed over one harmonic spacing, is highest
         p = np.abs(np.fft.rfft(v * np.hanning(len(v)), 8000)) ** 2
@@ -144,10 +152,10 @@ def test_a_formant_track_moves_each_stretch_by_its_own_factor():
 
 def test_formant_tracks_stay_in_range_and_move():
     rng = np.random.default_rng(3)
-    count = T.color_frames(SR)
+    count = speaker.color_frames(SR)
     for _ in range(20):
-        t = T.formant_track(SR, rng)
-        assert len(t) == count and t.min() >= T.FORMANT_RANGE[0] - 1e-9 and t.max() <= T.FORMANT_RANGE[1] + 1e-9
+        t = speaker.formant_track(SR, rng)
+        assert len(t) == count and t.min() >= speaker.FORMANT_RANGE[0] - 1e-9 and t.max() <= speaker.FORMANT_RANGE[1] + 1e-9
         assert t.max() / t.min() > 1.02, "the track does not move"
 
 
@@ -163,26 +171,26 @@ def test_shift_pitch_moves_pitch_and_keeps_formants_timing_and_level():
         f = np.fft.rfftfreq(6000, 1 / SR)
         return np.array([10 * np.log10(p[(f >= c - 100) & (f < c + 100)].mean() + 1e-12)
                          for c in range(200, 4000, 100)])
-    y = T.shift_pitch(x, 1.0)
+    y = speaker.shift_pitch(x, 1.0)
     assert y.dtype == np.float32 and len(y) == SR and np.abs(y - x).max() < 1e-4, "shift_pitch(1) is not the identity"
-    for a in T.PITCH_RANGE + (1.3,):
-        y = T.shift_pitch(x, a)
+    for a in speaker.PITCH_RANGE + (1.3,):
+        y = speaker.shift_pitch(x, a)
         assert len(y) == SR and abs(np.sqrt(np.mean(y * y)) / np.sqrt(np.mean(x * x)) - 1) < 1e-3
         assert abs(pitch(y) / (a * pitch(x)) - 1) < 0.03, (a, pitch(x), pitch(y))
         on = np.nonzero(np.abs(y) > 1e-3 * np.abs(y).max())[0]
         assert abs(on[0] - 2000) < 480 and abs(on[-1] - 14000) < 480, (a, on[0], on[-1])
         kept = np.abs(envelope_db(y) - envelope_db(x)).mean()
-        moved = np.abs(envelope_db(T.change_speed(x, a)) - envelope_db(x)).mean()
+        moved = np.abs(envelope_db(speaker.change_speed(x, a)) - envelope_db(x)).mean()
         assert kept < 6 and kept < moved / 2, (a, kept, moved)
 
 
 def stretch_loop(clip, factor):
     """the phase vocoder as a plain loop over output frames (what stretch does at once)"""
-    frame, hop = T.PV_FRAME, T.PV_HOP
+    frame, hop = speaker.PV_FRAME, speaker.PV_HOP
     padded = np.concatenate([np.zeros(frame), clip.astype(np.float64), np.zeros(frame + hop)])
     count = (len(padded) - frame) // hop + 1
     win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)
-    spec = np.fft.rfft(T.framed(padded, count, frame, hop) * win, axis=1)
+    spec = np.fft.rfft(speaker.framed(padded, count, frame, hop) * win, axis=1)
     advance = 2 * np.pi * hop * np.arange(frame // 2 + 1) / frame
     steps = np.arange(int(np.ceil((count - 1) * factor)) + 1) / factor
     steps = steps[steps < count - 1]
@@ -202,7 +210,7 @@ def stretch_loop(clip, factor):
         out_frames[k] = np.fft.irfft(mag * np.exp(1j * locked), frame) * win
         d = np.angle(spec[i + 1]) - np.angle(spec[i]) - advance
         phase = locked + advance + d - 2 * np.pi * np.round(d / (2 * np.pi))
-    out = T.overlap_add(out_frames) / 1.5
+    out = speaker.overlap_add(out_frames) / 1.5
     start, m = int(round(frame * factor)), int(round(len(clip) * factor))
     return out[start:start + m]
 
@@ -210,18 +218,18 @@ def stretch_loop(clip, factor):
 def test_stretch_is_the_loop_over_frames_to_the_bit(dataset):
     # on word clips, a vowel, noise, silence (no spectral peaks) and a short clip
     rng = np.random.default_rng(5)
-    ds = T.Dataset(dataset, "kws12", "training")
+    ds = dataset_mod.Dataset(dataset, "kws12", "training")
     clips = [ds.audio[i].astype(np.float32) / 32768 for i in range(0, len(ds), 23)]
     clips += [vowel(), (rng.standard_normal(SR) * 0.1).astype(np.float32), np.zeros(SR, np.float32),
               np.zeros(300, np.float32)]
     for c in clips:
-        for f in (T.PITCH_RANGE[0], 1.0, 1.37, T.PITCH_RANGE[1]):
-            a, b = T.stretch(c, f), stretch_loop(c, f)
+        for f in (speaker.PITCH_RANGE[0], 1.0, 1.37, speaker.PITCH_RANGE[1]):
+            a, b = speaker.stretch(c, f), stretch_loop(c, f)
             assert a.shape == b.shape and np.array_equal(a, b), (len(c), f)
 
 
 def smoke_model(preset="smoke"):
-    return mt.MegaKWS(mt.MegaConfig(**T.PRESETS[preset], n_classes=12, bidirectional=False))
+    return mt.MegaKWS(mt.MegaConfig(**presets.PRESETS[preset], n_classes=12, bidirectional=False))
 
 
 def test_warp_moves_the_filters_and_leaves_evaluation_alone():
@@ -230,7 +238,7 @@ def test_warp_moves_the_filters_and_leaves_evaluation_alone():
     x = torch.randn(8, SR) * 0.1
     m.eval()
     ref = m.embed_tokens(x)
-    T.SpeakerAugment(m, 1.0, 1.0, np.random.default_rng(0))
+    features.SpeakerAugment(m, 1.0, 1.0, np.random.default_rng(0))
     assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
     m.train()
     assert not torch.allclose(m.embed_tokens(x), ref), "augmentation did nothing in training"
@@ -238,20 +246,20 @@ def test_warp_moves_the_filters_and_leaves_evaluation_alone():
 
     def peak_hz(v):
         return np.argmax(np.abs(np.fft.rfft(v.numpy(), SR)))
-    for f in T.WARP_RANGE:
+    for f in features.WARP_RANGE:
         j = w.shape[0] // 4
-        assert abs(peak_hz(T.warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
+        assert abs(peak_hz(features.warp_filters(w, f)[j]) - f * peak_hz(w[j])) <= 0.02 * f * peak_hz(w[j]) + 5, f
 
 
 @pytest.mark.parametrize("given", [None, (0.6, 0.7), (1.5, 1.9)])
 def test_speed_factors_are_drawn_within_the_range_given(dataset, monkeypatch, given):
-    ds = T.Dataset(dataset, "kws12", "training")
+    ds = dataset_mod.Dataset(dataset, "kws12", "training")
     seen = []
-    plain = T.change_speed
-    monkeypatch.setattr(T, "change_speed", lambda clip, f: (seen.append(f), plain(clip, f))[1])
+    plain = speaker.change_speed
+    monkeypatch.setattr(batch, "change_speed", lambda clip, f: (seen.append(f), plain(clip, f))[1])
     kw = {} if given is None else {"speed_range": given}
-    T.make_batch(ds, np.arange(min(len(ds), 40)), np.random.default_rng(3), train=True, speed_prob=1.0, **kw)
-    lo, hi = given or T.SPEED_RANGE
+    batch.make_batch(ds, np.arange(min(len(ds), 40)), np.random.default_rng(3), train=True, speed_prob=1.0, **kw)
+    lo, hi = given or speaker.SPEED_RANGE
     assert len(seen) >= 20 and lo <= min(seen) and max(seen) <= hi, (given, seen)
     assert max(seen) - min(seen) > 0.5 * (hi - lo), (given, seen)  # spread over the range
 
@@ -259,18 +267,18 @@ def test_speed_factors_are_drawn_within_the_range_given(dataset, monkeypatch, gi
 @pytest.mark.parametrize("given", [None, (0.6, 0.7), (1.5, 1.9)])
 def test_warp_factors_are_drawn_within_the_range_given(given):
     m = smoke_model().train()
-    aug = T.SpeakerAugment(m, 1.0, 0.0, np.random.default_rng(1), *([given] if given else []))
+    aug = features.SpeakerAugment(m, 1.0, 0.0, np.random.default_rng(1), *([given] if given else []))
     factors = []
     aug.embed = lambda s, f: (factors.append(f), aug.plain(s))[1]
     for _ in range(10):
         m.embed_tokens(torch.randn(8, SR) * 0.1)
-    lo, hi = given or T.WARP_RANGE
+    lo, hi = given or features.WARP_RANGE
     assert len(factors) == 10 * aug.GROUPS and lo <= min(factors) and max(factors) <= hi, (given, factors)
     assert max(factors) - min(factors) > 0.5 * (hi - lo), (given, factors)
 
 
 def test_log_mel_bands_hold_a_tone_where_it_belongs_also_warped():
-    cfg = mt.MegaConfig(**T.PRESETS["demo-wide-mel"], n_classes=12, bidirectional=False)
+    cfg = mt.MegaConfig(**presets.PRESETS["demo-wide-mel"], n_classes=12, bidirectional=False)
     emb = mt.MegaKWS(cfg).embed_tokens
     bands = emb.bands
     assert bands.shape[0] == 40 and bool((bands.sum(1) > 0).all()) and float(bands.min()) >= 0
@@ -280,7 +288,7 @@ def test_log_mel_bands_hold_a_tone_where_it_belongs_also_warped():
     t = torch.arange(SR) / float(SR)
     for f in (300.0, 1000.0, 2500.0, 6000.0):
         for factor in (1.0, 0.9, 1.12):
-            w = emb.weight if factor == 1.0 else T.warp_filters(emb.weight, factor)
+            w = emb.weight if factor == 1.0 else features.warp_filters(emb.weight, factor)
             lm = emb.log_power(0.1 * torch.sin(2 * math.pi * f * t).unsqueeze(0), w)[0, 10:-10].mean(0)
             top = centre[int(torch.argmax(lm))]
             # the warped front end sees the tone at f / factor
@@ -294,7 +302,7 @@ def test_log_mel_masks_fall_on_the_bands_in_training_only():
     x = torch.randn(8, SR) * 0.1
     m.eval()
     ref = m.embed_tokens(x)
-    aug = T.SpeakerAugment(m, 0.0, 1.0, np.random.default_rng(0))
+    aug = features.SpeakerAugment(m, 0.0, 1.0, np.random.default_rng(0))
     assert torch.equal(m.embed_tokens(x), ref), "augmentation changed evaluation"
     masked = aug.mask(m.embed_tokens.log_power(x))
     assert masked.shape == (8, 100, 16) and not torch.equal(masked, m.embed_tokens.log_power(x))
@@ -304,9 +312,9 @@ def test_log_mel_masks_fall_on_the_bands_in_training_only():
 
 def test_mixup_mixes_pairs_of_a_permutation():
     x, y = torch.eye(64), torch.arange(64) % 12  # clip i is the unit vector i: a mix shows its two parts
-    same, py, lam = T.mixup(x, y, np.random.default_rng(0), 0.0, 0.4)
+    same, py, lam = losses.mixup(x, y, np.random.default_rng(0), 0.0, 0.4)
     assert torch.equal(same, x) and torch.all(lam == 1), "probability 0 mixed clips"
-    mixed, py, lam = T.mixup(x, y, np.random.default_rng(1), 1.0, 0.4)
+    mixed, py, lam = losses.mixup(x, y, np.random.default_rng(1), 1.0, 0.4)
     assert torch.all((lam >= 0.5) & (lam <= 1)) and (lam < 0.999).sum() > 40, lam
     partners = set()
     for i in range(64):  # row i: lam of clip i, 1 - lam of one partner j, whose label is py[i]
@@ -316,7 +324,7 @@ def test_mixup_mixes_pairs_of_a_permutation():
         partners.add(j)
         assert torch.allclose(mixed[i], lam[i] * x[i] + (1 - lam[i]) * x[j], atol=1e-6) and py[i] == y[j], i
     assert len(partners) == 64, "the pairing is not a permutation"
-    _, _, lam_half = T.mixup(x, y, np.random.default_rng(2), 0.5, 0.4)
+    _, _, lam_half = losses.mixup(x, y, np.random.default_rng(2), 0.5, 0.4)
     share = float((lam_half < 1).float().mean())
     assert 0.25 < share < 0.75, share
 
@@ -327,10 +335,10 @@ def test_mixup_loss_is_the_same_mix_of_the_two_cross_entropies():
     py = torch.randint(0, 12, (64,))
     logits = torch.randn(64, 12)
     ce = F.cross_entropy(logits, y, reduction="none")
-    assert torch.allclose(T.mixup_loss(logits, y, py, torch.ones(64), 0.0), ce.mean())
+    assert torch.allclose(losses.mixup_loss(logits, y, py, torch.ones(64), 0.0), ce.mean())
     both = 0.5 * ce + 0.5 * F.cross_entropy(logits, py, reduction="none")
-    assert torch.allclose(T.mixup_loss(logits, y, py, torch.full((64,), 0.5), 0.0), both.mean())
-    assert T.mixup_loss(logits, y, py, torch.ones(64), 0.1) != T.mixup_loss(logits, y, py, torch.ones(64), 0.0)
+    assert torch.allclose(losses.mixup_loss(logits, y, py, torch.full((64,), 0.5), 0.0), both.mean())
+    assert losses.mixup_loss(logits, y, py, torch.ones(64), 0.1) != losses.mixup_loss(logits, y, py, torch.ones(64), 0.0)
 
 
 def test_splice_pair_keeps_the_keywords_half_and_matches_levels():
@@ -341,7 +349,7 @@ def test_splice_pair_keeps_the_keywords_half_and_matches_levels():
     other[2000:12000] = 0.05 * np.sin(2 * np.pi * 900 * t[:10000])
     rng = np.random.default_rng(0)
     for keep_onset in (True, False):
-        y = T.splice_pair(kw, other, keep_onset, rng)
+        y = splice.splice_pair(kw, other, keep_onset, rng)
         on = np.nonzero(np.abs(y) > 1e-6)[0]
         part = y[on[0]:on[-1] + 1]
         n = len(part)
@@ -350,7 +358,7 @@ def test_splice_pair_keeps_the_keywords_half_and_matches_levels():
         assert np.argmax(spec) in range(295, 306), "the keyword's part is not where it belongs"
         a, b = (part[:n // 3], part[-n // 3:]) if keep_onset else (part[-n // 3:], part[:n // 3])
         assert abs(np.sqrt(np.mean(b * b)) / np.sqrt(np.mean(a * a)) - 1) < 0.1, "levels not matched"
-    assert T.splice_pair(kw, np.zeros(SR, np.float32), True, rng) is None
+    assert splice.splice_pair(kw, np.zeros(SR, np.float32), True, rng) is None
 
 
 def word_of(path):
@@ -358,48 +366,48 @@ def word_of(path):
 
 
 def test_splice_pools_keep_to_the_voice_and_out_of_the_avoided_words(dataset):
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
     u = ds.labels.index("_unknown_")
     words = {word_of(p) for p in ds.paths}
     assert all(v.count(":") == 1 for v in ds.voice[:len(ds.paths)]), "voices not read from manifest.csv"
     same = other = 0
-    for k, keyword in enumerate(T.KEYWORDS):
+    for k, keyword in enumerate(layout.KEYWORDS):
         for j in np.nonzero(ds.y == k)[0]:
-            pool = T.splice_pool(ds, keyword, j)
+            pool = splice.splice_pool(ds, keyword, j)
             got = {word_of(ds.paths[i]) for i in pool}
-            assert len(pool) and all(ds.y[i] == u for i in pool) and not got & T.SPLICE_AVOID[keyword], keyword
+            assert len(pool) and all(ds.y[i] == u for i in pool) and not got & splice.SPLICE_AVOID[keyword], keyword
             # the same voice (and variant) when it has other words, else anything of the source
             mine = [i for i in np.nonzero(ds.y == u)[0] if ds.voice[i] == ds.voice[j]
-                    and word_of(ds.paths[i]) not in T.SPLICE_AVOID[keyword]]
+                    and word_of(ds.paths[i]) not in splice.SPLICE_AVOID[keyword]]
             if mine:
                 assert all(ds.voice[i] == ds.voice[j] for i in pool), (keyword, j)
                 same += 1
             else:
-                assert got == words - set(T.KEYWORDS) - {"_silence_"} - T.SPLICE_AVOID[keyword], keyword
+                assert got == words - set(layout.KEYWORDS) - {"_silence_"} - splice.SPLICE_AVOID[keyword], keyword
                 other += 1
     assert same and other, "a kind of splice pool was not seen"
 
 
 def test_splice_pools_follow_extend(dataset):
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
-    kw, j = next((T.KEYWORDS[ds.y[i]], int(i)) for i in np.nonzero(ds.y < 10)[0]  # a pool of its voice
-                 if all(ds.voice[o] == ds.voice[i] for o in T.splice_pool(ds, T.KEYWORDS[ds.y[i]], i)))
-    before = len(T.splice_pool(ds, kw, j))
-    ds.extend(T.Dataset(dataset, "kws12", "training", 0, 1))
-    assert len(T.splice_pool(ds, kw, j)) == 2 * before, "stale splice pools after extend()"
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
+    kw, j = next((layout.KEYWORDS[ds.y[i]], int(i)) for i in np.nonzero(ds.y < 10)[0]  # a pool of its voice
+                 if all(ds.voice[o] == ds.voice[i] for o in splice.splice_pool(ds, layout.KEYWORDS[ds.y[i]], i)))
+    before = len(splice.splice_pool(ds, kw, j))
+    ds.extend(dataset_mod.Dataset(dataset, "kws12", "training", 0, 1))
+    assert len(splice.splice_pool(ds, kw, j)) == 2 * before, "stale splice pools after extend()"
 
 
 def test_speech_commands_names_give_the_speaker():
-    speaker = T.clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
+    speaker = dataset_mod.clip_voices("/x", ["/x/yes/0a1b2c3d_nohash_2.wav", "/x/bed/other.wav"])
     assert list(speaker[0]) == ["speaker:0a1b2c3d", ""] and list(speaker[1]) == ["speaker:0a1b2c3d", ""], speaker
 
 
 def test_splice_prob_makes_unknown_clips_and_0_changes_nothing(dataset):
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
     u = ds.labels.index("_unknown_")
     idx = np.nonzero(ds.y < 10)[0][:16]
-    x0, y0 = T.make_batch(ds, idx, np.random.default_rng(1), True)
-    x1, y1 = T.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)
+    x0, y0 = batch.make_batch(ds, idx, np.random.default_rng(1), True)
+    x1, y1 = batch.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=0.0)
     assert (x0 == x1).all() and (y0 == y1).all()
-    _, ys = T.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.0)
+    _, ys = batch.make_batch(ds, idx, np.random.default_rng(1), True, splice_prob=1.0)
     assert (ys == u).all() and (y0 < 10).all(), ys

@@ -1,5 +1,5 @@
-"""Evaluation (tools/train/evaluate.py) and detection tuning on recordings
-(tools/train/tune_detection.py): the rejection trade-off, recordings pooled and cut
+"""Evaluation (tools/mega_kws_tools/evaluation/evaluate.py) and detection tuning on recordings
+(tools/mega_kws_tools/evaluation/tune_detection.py): the rejection trade-off, recordings pooled and cut
 in halves, and the false-alarm report, on a recording made of generated clips."""
 
 import csv
@@ -9,10 +9,10 @@ import wave
 import numpy as np
 import pytest
 
-from tools.data import make_stream as MS
-from tools.train import evaluate as E
-from tools.train import streamscore as S
-from tools.train import tune_detection as TD
+from mega_kws_tools.data import make_stream as MS
+from mega_kws_tools.evaluation import evaluate as E
+from mega_kws_tools.evaluation import streamscore as S
+from mega_kws_tools.evaluation import tune_detection as TD
 
 def test_rejection_tradeoff_reads_keyword_accuracy_at_each_rejection_level():
     # keyword accuracy at each rejection level, read off a bias on the _unknown_ logit; a level

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from tools.train import train as T
-from tools.train import voice_norm_check as VNC
+from mega_kws_tools.training import train
+from mega_kws_tools.training import voice_norm_check as VNC
 
 # what test_train_smoke.sh's runs use: every augmentation at 0.5
 AUG = ("--preset smoke --steps 20 --batch 16 --warmup 5 --max-per-class 2 --eval-every 10 --threads 1 --seed 7 "
@@ -61,7 +61,7 @@ def train_cmd(dataset, tmp_path):
     ("--label-smoothing 1", "must be at least 0 and below 1"),
 ])
 def test_train_refuses(train_cmd, capsys, monkeypatch, bad, message):
-    assert message in refused(T.main, train_cmd + bad.split(), capsys, monkeypatch)
+    assert message in refused(train.main, train_cmd + bad.split(), capsys, monkeypatch)
 
 
 @pytest.mark.parametrize("bad, needs", [
@@ -70,7 +70,7 @@ def test_train_refuses(train_cmd, capsys, monkeypatch, bad, message):
     ("--warp-range 0.8 1.2", "--warp-prob"),
 ])
 def test_an_option_without_the_one_it_needs_is_refused(train_cmd, capsys, monkeypatch, bad, needs):
-    err = refused(T.main, without(train_cmd, needs) + bad.split(), capsys, monkeypatch)
+    err = refused(train.main, without(train_cmd, needs) + bad.split(), capsys, monkeypatch)
     assert f"{bad.split()[0]} needs {needs} P > 0" in err, err
 
 

@@ -1,4 +1,4 @@
-"""The training loop's pieces (tools/train/train.py and its helpers): the batch worker,
+"""The training loop's pieces (tools/mega_kws_tools/training and its helpers): the batch worker,
 sampling, the consistency divergences, the voice adversary and the probes, weight
 averaging, hard examples, and the running-mean start of --patch-norm."""
 
@@ -13,10 +13,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tools.convert import mega_torch as mt
-from tools.train import train as T
-from tools.train.voice_norm_check import adapted_logits, batchnorms, groups_of
-from tools.train.voice_probe import probe_accuracy
+from mega_kws_tools import model as mt
+from mega_kws_tools.augment import batch
+from mega_kws_tools.data import dataset as dataset_mod
+from mega_kws_tools.data import layout
+from mega_kws_tools.training import adversary
+from mega_kws_tools.training import average
+from mega_kws_tools.training import frontend_init
+from mega_kws_tools.training import losses
+from mega_kws_tools.training import mining
+from mega_kws_tools.training import sampling
+from mega_kws_tools.training import worker as worker_mod
+from mega_kws_tools.training.voice_norm_check import adapted_logits, batchnorms, groups_of
+from mega_kws_tools.training.voice_probe import probe_accuracy
 
 SR = 16000
 
@@ -46,7 +55,7 @@ def test_a_failing_worker_hands_its_traceback_to_the_trainer(within_60_s):
     draw.calls = 0
 
     rng = np.random.default_rng(5)
-    worker = T.BatchWorker(2, draw)
+    worker = worker_mod.BatchWorker(2, draw)
     worker.start(rng, 5)
     got = []
     try:
@@ -69,7 +78,7 @@ def test_a_worker_killed_while_sending_ends_the_read(within_60_s):
     def big(rng):
         return torch.full((64, SR), float(rng.integers(1000))), torch.zeros(64, dtype=torch.long)
     rng = np.random.default_rng(5)
-    worker = T.BatchWorker(2, big)
+    worker = worker_mod.BatchWorker(2, big)
     worker.start(rng, 10)
     time.sleep(1.0)
     os.kill(worker.proc.pid, signal.SIGKILL)
@@ -86,12 +95,12 @@ def test_a_worker_killed_while_sending_ends_the_read(within_60_s):
 def test_js_divergence_is_0_for_equal_ln2_for_sure_and_different_symmetric():
     torch.manual_seed(0)
     a, b = torch.randn(64, 12) * 3, torch.randn(64, 12) * 3
-    assert abs(float(T.js_divergence(a, a))) < 1e-6
+    assert abs(float(losses.js_divergence(a, a))) < 1e-6
     sure = torch.full((2, 3), -1e4)
     sure[0, 0] = sure[1, 1] = 1e4
-    assert abs(float(T.js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
-    assert abs(float(T.js_divergence(a, b) - T.js_divergence(b, a))) < 1e-6
-    assert 0 < float(T.js_divergence(a, b)) < math.log(2)
+    assert abs(float(losses.js_divergence(sure[:1], sure[1:])) - math.log(2)) < 1e-6
+    assert abs(float(losses.js_divergence(a, b) - losses.js_divergence(b, a))) < 1e-6
+    assert 0 < float(losses.js_divergence(a, b)) < math.log(2)
 
 
 def test_keyword_js_divergence_reads_keyword_clips_and_columns_only():
@@ -101,14 +110,14 @@ def test_keyword_js_divergence_reads_keyword_clips_and_columns_only():
     y = torch.randint(0, 12, (64,))
     y[:2] = torch.tensor([3, 10])
     rows = keywords[y]
-    kjs = T.keyword_js_divergence(a, b, y, keywords)
-    assert abs(float(kjs - T.js_divergence(a[rows][:, :10], b[rows][:, :10]))) < 1e-6
+    kjs = losses.keyword_js_divergence(a, b, y, keywords)
+    assert abs(float(kjs - losses.js_divergence(a[rows][:, :10], b[rows][:, :10]))) < 1e-6
     assert float(kjs) > 0
     shifted = a.clone()
     shifted[:, 10:] += 7.0  # only _unknown_ and _silence_ differ: nothing to pull together
     shifted[:, :10] += 2.0  # a shift of all keyword logits leaves their renormalized softmax alone
-    assert abs(float(T.keyword_js_divergence(a, shifted, y, keywords))) < 1e-5
-    assert float(T.keyword_js_divergence(a, b, torch.tensor([10, 11] * 32), keywords)) == 0.0
+    assert abs(float(losses.keyword_js_divergence(a, shifted, y, keywords))) < 1e-5
+    assert float(losses.keyword_js_divergence(a, b, torch.tensor([10, 11] * 32), keywords)) == 0.0
 
 
 # sampling
@@ -119,8 +128,8 @@ def test_class_boost_draws_the_class_that_much_more_often():
         labels = ["go", "no", "_unknown_"]
         y = np.array([0] * 5 + [1] * 20 + [2] * 50)
         source = y * 0
-    plain = T.sampling_probabilities(Fake, 0.5)
-    boosted = T.sampling_probabilities(Fake, 0.5, boost={"go": 2.0})
+    plain = sampling.sampling_probabilities(Fake, 0.5)
+    boosted = sampling.sampling_probabilities(Fake, 0.5, boost={"go": 2.0})
 
     def share(p):
         return [float(p[Fake.y == c].sum()) for c in range(3)]
@@ -131,9 +140,9 @@ def test_class_boost_draws_the_class_that_much_more_often():
 
 @pytest.mark.parametrize("share", [0.0, 0.3])
 def test_unknown_share_gives_the_class_shares_asked(dataset, share):
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
     u = ds.labels.index("_unknown_")
-    p = T.sampling_probabilities(ds, share)
+    p = sampling.sampling_probabilities(ds, share)
     mass = np.array([p[ds.y == c].sum() for c in range(len(ds.labels))])
     want = np.full(len(ds.labels), 1 / len(ds.labels)) if share == 0 else np.full(len(ds.labels), 0.7 / 11)
     if share:
@@ -146,14 +155,14 @@ def test_unknown_share_gives_the_class_shares_asked(dataset, share):
 @pytest.mark.parametrize("share", [None, 0.0, 0.3, 1.0])
 def test_extra_share_within_classes_that_have_both_kinds(dataset, share):
     # a class without extra clips keeps its share, all of it from --data
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
-    extra = T.Dataset(dataset, "kws12", "training", 0, 1)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
+    extra = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
     on = ds.labels.index("on")
     keep = extra.y != on
     extra.audio, extra.y = extra.audio[keep], extra.y[keep]
     ds.extend(extra)
     n = len(ds.labels)
-    p = T.sampling_probabilities(ds, 0.0, share)
+    p = sampling.sampling_probabilities(ds, 0.0, share)
     assert abs(p.sum() - 1) < 1e-9
     for c in range(n):
         cls, ext = p[ds.y == c].sum(), p[(ds.y == c) & (ds.source == 1)].sum()
@@ -162,12 +171,12 @@ def test_extra_share_within_classes_that_have_both_kinds(dataset, share):
 
 
 def test_hard_examples_replace_rows_as_asked(tmp_path):
-    labels = T.KEYWORDS + ["_silence_", "_unknown_"]
+    labels = layout.KEYWORDS + ["_silence_", "_unknown_"]
     rng = np.random.default_rng(1)
     mined = tmp_path / "hard.npz"  # what mine_hard.py writes: 2 s windows, their labels and times
     np.savez(mined, audio=(rng.standard_normal((12, 2 * SR)) * 3000).astype(np.int16),
              labels=np.array(["_unknown_"] * 8 + ["yes", "no", "up", "go"]), times_s=np.arange(12.0))
-    h = T.HardExamples([str(mined)], labels)
+    h = mining.HardExamples([str(mined)], labels)
     rng = np.random.default_rng(0)
     x, y = torch.zeros(8, 2 * SR), torch.full((8,), 10)
     h.replace(x, y, rng, 0.0)
@@ -186,29 +195,29 @@ def test_hard_examples_replace_rows_as_asked(tmp_path):
 
 def test_voice_classes_are_voice_groups_with_real_speakers_one_class(dataset):
     class Fake:  # voice_targets reads the labels, the label and the voice of each clip
-        labels = T.Dataset(dataset, "kws12", "training").labels
+        labels = dataset_mod.Dataset(dataset, "kws12", "training").labels
         voice = np.array(["flite:kal", "flite:kal16", "festival:kal_diphone", "espeak-ng:en-us",
                           "speaker:0a1b2c3d", "speaker:99aa88bb", "", "espeak-ng:en-us"], dtype=object)
         y = np.array([0, 1, 2, 3, 4, 5, 10, 10])  # label 10: _silence_
     assert Fake.labels[10] == "_silence_", Fake.labels
-    names, cls = T.voice_targets(Fake)
+    names, cls = dataset_mod.voice_targets(Fake)
     assert names == ["espeak-ng:en-us", "kal", "real"], names
     assert cls.tolist() == [1, 1, 1, 0, 2, 2, -1, -1], cls
-    ds = T.Dataset(dataset, "kws12", "training")
-    names, cls = T.voice_targets(ds)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training")
+    names, cls = dataset_mod.voice_targets(ds)
     silence = ds.labels.index("_silence_")
     assert (cls[ds.y == silence] == -1).all() and (cls[ds.y != silence] >= 0).all() and len(names) > 1, names
 
 
 def test_adversary_scale_ramps_up():
-    assert [T.adversary_scale(0.5, 4, s) for s in range(6)] == [0, 0.125, 0.25, 0.375, 0.5, 0.5]
-    assert T.adversary_scale(0.5, 0, 0) == 0.5
+    assert [adversary.adversary_scale(0.5, 4, s) for s in range(6)] == [0, 0.125, 0.25, 0.375, 0.5, 0.5]
+    assert adversary.adversary_scale(0.5, 0, 0) == 0.5
 
 
 def test_the_encoder_gets_the_adversarys_gradient_reversed_and_scaled():
     # the adversary's own weights get the plain gradient, the embedding minus scale times it
     torch.manual_seed(0)
-    adv = T.VoiceAdversary(8, ["a", "b", "c"])
+    adv = adversary.VoiceAdversary(8, ["a", "b", "c"])
     emb, target = torch.randn(5, 8, requires_grad=True), torch.tensor([0, 1, 2, 1, 0])
     F.cross_entropy(adv(emb, 0.3), target).backward()
     reversed_grad, weight_grad = emb.grad.clone(), adv.net[0].weight.grad.clone()
@@ -232,9 +241,9 @@ def test_the_linear_probe_reads_a_class_the_embedding_holds_and_not_one_it_does_
 
 def test_voice_norm_alpha_0_is_the_model_alpha_1_the_clips_own_statistics(dataset, model_like_trained):
     model = model_like_trained()
-    ds = T.Dataset(dataset, "kws12", "training")
+    ds = dataset_mod.Dataset(dataset, "kws12", "training")
     idx = np.arange(min(len(ds), 100))  # one batch of adapted_logits: its statistics are those of all these clips
-    x, _ = T.make_batch(ds, idx, np.random.default_rng(0), train=False)
+    x, _ = batch.make_batch(ds, idx, np.random.default_rng(0), train=False)
     norms = batchnorms(model)
     assert norms, "no BatchNorm to adapt"
     trained = [(m.running_mean.clone(), m.running_var.clone()) for m in norms]
@@ -276,9 +285,9 @@ def test_the_running_mean_starts_where_the_model_computes_what_the_checkpoint_di
     weights = plain.state_dict()
     normed = mt.MegaKWS(dataclasses.replace(plain.cfg, patch_norm="running_mean"))
     normed.load_state_dict(dict(weights, **{"embed_tokens.norm_init": torch.zeros(plain.cfg.embed_dim)}))
-    ds = T.Dataset(dataset, "kws12", "training", 0, 1)
-    T.init_running_mean(normed, ds, np.random.default_rng(0), keep_function=True)
-    x, _ = T.make_batch(ds, np.arange(8), np.random.default_rng(1), train=False)
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
+    frontend_init.init_running_mean(normed, ds, np.random.default_rng(0), keep_function=True)
+    x, _ = batch.make_batch(ds, np.arange(8), np.random.default_rng(1), train=False)
     normed.eval()
     normed.embed_tokens.norm_decay = 1e-12
     with torch.no_grad():
@@ -294,7 +303,7 @@ def test_the_running_mean_starts_where_the_model_computes_what_the_checkpoint_di
 
 def test_weight_average_follows_its_formula_and_applied_restores_the_weights():
     m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
-    wa = T.WeightAverage(m, 0.5)
+    wa = average.WeightAverage(m, 0.5)
     expect = m[0].weight.detach().clone()
     for n, c in enumerate([1.0, 2.0, 3.0, 4.0], start=1):
         with torch.no_grad():

@@ -1,3 +1,0 @@
-"""Keyword datasets: make_sc10 (synthetic speech from a voice pool), voices
-(that pool and its voice-disjoint splits), fetch_real_sc (real Speech Commands
-clips), make_stream (continuous evaluation recordings)."""

@@ -1,0 +1,4 @@
+"""Keyword datasets: make_sc10 (synthetic speech from a voice pool), voices
+(that pool and its voice-disjoint splits), fetch_real_sc (real Speech Commands
+clips), speechocean (keyword-free real speech), make_stream (continuous
+evaluation recordings), layout (the Speech Commands folder layout and splits)."""

@@ -1,0 +1,64 @@
+#!/bin/bash
+# A continuation of a committed model on real speech that fits in a session
+# (issue "Real people first"; docs/models.md, "How to train, and how long it takes"):
+# rebuild the data it needs, continue training, tune the detection defaults on
+# real validation recordings, convert, and measure on real validation speakers.
+#
+#   continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
+#
+# WORK (default /work) holds the data; every stage skips what is already made,
+# and the training resumes from RUN_DIR/last.pt, so the script can be run again
+# after an interruption. Before the first run, bring these repositories here
+# with the session's fetch tool: every one of tools/mega_kws_tools/data/real_sc_sources.txt,
+# and github:jimbozhang/speechocean762.
+# Stage times on this project's 2-core machine are in docs/models.md.
+set -euo pipefail
+INIT=$1 PRESET=$2 RUN=$3 SEED=${4:-171}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$(dirname "$HERE")")
+PY=/usr/bin/python3
+export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
+WORK=${WORK:-/work}
+MIRROR=${MIRROR:-$WORK/.mirror}
+KS=${KS:-$ROOT/build/keyword_spotter}
+STEPS=${STEPS:-1500}
+REAL=$WORK/data/real_sc SO=$WORK/data/so762 SYN=$WORK/data/syn71 REC=$WORK/rec
+
+# 1. real Speech Commands clips (training- and validation-split speakers only)
+[ -f "$REAL/validation_list.txt" ] || $PY -m mega_kws_tools.data.fetch_real_sc --out "$REAL" \
+  --sources "$ROOT/tools/mega_kws_tools/data/real_sc_sources.txt" --mirror-root "$MIRROR"
+# 2. speechocean762's train/ half: keyword-free sentences, their 1 s windows, a keyword-free recording
+[ -f "$SO/keyword_free_validation.wav" ] || $PY -m mega_kws_tools.data.speechocean \
+  --repo "$MIRROR/jimbozhang+speechocean762/repo" --out "$SO"
+# 3. a small synthetic set of training voices, so the continuation keeps hearing on/off/go
+[ -f "$SYN/README.txt" ] || $PY -m mega_kws_tools.data.make_sc10 --out "$SYN" --seed 71 --only-split training \
+  --per-word 250 --unknown 1200 --near-miss 800 --silence 300 --babble-words 100 --jobs 2 --festival pipe
+# 4. real validation recordings: validation-split speakers' words over noise beds
+mkdir -p "$REC"
+[ -f "$REC/realval20.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split validation \
+  --minutes 20 --seed 5 --out "$REC/realval20.wav" --labels-out "$REC/realval20.csv"
+[ -f "$REC/realvalfree60.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split validation \
+  --minutes 60 --seed 20 --keyword-free 0.8 --out "$REC/realvalfree60.wav" --labels-out "$REC/realvalfree60.csv"
+# 5. the continuation; validation (the kept checkpoint) = real validation speakers' clips and windows
+RESUME=()
+[ -f "$RUN/last.pt" ] && RESUME=(--resume)
+$PY -m mega_kws_tools.training.train --data "$SYN" --extra-data "$REAL" --extra-data "$SO/clips" \
+  --extra-val "$REAL" --extra-val "$SO/clips" --classes kws12 --preset "$PRESET" --init "$INIT" \
+  --steps "$STEPS" --batch 32 --eval-every 250 --lr 3e-4 --warmup 100 --noise-prob 0.5 --babble-prob 0.3 \
+  --speed-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 --pitch-prob 0.8 --unknown-share 0.35 --extra-share 0.35 \
+  --label-smoothing 0 --threads 1 --seed "$SEED" --out "$RUN" "${RESUME[@]}"
+# 6. detection defaults: per keyword, the most recall at <= 2 false alarms per keyword-free hour of the
+#    real validation recordings and speechocean762's validation speakers' sentences
+TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"
+      --stream "$REC/realvalfree60.wav" --labels "$REC/realvalfree60.csv"
+      --stream "$SO/keyword_free_validation.wav" --labels "$SO/keyword_free_validation.csv")
+$PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 2 --per-keyword \
+  -o "$RUN/detection.json" --curve-json "$RUN/curve.json" | tail -1
+$PY -m mega_kws_tools.convert.mega_convert "$RUN/best.pt" -o "$RUN/model.mega" --detection "$RUN/detection.json" \
+  --notes "Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' keyword-free sentences, CC BY 4.0); checkpoint and detection defaults chosen on real validation speakers. See docs/models.md."
+"$KS" selftest -m "$RUN/model.mega"
+# 7. measured with the shipped runtime: real validation clips, the recordings at the stored defaults
+$PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$REAL" --split validation \
+  --stream "$REC/realval20.wav" --stream-labels "$REC/realval20.csv" --json-out "$RUN/eval-realval.json" \
+  | grep -v "^  missed"
+"$KS" scan -m "$RUN/model.mega" "$SO/keyword_free_validation.wav" | tail -1
