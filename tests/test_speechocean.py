@@ -28,8 +28,14 @@ def write_wav(path, x):
         w.writeframes(np.asarray(x, "<i2").tobytes())
 
 
-def make_corpus(root, train_rows, test_rows):
-    """A git repository laid out as speechocean762: rows are (utt, speaker, text)."""
+def tone_audio(rng, utt, text):
+    n = int(SR * (1.5 + 0.5 * (int(utt) % 3)))
+    return 3000 * np.sin(2 * np.pi * 220 * np.arange(n) / SR) * (np.arange(n) > SR // 4) + rng.normal(0, 30, n)
+
+
+def make_corpus(root, train_rows, test_rows, audio=tone_audio):
+    """A git repository laid out as speechocean762: rows are (utt, speaker, text);
+    audio(rng, utt, text) gives each utterance's samples."""
     rng = np.random.default_rng(5)
     for half, rows in (("train", train_rows), ("test", test_rows)):
         os.makedirs(os.path.join(root, half), exist_ok=True)
@@ -38,9 +44,7 @@ def make_corpus(root, train_rows, test_rows):
                 open(os.path.join(root, half, "utt2spk"), "w") as u:
             for utt, spk, text in rows:
                 rel = f"WAVE/SPEAKER{spk}/{utt}.WAV"
-                n = int(SR * (1.5 + 0.5 * (int(utt) % 3)))
-                tone = 3000 * np.sin(2 * np.pi * 220 * np.arange(n) / SR) * (np.arange(n) > SR // 4)
-                write_wav(os.path.join(root, rel), tone + rng.normal(0, 30, n))
+                write_wav(os.path.join(root, rel), audio(rng, utt, text))
                 t.write(f"{utt}\t{text}\n")
                 s.write(f"{utt}\t{rel}\n")
                 u.write(f"{utt} {spk}\n")

@@ -10,7 +10,7 @@
 # and the training resumes from RUN_DIR/last.pt, so the script can be run again
 # after an interruption. Before the first run, bring these repositories here
 # with the session's fetch tool: every one of tools/mega_kws_tools/data/real_sc_sources.txt,
-# and github:jimbozhang/speechocean762.
+# github:jimbozhang/speechocean762 and github:rhasspy/dataset-voice-cathy.
 # Stage times on this project's 2-core machine are in docs/models.md.
 set -euo pipefail
 INIT=$1 PRESET=$2 RUN=$3 SEED=${4:-171}
@@ -22,7 +22,7 @@ WORK=${WORK:-/work}
 MIRROR=${MIRROR:-$WORK/.mirror}
 KS=${KS:-$ROOT/build/keyword_spotter}
 STEPS=${STEPS:-1500}
-REAL=$WORK/data/real_sc SO=$WORK/data/so762 SYN=$WORK/data/syn71 REC=$WORK/rec
+REAL=$WORK/data/real_sc SO=$WORK/data/so762 SOKW=$WORK/data/so762kw CATHY=$WORK/data/cathykw SYN=$WORK/data/syn71 REC=$WORK/rec
 
 # 1. real Speech Commands clips (training- and validation-split speakers only)
 [ -f "$REAL/validation_list.txt" ] || $PY -m mega_kws_tools.data.fetch_real_sc --out "$REAL" \
@@ -30,6 +30,12 @@ REAL=$WORK/data/real_sc SO=$WORK/data/so762 SYN=$WORK/data/syn71 REC=$WORK/rec
 # 2. speechocean762's train/ half: keyword-free sentences, their 1 s windows, a keyword-free recording
 [ -f "$SO/keyword_free_validation.wav" ] || $PY -m mega_kws_tools.data.speechocean \
   --repo "$MIRROR/jimbozhang+speechocean762/repo" --out "$SO"
+# 2b. the keywords said inside read sentences, cut by forced alignment: speechocean762's train/ half
+#     (its validation speakers' cuts validate) and rhasspy/dataset-voice-cathy (one speaker: training)
+[ -f "$SOKW/align.tsv" ] || $PY -m mega_kws_tools.data.sentence_keywords --source speechocean762 \
+  --repo "$MIRROR/jimbozhang+speechocean762/repo" --out "$SOKW"
+[ -f "$CATHY/align.tsv" ] || $PY -m mega_kws_tools.data.sentence_keywords --source cathy \
+  --repo "$MIRROR/rhasspy+dataset-voice-cathy/repo" --out "$CATHY"
 # 3. a small synthetic set of training voices, so the continuation keeps hearing on/off/go
 [ -f "$SYN/README.txt" ] || $PY -m mega_kws_tools.data.make_sc10 --out "$SYN" --seed 71 --only-split training \
   --per-word 250 --unknown 1200 --near-miss 800 --silence 300 --babble-words 100 --jobs 2 --festival pipe
@@ -42,8 +48,8 @@ mkdir -p "$REC"
 # 5. the continuation; validation (the kept checkpoint) = real validation speakers' clips and windows
 RESUME=()
 [ -f "$RUN/last.pt" ] && RESUME=(--resume)
-$PY -m mega_kws_tools.training.train --data "$SYN" --extra-data "$REAL" --extra-data "$SO/clips" \
-  --extra-val "$REAL" --extra-val "$SO/clips" --classes kws12 --preset "$PRESET" --init "$INIT" \
+$PY -m mega_kws_tools.training.train --data "$SYN" --extra-data "$REAL" --extra-data "$SO/clips" --extra-data "$SOKW" --extra-data "$CATHY" \
+  --extra-val "$REAL" --extra-val "$SO/clips" --extra-val "$SOKW" --classes kws12 --preset "$PRESET" --init "$INIT" \
   --steps "$STEPS" --batch 32 --eval-every 250 --lr 3e-4 --warmup 100 --noise-prob 0.5 --babble-prob 0.3 \
   --speed-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 --pitch-prob 0.8 --unknown-share 0.35 --extra-share 0.35 \
   --label-smoothing 0 --threads 1 --seed "$SEED" --out "$RUN" "${RESUME[@]}"
