@@ -29,6 +29,21 @@ def detect_reference(probs, thresholds, smoothing, refractory_hops, can_fire):
             continue
         suppressed_until = hop + 1 + refractory_hops
         out.append((hop, int(best), float(sm[best])))
+    # the end of the stream (Detector::finish): the last hop again, over the last 1..smoothing-1 hops
+    final = len(probs) - 1
+    for window in range(min(len(probs), smoothing) - 1, 0, -1):
+        sm = (probs[final - window + 1:].astype(np.float64).sum(axis=0) / window).astype(probs.dtype)
+        above = sm >= thresholds
+        armed[~above] = True
+        cand = np.nonzero(above & can_fire & armed)[0]
+        if len(cand) == 0:
+            continue
+        best = cand[np.argmax(sm[cand])]
+        armed[above] = False
+        if final < suppressed_until:
+            continue
+        out.append((final, int(best), float(sm[best])))
+        break
     return out
 
 
@@ -65,6 +80,20 @@ def test_smoothing_and_detection_match_the_reference_loops(dtype, hops):
                 a = detect_reference(p, th, smoothing, refr, can_fire)
                 b = streamscore.detect(p, th, smoothing, refr, can_fire)
                 assert a == b, (dtype, hops, smoothing, thr, refr, len(a), len(b))
+
+
+def test_a_word_that_ends_the_stream_is_heard_when_flushed():
+    can_fire = np.array([True, True, False])
+    p = np.tile(np.array([0.0, 0.0, 1.0]), (6, 1))
+    p[-2:] = [0.0, 1.0, 0.0]  # the keyword fills only the last two hops
+    th = np.full(3, 0.9)
+    assert streamscore.detect(p, th, 4, 0, can_fire, flush=False) == []  # (0+0+1+1)/4 < 0.9
+    assert streamscore.detect(p, th, 4, 0, can_fire) == [(5, 1, 1.0)]  # the last 2 hops alone
+    p[-1] = [0.0, 0.0, 1.0]  # the last hop without it: windows of 3, 2 and 1 hops all fall short
+    assert streamscore.detect(p, th, 4, 0, can_fire) == []
+    p[-3:] = [0.0, 1.0, 0.0]
+    assert streamscore.detect(p, th, 3, 0, can_fire) == [(5, 1, 1.0)]  # fired on the way: no second one
+    assert streamscore.detect(p, th, 4, 10, can_fire) == [(5, 1, 1.0)]
 
 
 def test_scores_match_the_reference_loop():

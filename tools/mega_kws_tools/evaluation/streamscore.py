@@ -23,8 +23,11 @@ def smoothed(probs, smoothing):
     return total / count[:, None]
 
 
-def detect(probs, thresholds, smoothing, refractory_hops, can_fire):
-    """probs: (hops, n) posteriors. Returns [(hop, label, score)]."""
+def detect(probs, thresholds, smoothing, refractory_hops, can_fire, flush=True):
+    """probs: (hops, n) posteriors. Returns [(hop, label, score)]. With flush
+    (as the runtime does at the end of a stream, Detector::finish), the last
+    hop is tried again with the smoothing window shrinking over the last hops,
+    so a word that ends the recording is heard."""
     n = probs.shape[1]
     sm_all = smoothed(probs, smoothing)
     above_all = sm_all >= thresholds
@@ -49,7 +52,33 @@ def detect(probs, thresholds, smoothing, refractory_hops, can_fire):
             continue
         suppressed_until = hop + 1 + refractory_hops
         out.append((int(hop), int(best), float(sm[best])))
+    if flush and len(probs):
+        final = len(probs) - 1
+        if last < final:
+            armed[:] = True  # the last hop had nothing above its threshold
+        out += finish(probs, thresholds, smoothing, can_fire, armed, final < suppressed_until)
     return out
+
+
+def finish(probs, thresholds, smoothing, can_fire, armed, suppressed):
+    """Detector::finish: the mean of the last `window` hops for window =
+    min(hops, smoothing) - 1 down to 1, firing at the first that passes (at most
+    one detection, at the last hop), with the arming and suppression of the hops
+    before."""
+    final = len(probs) - 1
+    for window in range(min(len(probs), smoothing) - 1, 0, -1):
+        sm = (probs[final - window + 1:].astype(np.float64).sum(axis=0) / window).astype(probs.dtype)
+        above = sm >= thresholds
+        armed[~above] = True
+        cand = np.nonzero(above & can_fire & armed)[0]
+        if len(cand) == 0:
+            continue
+        best = cand[np.argmax(sm[cand])]
+        armed[above] = False
+        if suppressed:
+            continue
+        return [(final, int(best), float(sm[best]))]
+    return []
 
 
 def read_stream_labels(path):
