@@ -4,7 +4,7 @@
 # rebuild the data it needs, continue training, tune the detection defaults on
 # real validation recordings, convert, and measure on real validation speakers.
 #
-#   continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
+#   [SHIPPED_RUN=DIR] continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
 #
 # WORK (default /work) holds the data; every stage skips what is already made,
 # and the training resumes from RUN_DIR/last.pt, so the script can be run again
@@ -61,10 +61,18 @@ TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 2 --per-keyword \
   -o "$RUN/detection.json" --curve-json "$RUN/curve.json" | tail -1
 $PY -m mega_kws_tools.convert.mega_convert "$RUN/best.pt" -o "$RUN/model.mega" --detection "$RUN/detection.json" \
-  --notes "Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' keyword-free sentences, CC BY 4.0); checkpoint and detection defaults chosen on real validation speakers. See docs/models.md."
+  --notes "Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' sentences and the keywords in them, CC BY 4.0; rhasspy/dataset-voice-cathy's keywords, CC0); checkpoint, detection defaults and the ship rule on real validation speakers. See docs/models.md."
 "$KS" selftest -m "$RUN/model.mega"
 # 7. measured with the shipped runtime: real validation clips, the recordings at the stored defaults
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$REAL" --split validation \
   --stream "$REC/realval20.wav" --stream-labels "$REC/realval20.csv" --json-out "$RUN/eval-realval.json" \
   | grep -v "^  missed"
 "$KS" scan -m "$RUN/model.mega" "$SO/keyword_free_validation.wav" | tail -1
+# 8. what the ship rule reads besides: real running speech (one-second windows of speechocean762's
+#    validation speakers' keyword-free sentences); the synthetic test voices, reported only, where made
+$PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$SO/clips" \
+  --split validation --json-out "$RUN/eval-speech.json" | sed -n 1p
+[ ! -d "$WORK/data/syntest71" ] || $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" \
+  --data "$WORK/data/syntest71" --split testing --json-out "$RUN/eval-syntest.json" | sed -n 1p
+# 9. against the shipped model's run (SHIPPED_RUN, if given): real speakers decide
+[ -z "${SHIPPED_RUN:-}" ] || $PY -m mega_kws_tools.evaluation.ship_rule "$SHIPPED_RUN" "$RUN"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The validation figures models are chosen by, for one training run: nothing here
-# touches a test voice or a testing-split speaker.
+# touches a test voice or a testing-split speaker. The pipeline of the synthetic-voice
+# runs in docs/lab-log.md; the ship rule now reads continue_real.sh's real-speaker figures.
 #   validate_run.sh RUN_DIR DATA_DIR REAL_DIR KEYWORD_SPOTTER
 # Uses the six validation recordings beside DATA_DIR (recordings.sh) and the
 # half-keyword sets halfword-val and halfword-realval there (each made if missing:

@@ -33,8 +33,10 @@ def detection_curve(curve: dict, path: str, title: str) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     ax.step(fa, rec, where="post", color="#1f5fa8", label="one threshold for every keyword (best per rate)")
     c = curve["chosen"]
+    found = round(c["recall"] * curve["keywords"])  # the recall is a count over the keywords: say it exactly
     ax.plot([c["fa_per_hour"]], [100 * c["recall"]], "o", color="#c0392b", ms=8,
-            label=f"stored defaults: {100 * c['recall']:.1f}% at {c['fa_per_hour']:.1f} per hour")
+            label=f"stored defaults: {found} of {curve['keywords']} ({100 * found / curve['keywords']:.1f}%) "
+                  f"at {c['fa_per_hour']:.1f} per hour")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlim(0, max(fa + [c["fa_per_hour"], 10]) * 1.2)
     ax.set_ylim(0, 100)

@@ -1,102 +1,95 @@
 #!/usr/bin/python3
-"""Apply the demo model's shipping rule (docs/lab-log.md) to validated runs.
+"""The demo model's shipping rule, real speakers first: does a candidate run
+replace the shipped one?
 
-  ship_rule.py SHIPPED CANDIDATE [CANDIDATE ...]
+  python3 -m mega_kws_tools.evaluation.ship_rule SHIPPED CANDIDATE [CANDIDATE ...]
 
-Each argument is a run folder that validate_run.sh has filled; this reads its
-RUN/validation/curve.txt, voices.json and real.json. Everything read here is
-validation data: validation voices, real validation-split speakers, and the
-validation recordings. A candidate passes against the shipped model when
+Each argument is a run folder that tools/scripts/continue_real.sh filled. The
+rule reads only real validation data (speakers the model never trained on):
+RUN/detection.json (the recall its stored defaults reach on the real validation
+recordings, tuned to at most 2 false alarms per keyword-free hour),
+RUN/eval-realval.json (the real validation speakers' one-second clips) and,
+where both runs have it, RUN/eval-speech.json (one-second windows of real
+keyword-free read sentences). A candidate passes against the shipped model when
 
-  (a) its validation voices' keyword accuracy at 70% and at 80% rejection of
-      _unknown_ is at most 1 point lower;
-  (b) its recall at <= 5 and at <= 10 false alarms per keyword-free hour on the
-      validation recordings pooled (curve.txt) is higher;
-  (c) the real validation speakers' keyword accuracy is at most 1 point lower;
-  (d) no keyword on the validation voices is more than 5 points lower.
+  (a) its recall on the real validation recordings at its stored defaults is
+      higher, within the same false-alarm limit (the tuning met it);
+  (b) its keyword accuracy on the real validation clips is at most 1 point lower;
+  (c) its rejection of the real validation clips' other words is at most 1 point lower;
+  (d) no keyword with at least 20 real validation clips is more than 5 points lower;
+  (e) its rejection of real running speech is at most 2 points lower.
 
-Of the candidates that pass, the one with the best pooled recall at <= 5 per
-hour is the one to ship. Prints one line of figures per run, then each
-candidate's verdict; exits 0 whatever the verdicts (2 on unreadable input).
+Of the candidates that pass, the one with the best recall (a) ships. Synthetic
+test voices (RUN/eval-syntest.json, if there) are printed, never judged.
+Prints one line of figures per run, then each candidate's verdict; exits 0
+whatever the verdicts (2 on unreadable input).
 """
 
 import argparse
 import json
 import os
-import re
 import sys
 
-CURVE_LINE = re.compile(r"<= (\d+(?:\.\d+)?) per keyword-free hour: recall ([\d.]+)%")
-# the levels and limits printed are whatever evaluate.py and tune_detection.py --curve wrote
-KEYWORDS_AT_REJECTION = ("0.70", "0.80")  # (a) judges these
-FA_LIMITS = (5.0, 10.0)                   # (b) judges these
-EQUAL_REJECTION_SLACK = 1.0   # (a), points
-REAL_SLACK = 1.0              # (c), points
-PER_KEYWORD_SLACK = 5.0       # (d), points
+KEYWORD_SLACK = 1.0        # (b), points
+REJECTION_SLACK = 1.0      # (c), points
+PER_KEYWORD_SLACK = 5.0    # (d), points
+PER_KEYWORD_MIN_CLIPS = 20  # (d) judges only keywords with this many real validation clips
+SPEECH_SLACK = 2.0         # (e), points
 
 
-def read_curve(path):
-    """{false alarms per keyword-free hour: recall in %} from tune_detection.py --curve's output."""
-    out = {}
+def read_json(run, name, required=True):
+    path = os.path.join(run, name)
+    if not required and not os.path.exists(path):
+        return None
     with open(path) as f:
-        for line in f:
-            m = CURVE_LINE.match(line.strip())
-            if m:
-                out[float(m.group(1))] = float(m.group(2))
-    if not out:
-        raise ValueError(f"{path}: no '<= N per keyword-free hour: recall X%' lines")
-    return out
+        return json.load(f)
 
 
 def read_run(run):
-    """The figures the rule reads, in percent, from RUN/validation/."""
-    d = os.path.join(run, "validation")
-    with open(os.path.join(d, "voices.json")) as f:
-        voices = json.load(f)["clips"]
-    with open(os.path.join(d, "real.json")) as f:
-        real = json.load(f)["clips"]
-    at = voices["keywords_at_rejection"]
+    """The figures the rule reads, in percent."""
+    tuned = read_json(run, "detection.json")["tuned_on"]
+    clips = read_json(run, "eval-realval.json")["clips"]
+    labels, confusion = clips["labels"], clips["confusion"]
     fig = {
-        "keywords": 100 * voices["keyword_accuracy"],
-        "unknown_rejected": 100 * voices["rejected"]["_unknown_"],
-        "at_rejection": {r: 100 * at[r]["keyword_accuracy"] if at[r] else float("nan") for r in sorted(at)},
-        "curve": read_curve(os.path.join(d, "curve.txt")),
-        "real": 100 * real["keyword_accuracy"],
-        "per_keyword": {k: 100 * a for k, a in voices["per_label"].items() if not k.startswith("_")},
+        "recall": 100 * tuned["recall"] if tuned.get("limit_met") else float("nan"),
+        "fa_per_hour": tuned["fa_per_hour_keyword_free"],
+        "keywords": 100 * clips["keyword_accuracy"],
+        "rejected": 100 * clips["rejected"]["_unknown_"],
+        "per_keyword": {k: 100 * a for k, a in clips["per_label"].items()
+                        if not k.startswith("_") and sum(confusion[labels.index(k)]) >= PER_KEYWORD_MIN_CLIPS},
     }
-    near = voices.get("unknown_kinds", {}).get("near_miss")
-    fig["near_miss_rejected"] = 100 * near["rejected"] if near else float("nan")
+    speech = read_json(run, "eval-speech.json", required=False)
+    fig["speech_rejected"] = 100 * speech["clips"]["rejected"]["_unknown_"] if speech else None
+    syn = read_json(run, "eval-syntest.json", required=False)
+    fig["synthetic"] = 100 * syn["clips"]["keyword_accuracy"] if syn else None
     return fig
 
 
 def verdict(shipped, cand):
     """(list of failed parts with reasons, largest per-keyword fall as (keyword, points))."""
     fails = []
-    for r in KEYWORDS_AT_REJECTION:
-        c, s = (f["at_rejection"].get(r, float("nan")) for f in (cand, shipped))
-        if not c >= s - EQUAL_REJECTION_SLACK:
-            fails.append(f"(a) at {float(r):.0%} rejection {c:.1f} against {s:.1f}")
-    for b in FA_LIMITS:
-        c, s = cand["curve"].get(b), shipped["curve"].get(b)
-        if c is None or s is None or not c > s:
-            fails.append(f"(b) pooled recall at <= {b:g} per hour {c} against {s}")
-    if not cand["real"] >= shipped["real"] - REAL_SLACK:
-        fails.append(f"(c) real speakers' keywords {cand['real']:.1f} against {shipped['real']:.1f}")
+    if not cand["recall"] > shipped["recall"]:
+        fails.append(f"(a) recordings' recall {cand['recall']:.1f} against {shipped['recall']:.1f}")
+    if not cand["keywords"] >= shipped["keywords"] - KEYWORD_SLACK:
+        fails.append(f"(b) real keyword clips {cand['keywords']:.1f} against {shipped['keywords']:.1f}")
+    if not cand["rejected"] >= shipped["rejected"] - REJECTION_SLACK:
+        fails.append(f"(c) other words rejected {cand['rejected']:.1f} against {shipped['rejected']:.1f}")
     falls = {k: cand["per_keyword"].get(k, float("-inf")) - v for k, v in shipped["per_keyword"].items()}
-    worst = min(falls, key=falls.get)
-    if not falls[worst] >= -PER_KEYWORD_SLACK:
+    worst = min(falls, key=falls.get) if falls else "-"
+    if falls and not falls[worst] >= -PER_KEYWORD_SLACK:
         fails.append(f"(d) {worst} {falls[worst]:+.1f} points")
-    return fails, (worst, falls[worst])
+    s, c = shipped["speech_rejected"], cand["speech_rejected"]
+    if s is not None and c is not None and not c >= s - SPEECH_SLACK:
+        fails.append(f"(e) running speech rejected {c:.1f} against {s:.1f}")
+    return fails, (worst, falls.get(worst, 0.0))
 
 
 def line(name, f):
-    levels, limits = sorted(f["at_rejection"]), sorted(f["curve"])
-    at = " / ".join(f"{f['at_rejection'][r]:.1f}" for r in levels)
-    curve = " / ".join(f"{f['curve'][b]:.1f}" for b in limits)
-    return (f"{name}: keywords {f['keywords']:.1f}, _unknown_ rejected {f['unknown_rejected']:.1f}, "
-            f"near misses rejected {f['near_miss_rejected']:.1f} | keywords at "
-            f"{'/'.join(f'{100 * float(r):.0f}' for r in levels)}% rejection {at} | pooled recall at <= "
-            f"{'/'.join(f'{b:g}' for b in limits)} per hour {curve} | real speakers' keywords {f['real']:.1f}")
+    def pc(v):
+        return "-" if v is None else f"{v:.1f}"
+    return (f"{name}: recordings' recall {f['recall']:.1f} at {f['fa_per_hour']:.2f} false alarms per keyword-free "
+            f"hour | real keyword clips {f['keywords']:.1f}, other words rejected {f['rejected']:.1f}, running "
+            f"speech rejected {pc(f['speech_rejected'])} | synthetic voices' keywords {pc(f['synthetic'])} (not judged)")
 
 
 def main(argv=None):
@@ -119,7 +112,7 @@ def main(argv=None):
         state = "PASS" if not fails else "fail: " + "; ".join(fails)
         print(f"{name}: largest keyword fall {kw} {fall:+.1f} | {state}")
         if not fails:
-            passing.append((f["curve"][5], name))
+            passing.append((f["recall"], name))
     print("ship: " + (max(passing)[1] if passing else "none (the shipped model stays)"))
     return 0
 
