@@ -23,6 +23,18 @@ def smoothed(probs, smoothing):
     return total / count[:, None]
 
 
+def winner(sm, above, can_fire, armed):
+    """The keyword that fires at a hop (the armed one above its threshold with the
+    highest smoothed score), or None; updates `armed` as the runtime does: what
+    is below re-arms, whatever is above must fall below before it fires again."""
+    armed[~above] = True
+    cand = np.nonzero(above & can_fire & armed)[0]
+    if len(cand) == 0:
+        return None
+    armed[above] = False
+    return int(cand[np.argmax(sm[cand])])
+
+
 def detect(probs, thresholds, smoothing, refractory_hops, can_fire, flush=True):
     """probs: (hops, n) posteriors. Returns [(hop, label, score)]. With flush
     (as the runtime does at the end of a stream, Detector::finish), the last
@@ -42,13 +54,8 @@ def detect(probs, thresholds, smoothing, refractory_hops, can_fire, flush=True):
             armed[:] = True  # the hops in between had nothing above its threshold
         last = hop
         sm, above = sm_all[hop], above_all[hop]
-        armed[~above] = True
-        cand = np.nonzero(above & can_fire & armed)[0]
-        if len(cand) == 0:
-            continue
-        best = cand[np.argmax(sm[cand])]
-        armed[above] = False
-        if hop < suppressed_until:
+        best = winner(sm, above, can_fire, armed)
+        if best is None or hop < suppressed_until:
             continue
         suppressed_until = hop + 1 + refractory_hops
         out.append((int(hop), int(best), float(sm[best])))
@@ -68,14 +75,8 @@ def finish(probs, thresholds, smoothing, can_fire, armed, suppressed):
     final = len(probs) - 1
     for window in range(min(len(probs), smoothing) - 1, 0, -1):
         sm = (probs[final - window + 1:].astype(np.float64).sum(axis=0) / window).astype(probs.dtype)
-        above = sm >= thresholds
-        armed[~above] = True
-        cand = np.nonzero(above & can_fire & armed)[0]
-        if len(cand) == 0:
-            continue
-        best = cand[np.argmax(sm[cand])]
-        armed[above] = False
-        if suppressed:
+        best = winner(sm, sm >= thresholds, can_fire, armed)
+        if best is None or suppressed:
             continue
         return [(final, int(best), float(sm[best]))]
     return []
