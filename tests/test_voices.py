@@ -17,6 +17,7 @@ import types
 import wave
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from mega_kws_tools.data import check_splits
@@ -24,6 +25,9 @@ from mega_kws_tools.data import festival_pipe
 from mega_kws_tools.evaluation import listen_check
 from mega_kws_tools.data import make_sc10
 from mega_kws_tools.data import merge_sets
+from mega_kws_tools.data import sc10_clips
+from mega_kws_tools.data import sc10_recipe as rc
+from mega_kws_tools.data import sc10_render
 from mega_kws_tools.data import voices as vc
 
 GENERATE, MERGE, CHECK_SPLITS, LISTEN_CHECK = (m.__name__ for m in (make_sc10, merge_sets, check_splits, listen_check))
@@ -56,33 +60,33 @@ def test_generator_refuses_before_running_an_engine():
     for engine, voice, variant in (("flite", "slt", ""), ("flite", "awb", ""), ("festival", "ked_diphone", ""),
                                    ("festival", "cmu_us_slt_arctic_hts", ""), ("espeak-ng", "en-us", "rms")):
         with pytest.raises(ValueError):
-            make_sc10.synthesize(dict(engine=engine, voice=voice, variant=variant, rate=1.0, pitch=100), "yes")
+            sc10_render.synthesize(dict(engine=engine, voice=voice, variant=variant, rate=1.0, pitch=100), "yes")
 
 
-# make_sc10.run_probes: a voice whose first probe fails (an engine that timed out on a busy machine) is probed
+# sc10_clips.run_probes: a voice whose first probe fails (an engine that timed out on a busy machine) is probed
 # again alone, with the long timeout, and kept once it renders; a voice that never renders is dropped after
-# PROBE_RETRIES more tries.
+# PROBE_RETRIES more tries. (The probes render through sc10_clips.do_task, which calls sc10_clips.synthesize.)
 def test_failed_probe_is_retried_with_a_long_timeout():
     calls = []
 
-    def fake(spk, text, timeout=make_sc10.RENDER_TIMEOUT_S):
+    def fake(spk, text, timeout=rc.RENDER_TIMEOUT_S):
         calls.append((spk["voice"], timeout))
-        if spk["voice"] == "never" or (spk["voice"] == "slow" and timeout < make_sc10.PROBE_RETRY_TIMEOUT_S):
-            return make_sc10.np.zeros(0, make_sc10.np.float32)
-        return make_sc10.np.full(make_sc10.SR // 2, 0.5, make_sc10.np.float32)
+        if spk["voice"] == "never" or (spk["voice"] == "slow" and timeout < rc.PROBE_RETRY_TIMEOUT_S):
+            return np.zeros(0, np.float32)
+        return np.full(rc.SR // 2, 0.5, np.float32)
 
-    probes = [("probe", 0, ("espeak-ng", name, "", "stop"), make_sc10.RENDER_TIMEOUT_S)
+    probes = [("probe", 0, ("espeak-ng", name, "", "stop"), rc.RENDER_TIMEOUT_S)
               for name in ("fine", "slow", "never")]
-    real, make_sc10.synthesize = make_sc10.synthesize, fake
+    real, sc10_clips.synthesize = sc10_clips.synthesize, fake
     try:
-        res = make_sc10.run_probes(None, probes)
+        res = sc10_clips.run_probes(None, probes)
     finally:
-        make_sc10.synthesize = real
-    ok = {r[0][1]: r[1] >= make_sc10.MIN_WORD_S for r in res}
+        sc10_clips.synthesize = real
+    ok = {r[0][1]: r[1] >= rc.MIN_WORD_S for r in res}
     assert ok == {"fine": True, "slow": True, "never": False}
-    assert calls.count(("fine", make_sc10.RENDER_TIMEOUT_S)) == 1
-    assert calls.count(("slow", make_sc10.PROBE_RETRY_TIMEOUT_S)) == 1
-    assert calls.count(("never", make_sc10.PROBE_RETRY_TIMEOUT_S)) == make_sc10.PROBE_RETRIES
+    assert calls.count(("fine", rc.RENDER_TIMEOUT_S)) == 1
+    assert calls.count(("slow", rc.PROBE_RETRY_TIMEOUT_S)) == 1
+    assert calls.count(("never", rc.PROBE_RETRY_TIMEOUT_S)) == rc.PROBE_RETRIES
 
 
 # festival_pipe.Renderer against text2wave, on every festival voice of the pool: one word each, the same bytes
@@ -182,14 +186,14 @@ def test_no_unknown_word_is_a_keyword_in_its_voice():
     # "won") is not its "onne" for on
     assert by_id["espeak-ng:fr-fr"].text_for("on") == "onne"
     assert not by_id["espeak-ng:fr-fr"].reads_as_keyword("one")
-    rng = make_sc10.np.random.default_rng(3)
+    rng = np.random.default_rng(3)
     for v in vc.ALL_VOICES:
-        for label in (make_sc10.UNKNOWN, make_sc10.NEAR):
-            if label == make_sc10.NEAR and v.script not in vc.LATIN:
+        for label in (rc.UNKNOWN, rc.NEAR):
+            if label == rc.NEAR and v.script not in vc.LATIN:
                 continue
-            said = {make_sc10.draw_other_word(rng, v, label) for _ in range(400)}
-            pool = make_sc10.CONFUSABLE if label == make_sc10.NEAR else \
-                vc.unknown_words_for(v, make_sc10.UNKNOWN_WORDS) + make_sc10.SC_OTHER
+            said = {sc10_render.draw_other_word(rng, v, label) for _ in range(400)}
+            pool = rc.CONFUSABLE if label == rc.NEAR else \
+                vc.unknown_words_for(v, rc.UNKNOWN_WORDS) + rc.SC_OTHER
             assert said <= set(pool), (v.id, said - set(pool))
             assert not ({w for w in said if v.reads_as_keyword(w)}), v.id
             assert len(said) > 10, v.id
@@ -202,7 +206,7 @@ def test_accents_read_as_given_and_are_no_unknown_word():
         return out.replace(" ", "").replace("\n", "")
     def bare(ph):  # without stress marks
         return ph.replace("'", "").replace(",", "")
-    words = sorted(set(make_sc10.UNKNOWN_WORDS) | set(make_sc10.CONFUSABLE))
+    words = sorted(set(rc.UNKNOWN_WORDS) | set(rc.CONFUSABLE))
     for name in vc.ESPEAK_ENGLISH:
         said = {bare(phonemes(name, w)): w for w in words}
         for kw, alts in vc.ACCENT_PHONEMES.items():
@@ -302,7 +306,7 @@ def test_near_miss_clips(gens):
     assert len(c) == 14
     assert set(b) == (set(a) | set(c))  # the near misses are added, nothing else changes
     for path, row in a.items():
-        assert not (make_sc10.is_near_miss(path) or make_sc10.is_accent(path)), path
+        assert not (rc.is_near_miss(path) or rc.is_accent(path)), path
         assert row == b[path], path
         with open(os.path.join(gens.d("a"), path), "rb") as fa, open(os.path.join(gens.d("b"), path), "rb") as fb:
             assert fa.read() == fb.read(), path
@@ -311,18 +315,18 @@ def test_near_miss_clips(gens):
     for path, row in c.items():
         assert row == b[path], path
         voice = f"{row['engine']}:{row['voice']}"
-        if make_sc10.is_accent(path):
-            assert not make_sc10.is_near_miss(path), path
+        if rc.is_accent(path):
+            assert not rc.is_near_miss(path), path
             assert path.startswith(row["word"] + "/") and row["label"] == row["word"], row
             assert row["text"][2:-2] in vc.ACCENT_PHONEMES[row["word"]]
             assert voice in english
         else:
-            assert path.startswith("_unknown_/") and make_sc10.is_near_miss(path), path
-            assert row["word"] in make_sc10.CONFUSABLE
+            assert path.startswith("_unknown_/") and rc.is_near_miss(path), path
+            assert row["word"] in rc.CONFUSABLE
             assert voice in latin
         assert row["split"] == vc.split_of({v.id: v for v in vc.VOICES}[voice])
-    assert sum(map(make_sc10.is_accent, c)) == 6
-    assert not make_sc10.is_near_miss("_unknown_/0a7c2a8d_nohash_0.wav")  # a real clip's name
+    assert sum(map(rc.is_accent, c)) == 6
+    assert not rc.is_near_miss("_unknown_/0a7c2a8d_nohash_0.wav")  # a real clip's name
     with open(os.path.join(gens.d("b"), "README.txt")) as f:
         near = [l for l in f.read().splitlines() if l.startswith("Near-miss _unknown_ clips")]
     assert len(near) == 1
@@ -366,7 +370,7 @@ def test_merge_equals_one_generation(gens):
     assert read_lists(out) == read_lists(gens.d("b"))
     assert read_manifest(out) == read_manifest(gens.d("b"))
     for path in read_manifest(gens.d("b")):
-        source = "c" if make_sc10.is_near_miss(path) or make_sc10.is_accent(path) else "a"
+        source = "c" if rc.is_near_miss(path) or rc.is_accent(path) else "a"
         assert os.path.samefile(os.path.join(out, path), os.path.join(gens.d(source), path))
 
 
@@ -474,7 +478,7 @@ def test_renders_a_clean_keyword(tmp_path):
         row = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
         again = listen_check.render_task(("espeak-ng:en-us", "training", "go", "go", 7))
     finally:
-        shutil.rmtree(make_sc10.G["tmp_root"], ignore_errors=True)
+        shutil.rmtree(sc10_render.G["tmp_root"], ignore_errors=True)
     assert (row["voice"], row["label"], row["word"]) == ("espeak-ng:en-us", "go", "go")
     assert row == again  # its own seed: the same draw twice
     with wave.open(row["path"]) as w:
