@@ -11,7 +11,7 @@
 
 namespace mega::math {
 
-// Laplace attention constants (tools/convert/mega_torch.py). The divisor is
+// Laplace attention constants (tools/mega_kws_tools/model/). The divisor is
 // sigma * sqrt(2) evaluated in double and rounded once, as PyTorch does.
 constexpr float kLaplaceMu = 0.707107f;
 constexpr float kLaplaceDivisor = static_cast<float>(0.282095 * 1.4142135623730951);

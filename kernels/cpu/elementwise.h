@@ -23,7 +23,7 @@ namespace mega::cpu {
 
 // Which kernels: KernelImpl (mega.hpp), reference or optimized.
 
-// Laplace attention constants, as in the PyTorch model (tools/convert/mega_torch.py).
+// Laplace attention constants, as in the PyTorch model (tools/mega_kws_tools/model/).
 inline constexpr float kLaplaceMu = 0.707107f;
 inline constexpr float kLaplaceSigma = 0.282095f;
 // PyTorch evaluates sigma * sqrt(2.0) with Python doubles (sigma = 0.282095 as a double)

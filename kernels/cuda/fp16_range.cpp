@@ -116,7 +116,7 @@ class RangeProbe : public HostOps {
 };
 
 // One window of a gliding tone with a little noise (deterministic), the kind
-// of clip the converter stores as the self-test (tools/convert/mega_convert.py).
+// of clip the converter stores as the self-test (tools/mega_kws_tools/convert/mega_convert.py).
 std::vector<float> synthetic_clip(const HParams& hp) {
   const int64_t n = hp.window_samples();
   std::vector<float> clip(static_cast<size_t>(n));
