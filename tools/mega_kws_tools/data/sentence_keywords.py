@@ -105,9 +105,16 @@ def cut(rng, x: np.ndarray, start_s: float, end_s: float) -> np.ndarray:
     return np.round(out).astype(np.int16)
 
 
-def heard(dec, clip: np.ndarray) -> str:
+def ear():
+    """A decoder that can only hear one of the ten keywords (the spot check's forced choice)."""
+    dec = decoder()
     dec.set_jsgf_string("keyword", "#JSGF V1.0;\ngrammar keyword;\npublic <k> = " + " | ".join(KEYWORDS) + " ;\n")
     dec.set_search("keyword")
+    return dec
+
+
+def heard(dec, clip: np.ndarray) -> str:
+    """Which keyword `dec` (an ear()) hears in the clip, or ''."""
     dec.start_utt()
     dec.process_raw(clip.astype("<i2").tobytes(), False, True)
     dec.end_utt()
@@ -117,18 +124,12 @@ def heard(dec, clip: np.ndarray) -> str:
 
 def speechocean(repo: str, rev: str):
     """(utt, speaker, split, samples, words) of the train/-half sentences that hold a
-    keyword, with speechocean.py's speaker split; a test-half speaker is refused."""
-    texts, scp, utt2spk = (so.table(repo, rev, n) for n in ("text", "wav.scp", "utt2spk"))
-    test_speakers = {line.split()[1] for line in so.git_show(repo, f"{rev}:test/utt2spk").decode().splitlines()
-                     if line.strip()}
-    for utt in sorted(scp):
-        words = words_of(texts[utt])
-        if not set(KEYWORDS) & set(words):
-            continue
-        spk, path = utt2spk[utt], scp[utt]
-        if spk in test_speakers or not path.startswith("WAVE/SPEAKER"):
-            raise SystemExit(f"refused: {utt} ({path}) belongs to speechocean762's test half")
-        yield utt, spk, so.speaker_split(spk), read_wav(so.git_show(repo, f"{rev}:{path}"), path), words
+    keyword, with speechocean.py's speaker split; a test-half speaker is refused
+    (speechocean.train_utterances)."""
+    for utt, spk, path, text in so.train_utterances(repo, rev):
+        words = words_of(text)
+        if set(KEYWORDS) & set(words):
+            yield utt, spk, so.speaker_split(spk), read_wav(so.git_show(repo, f"{rev}:{path}"), path), words
 
 
 def cathy(repo: str, rev: str):
@@ -153,7 +154,7 @@ SOURCES = {  # --source: (repository, commit, utterances, credit)
 def build(utterances, out: str, seed: int, credit: str) -> dict:
     """Aligns each utterance, cuts its keywords, writes the Speech Commands layout."""
     kws = set(KEYWORDS)
-    aligner, ear = decoder(), decoder()
+    aligner, listener = decoder(), ear()
     rng = np.random.default_rng(seed)
     for k in KEYWORDS:
         os.makedirs(os.path.join(out, k), exist_ok=True)
@@ -173,7 +174,7 @@ def build(utterances, out: str, seed: int, credit: str) -> dict:
             clip = cut(rng, x, s, e)
             name = f"{w}/{utt}_{i}.wav"
             write_wav(os.path.join(out, name), clip)
-            h = heard(ear, clip)
+            h = heard(listener, clip)
             stats["heard"] += h == w
             stats["cuts"].setdefault(split, {}).setdefault(w, 0)
             stats["cuts"][split][w] += 1

@@ -107,23 +107,30 @@ def speech_windows(rng, x: np.ndarray, n: int) -> list:
     return [x[s:s + SR] for s in sorted(picked)]
 
 
-def build(repo: str, out: str, rev: str, seed: int) -> dict:
+def train_utterances(repo: str, rev: str):
+    """(utt, speaker, path, text) of every utterance train/wav.scp lists, in order;
+    one of a test-half speaker, or a path outside the train half's layout, is
+    refused (SystemExit) before anything of it is read."""
     texts, scp, utt2spk = table(repo, rev, "text"), table(repo, rev, "wav.scp"), table(repo, rev, "utt2spk")
     test_speakers = {line.split()[1] for line in git_show(repo, f"{rev}:test/utt2spk").decode().splitlines()
                      if line.strip()}
-    counts = {}
-    free = {"training": [], "validation": []}
     for utt in sorted(scp):
-        spk = utt2spk[utt]
-        path = scp[utt]
+        spk, path = utt2spk[utt], scp[utt]
         if spk in test_speakers or not path.startswith("WAVE/SPEAKER") or "/test" in path.lower():
             raise SystemExit(f"refused: {utt} ({path}) belongs to speechocean762's test half")
+        yield utt, spk, path, texts[utt]
+
+
+def build(repo: str, out: str, rev: str, seed: int) -> dict:
+    counts = {}
+    free = {"training": [], "validation": []}
+    for utt, spk, path, text in list(train_utterances(repo, rev)):  # all checked before any is written
         split = speaker_split(spk)
         c = counts.setdefault(spk, [split, 0, 0])
         c[1] += 1
-        if is_keyword_free(texts[utt]):
+        if is_keyword_free(text):
             c[2] += 1
-            free[split].append((utt, path, texts[utt]))
+            free[split].append((utt, path, text))
     for split in free:
         os.makedirs(os.path.join(out, "keyword_free", split), exist_ok=True)
     os.makedirs(os.path.join(out, "clips", "speech"), exist_ok=True)
