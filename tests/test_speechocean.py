@@ -4,6 +4,7 @@ refused; keyword-free means no keyword and no homophone of one; the speaker
 split is fixed by the id; the same seed gives the same files, byte for byte.
 Runs with /usr/bin/python3 -m pytest tests/test_speechocean.py."""
 
+import csv
 import hashlib
 import os
 import subprocess
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from mega_kws_tools.data import speechocean as so
+from mega_kws_tools.training import mine_hard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -107,6 +109,19 @@ def test_build_is_deterministic_and_reads_only_the_train_half(tmp_path):
     assert rows and all(r.startswith("keyword_free,") for r in rows)
     with wave.open(os.path.join(a, "keyword_free_validation.wav")) as w:
         assert abs(w.getnframes() / SR - float(rows[-1].split(",")[2])) < 1e-3
+    # the training speakers' sentences back to back too (mine_hard reads them), and only theirs
+    with open(os.path.join(a, "keyword_free_training.csv")) as f:
+        train_rows = list(csv.DictReader(f))
+    spoken = [r["source"].split(":")[0].split("/")[1] for r in train_rows if r["detail"] == "speech/read"]
+    assert sorted(spoken) == sorted(u for u, spk, t in TRAIN
+                                    if so.is_keyword_free(t) and so.speaker_split(spk) == "training")
+    with wave.open(os.path.join(a, "keyword_free_training.wav")) as w:
+        assert abs(w.getnframes() / SR - float(train_rows[-1]["offset_s"])) < 1e-3
+    # a validation sentence in a stream is refused by mine_hard (the clips folder lists its window)
+    lists = [set(listed), set()]
+    assert mine_hard.held_sources([r["source"] for r in train_rows], *lists) == []
+    val_sources = [r.split(",", 5)[5] for r in rows if ",speech/read," in r]
+    assert val_sources and mine_hard.held_sources(val_sources, *lists) == val_sources
     so.build(repo, b, rev, seed=4)  # another seed: other gaps and windows
     assert files_digest(a) != files_digest(b)
 

@@ -4,11 +4,14 @@
 # rebuild the data it needs, continue training, tune the detection defaults on
 # real validation recordings, convert, and measure on real validation speakers.
 #
-#   [SHIPPED_RUN=DIR] continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
+#   [SHIPPED_RUN=DIR] [STEPS=N] [HARD_SHARE=P] continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
 #
 # WORK (default /work) holds the data; every stage skips what is already made,
 # and the training resumes from RUN_DIR/last.pt, so the script can be run again
-# after an interruption. Before the first run, bring these repositories here
+# after an interruption. HARD_SHARE > 0 mines hard examples with INIT (stage 4b:
+# the windows of training speakers' running speech it fires on, and training
+# speakers' keywords it misses in a recording) and draws them that share of
+# each batch. Before the first run, bring these repositories here
 # with the session's fetch tool: every one of tools/mega_kws_tools/data/real_sc_sources.txt,
 # github:jimbozhang/speechocean762 and github:rhasspy/dataset-voice-cathy.
 # Stage times on this project's 2-core machine are in docs/models.md.
@@ -21,7 +24,7 @@ export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools
 WORK=${WORK:-/work}
 MIRROR=${MIRROR:-$WORK/.mirror}
 KS=${KS:-$ROOT/build/keyword_spotter}
-STEPS=${STEPS:-1500}
+STEPS=${STEPS:-1500} HARD_SHARE=${HARD_SHARE:-0}
 REAL=$WORK/data/real_sc SO=$WORK/data/so762 SOKW=$WORK/data/so762kw CATHY=$WORK/data/cathykw SYN=$WORK/data/syn71 REC=$WORK/rec
 
 # 1. real Speech Commands clips (training- and validation-split speakers only)
@@ -45,6 +48,21 @@ mkdir -p "$REC"
   --minutes 20 --seed 5 --out "$REC/realval20.wav" --labels-out "$REC/realval20.csv"
 [ -f "$REC/realvalfree60.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split validation \
   --minutes 60 --seed 20 --keyword-free 0.8 --out "$REC/realvalfree60.wav" --labels-out "$REC/realvalfree60.csv"
+# 4b. hard examples, mined with INIT from training speakers only: speechocean762's keyword-free
+#     sentences (windows it scores a keyword >= 0.3) and a recording of Speech Commands training-split words
+HARD=()
+if [ "$HARD_SHARE" != 0 ]; then
+  mkdir -p "$RUN"
+  [ -f "$RUN/init.pt" ] || $PY -m mega_kws_tools.convert.mega_unpack "$INIT" -o "$RUN/init.pt"
+  [ -f "$REC/realtrain60.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split training \
+    --minutes 60 --seed 30 --keyword-free 0.5 --out "$REC/realtrain60.wav" --labels-out "$REC/realtrain60.csv"
+  [ -f "$RUN/hard-speech.npz" ] || $PY -m mega_kws_tools.training.mine_hard --checkpoint "$RUN/init.pt" \
+    --stream "$SO/keyword_free_training.wav" --labels "$SO/keyword_free_training.csv" --data "$SO/clips" \
+    -o "$RUN/hard-speech.npz"
+  [ -f "$RUN/hard-words.npz" ] || $PY -m mega_kws_tools.training.mine_hard --checkpoint "$RUN/init.pt" \
+    --stream "$REC/realtrain60.wav" --labels "$REC/realtrain60.csv" --data "$REAL" -o "$RUN/hard-words.npz"
+  HARD=(--hard-examples "$RUN/hard-speech.npz" --hard-examples "$RUN/hard-words.npz" --hard-share "$HARD_SHARE")
+fi
 # 5. the continuation; validation (the kept checkpoint) = real validation speakers' clips and windows
 RESUME=()
 [ -f "$RUN/last.pt" ] && RESUME=(--resume)
@@ -52,7 +70,7 @@ $PY -m mega_kws_tools.training.train --data "$SYN" --extra-data "$REAL" --extra-
   --extra-val "$REAL" --extra-val "$SO/clips" --extra-val "$SOKW" --classes kws12 --preset "$PRESET" --init "$INIT" \
   --steps "$STEPS" --batch 32 --eval-every 250 --lr 3e-4 --warmup 100 --noise-prob 0.5 --babble-prob 0.3 \
   --speed-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 --pitch-prob 0.8 --unknown-share 0.35 --extra-share 0.35 \
-  --label-smoothing 0 --threads 1 --seed "$SEED" --out "$RUN" "${RESUME[@]}"
+  --label-smoothing 0 --threads 1 --seed "$SEED" --out "$RUN" "${HARD[@]}" "${RESUME[@]}"
 # 6. detection defaults: per keyword, the most recall at <= 2 false alarms per keyword-free hour of the
 #    real validation recordings and speechocean762's validation speakers' sentences
 TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"

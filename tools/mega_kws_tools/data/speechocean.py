@@ -26,6 +26,8 @@ Output (--out DIR):
                                        between them (deterministic: --seed)
   DIR/keyword_free_validation.csv      its labels, the make_stream.py format: one
                                        keyword_free row per sentence and gap
+  DIR/keyword_free_training.wav, .csv  the same of the training speakers (their own gap
+                                       draws), where mine_hard.py looks for hard negatives
   DIR/clips/speech/<utt>_<k>.wav       1 s windows of the keyword-free sentences
                                        (WINDOWS per sentence, at drawn offsets where the
                                        window holds speech), a Speech Commands-layout
@@ -134,10 +136,15 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
     for split in free:
         os.makedirs(os.path.join(out, "keyword_free", split), exist_ok=True)
     os.makedirs(os.path.join(out, "clips", "speech"), exist_ok=True)
-    rng = np.random.default_rng(seed)
+    # each split's sentences back to back; the validation one counts false alarms,
+    # the training one is where mine_hard looks for running speech a model fires on
+    gap_rngs = {"validation": np.random.default_rng(seed), "training": np.random.default_rng(seed + 2)}
     win_rng = np.random.default_rng(seed + 1)
-    stream, rows, t, val_windows = [], [], 0, []
+    streams = {split: ([], [], [0]) for split in free}
+    val_windows = []
     for split, items in free.items():
+        stream, rows, t = streams[split]
+        rng = gap_rngs[split]
         for utt, path, text in items:
             x = read_wav(git_show(repo, f"{rev}:{path}"), path)
             write_wav(os.path.join(out, "keyword_free", split, utt + ".wav"), x)
@@ -145,19 +152,18 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
                 write_wav(os.path.join(out, "clips", "speech", f"{utt}_{k}.wav"), w)
                 if split == "validation":
                     val_windows.append(f"speech/{utt}_{k}.wav")
-            if split != "validation":
-                continue
             gap = quiet_noise(rng, int(rng.uniform(*GAP_S) * SR))
             for seg, detail, source in ((gap, "gap/quiet", ""), (x, "speech/read", f"speechocean762/{utt}: {text}")):
-                rows.append(("keyword_free", f"{t / SR:.3f}", f"{(t + len(seg)) / SR:.3f}", "keyword_free", detail,
-                             source))
+                rows.append(("keyword_free", f"{t[0] / SR:.3f}", f"{(t[0] + len(seg)) / SR:.3f}", "keyword_free",
+                             detail, source))
                 stream.append(seg)
-                t += len(seg)
-    write_wav(os.path.join(out, "keyword_free_validation.wav"), np.concatenate(stream))
-    with open(os.path.join(out, "keyword_free_validation.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["kind", "onset_s", "offset_s", "label", "detail", "source"])
-        w.writerows(rows)
+                t[0] += len(seg)
+    for split, (stream, rows, _) in streams.items():
+        write_wav(os.path.join(out, f"keyword_free_{split}.wav"), np.concatenate(stream))
+        with open(os.path.join(out, f"keyword_free_{split}.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["kind", "onset_s", "offset_s", "label", "detail", "source"])
+            w.writerows(rows)
     with open(os.path.join(out, "clips", "validation_list.txt"), "w") as f:
         f.writelines(v + "\n" for v in val_windows)
     open(os.path.join(out, "clips", "testing_list.txt"), "w").close()
@@ -170,7 +176,8 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
                 "speechocean762: A non-native English corpus for pronunciation scoring task, "
                 "Zhang et al., Interspeech 2021; CC BY 4.0\n")
     return {"speakers": {s: sum(1 for c in counts.values() if c[0] == s) for s in free},
-            "keyword_free": {s: len(v) for s, v in free.items()}, "validation_hours": t / SR / 3600}
+            "keyword_free": {s: len(v) for s, v in free.items()},
+            "hours": {s: sum(len(seg) for seg in v[0]) / SR / 3600 for s, v in streams.items()}}
 
 
 def main() -> int:

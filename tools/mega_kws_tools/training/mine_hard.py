@@ -6,8 +6,10 @@ streaming windows a checkpoint gets wrong, for train.py --hard-examples.
                [--negative-min 0.3] [--positive-max 0.9]
 
 The recording must come from the training split only (make_stream.py --split
-training): the validation and test voices stay unseen, and this tool refuses a
-recording whose CSV names a validation or test clip of --data's lists.
+training, or speechocean.py's keyword_free_training.wav with --data its clips
+folder): the validation and test voices stay unseen, and this tool refuses a
+recording whose CSV names a validation or test clip of --data's lists, or a
+speechocean762 sentence of which those lists hold a window.
 
 Posteriors are the streaming ones (one per hop, each over the last window,
 with the EMA state carrying everything before it), from the PyTorch reference
@@ -47,6 +49,20 @@ EDGE_S = 0.05        # a positive's word keeps this far from the window's edges
 AFTER_S = 0.3        # a negative's window: no keyword starts this soon after its end
 
 
+def held_sources(sources, val: set, test: set) -> list:
+    """The sources of a recording's rows that belong to validation or test: a clip
+    the lists name, or a speechocean762 sentence (source 'speechocean762/UTT: text')
+    of which the lists name a window (clips/speech/UTT_K.wav, speechocean.py)."""
+    held = val | test
+    held_utts = {os.path.basename(h).rsplit("_", 1)[0] for h in held if h.startswith("speech/")}
+    bad = []
+    for src in sources:
+        utt = src.split(":", 1)[0][len("speechocean762/"):] if src.startswith("speechocean762/") else None
+        if src in held or (utt is not None and utt in held_utts):
+            bad.append(src)
+    return bad
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -60,10 +76,8 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    val, test = split_lists(args.data)
-    held = val | test
     with open(args.labels) as f:
-        bad = [r["source"] for r in csv.DictReader(f) if r["source"] in held]
+        bad = held_sources([r["source"] for r in csv.DictReader(f)], *split_lists(args.data))
     if bad:
         print(f"mine_hard.py: {args.labels} uses {len(bad)} validation or test clips (e.g. {bad[0]}): "
               "mine on a recording of training voices only (make_stream.py --split training)", file=sys.stderr)
