@@ -1,0 +1,47 @@
+#!/bin/bash
+# Stages 6-9 of continue_real.sh for a run folder that holds a checkpoint
+# (RUN/best.pt: a continuation, or a soup of runs made by
+# mega_kws_tools.training.soup): tune the detection defaults on the real
+# validation recordings, convert, measure with the shipped runtime, and judge
+# against the shipped model's run.
+#
+#   [SHIPPED_RUN=DIR] measure_run.sh RUN_DIR
+#
+# The data are continue_real.sh's (under WORK, default /work); docs/models.md
+# has the stage times.
+set -euo pipefail
+RUN=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$(dirname "$HERE")")
+PY=/usr/bin/python3
+export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
+WORK=${WORK:-/work}
+KS=${KS:-$ROOT/build/keyword_spotter}
+REAL=$WORK/data/real_sc SO=$WORK/data/so762 SOKW=$WORK/data/so762kw REC=$WORK/rec
+[ -f "$RUN/best.pt" ] || { echo "measure_run.sh: $RUN/best.pt: no checkpoint to measure" >&2; exit 2; }
+# 6. detection defaults: per keyword, the most recall at <= 2 false alarms per keyword-free hour of the
+#    real validation recordings and speechocean762's validation speakers' sentences
+TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"
+      --stream "$REC/realvalfree60.wav" --labels "$REC/realvalfree60.csv"
+      --stream "$SO/keyword_free_validation.wav" --labels "$SO/keyword_free_validation.csv")
+$PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 2 --per-keyword \
+  -o "$RUN/detection.json" --curve-json "$RUN/curve.json" | tail -1
+$PY -m mega_kws_tools.convert.mega_convert "$RUN/best.pt" -o "$RUN/model.mega" --detection "$RUN/detection.json" \
+  --notes "Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' sentences and the keywords in them, CC BY 4.0; rhasspy/dataset-voice-cathy's keywords, CC0); checkpoint, detection defaults and the ship rule on real validation speakers. See docs/models.md."
+"$KS" selftest -m "$RUN/model.mega"
+# 7. measured with the shipped runtime: real validation clips, the recordings at the stored defaults
+$PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$REAL" --split validation \
+  --stream "$REC/realval20.wav" --stream-labels "$REC/realval20.csv" --json-out "$RUN/eval-realval.json" \
+  | grep -v "^  missed"
+"$KS" scan -m "$RUN/model.mega" "$SO/keyword_free_validation.wav" | tail -1
+# 8. what the ship rule reads besides: real running speech (one-second windows of speechocean762's
+#    validation speakers' keyword-free sentences); the synthetic test voices, reported only, where made
+$PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$SO/clips" \
+  --split validation --json-out "$RUN/eval-speech.json" | sed -n 1p
+#    and the keywords validation speakers said inside sentences (speechocean762 cuts), reported
+$PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$SOKW" \
+  --split validation --json-out "$RUN/eval-sentences.json" | sed -n 1p
+[ ! -d "$WORK/data/syntest71" ] || $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" \
+  --data "$WORK/data/syntest71" --split testing --json-out "$RUN/eval-syntest.json" | sed -n 1p
+# 9. against the shipped model's run (SHIPPED_RUN, if given): real speakers decide
+[ -z "${SHIPPED_RUN:-}" ] || $PY -m mega_kws_tools.evaluation.ship_rule "$SHIPPED_RUN" "$RUN"
