@@ -18,14 +18,15 @@
 set -euo pipefail
 INIT=$1 PRESET=$2 RUN=$3 SEED=${4:-171}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(dirname "$(dirname "$HERE")")
-PY=/usr/bin/python3
-export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
-WORK=${WORK:-/work}
+. "$HERE/real_data.sh"
 MIRROR=${MIRROR:-$WORK/.mirror}
-KS=${KS:-$ROOT/build/keyword_spotter}
 STEPS=${STEPS:-1500} HARD_SHARE=${HARD_SHARE:-0}
-REAL=$WORK/data/real_sc SO=$WORK/data/so762 SOKW=$WORK/data/so762kw CATHY=$WORK/data/cathykw SYN=$WORK/data/syn71 REC=$WORK/rec
+# HARD_SHARE: 0 (no hard examples) or a share in (0, 1]; MINE=1 when above 0
+MINE=$($PY -c 'import sys
+p = float(sys.argv[1])
+if not 0 <= p <= 1: raise ValueError(p)
+print(int(p > 0))' "$HARD_SHARE" 2>/dev/null) \
+  || { echo "continue_real.sh: HARD_SHARE=$HARD_SHARE: give 0 (no hard examples) or a share of each batch from 0 to 1" >&2; exit 2; }
 
 # 1. real Speech Commands clips (training- and validation-split speakers only)
 [ -f "$REAL/validation_list.txt" ] || $PY -m mega_kws_tools.data.fetch_real_sc --out "$REAL" \
@@ -51,7 +52,7 @@ mkdir -p "$REC"
 # 4b. hard examples, mined with INIT from training speakers only: speechocean762's keyword-free
 #     sentences (windows it scores a keyword >= 0.3) and a recording of Speech Commands training-split words
 HARD=()
-if [ "$HARD_SHARE" != 0 ]; then
+if [ "$MINE" = 1 ]; then
   mkdir -p "$RUN"
   [ -f "$RUN/init.pt" ] || $PY -m mega_kws_tools.convert.mega_unpack "$INIT" -o "$RUN/init.pt"
   [ -f "$REC/realtrain60.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split training \

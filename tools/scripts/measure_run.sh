@@ -12,12 +12,7 @@
 set -euo pipefail
 RUN=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(dirname "$(dirname "$HERE")")
-PY=/usr/bin/python3
-export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
-WORK=${WORK:-/work}
-KS=${KS:-$ROOT/build/keyword_spotter}
-REAL=$WORK/data/real_sc SO=$WORK/data/so762 SOKW=$WORK/data/so762kw REC=$WORK/rec
+. "$HERE/real_data.sh"
 [ -f "$RUN/best.pt" ] || { echo "measure_run.sh: $RUN/best.pt: no checkpoint to measure" >&2; exit 2; }
 # 6. detection defaults: per keyword, the most recall at <= 2 false alarms per keyword-free hour of the
 #    real validation recordings and speechocean762's validation speakers' sentences

@@ -123,6 +123,32 @@ def train_utterances(repo: str, rev: str):
         yield utt, spk, path, texts[utt]
 
 
+def write_keyword_free(out: str, split: str, items: list, repo: str, rev: str, gap_rng, win_rng):
+    """One split's keyword-free sentences: each as its own file and as 1 s windows
+    under clips/speech/, and all of them back to back with quiet gaps between
+    (keyword_free_<split>.wav and its labels). Returns the windows' names under
+    clips/ and the stream's length in hours."""
+    stream, rows, t, windows = [], [], 0, []
+    for utt, path, text in items:
+        x = read_wav(git_show(repo, f"{rev}:{path}"), path)
+        write_wav(os.path.join(out, "keyword_free", split, utt + ".wav"), x)
+        for k, w in enumerate(speech_windows(win_rng, x, WINDOWS[split])):
+            name = f"speech/{utt}_{k}.wav"
+            write_wav(os.path.join(out, "clips", name), w)
+            windows.append(name)
+        gap = quiet_noise(gap_rng, int(gap_rng.uniform(*GAP_S) * SR))
+        for seg, detail, source in ((gap, "gap/quiet", ""), (x, "speech/read", f"speechocean762/{utt}: {text}")):
+            rows.append(("keyword_free", f"{t / SR:.3f}", f"{(t + len(seg)) / SR:.3f}", "keyword_free", detail, source))
+            stream.append(seg)
+            t += len(seg)
+    write_wav(os.path.join(out, f"keyword_free_{split}.wav"), np.concatenate(stream))
+    with open(os.path.join(out, f"keyword_free_{split}.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["kind", "onset_s", "offset_s", "label", "detail", "source"])
+        w.writerows(rows)
+    return windows, t / SR / 3600
+
+
 def build(repo: str, out: str, rev: str, seed: int) -> dict:
     counts = {}
     free = {"training": [], "validation": []}
@@ -136,36 +162,17 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
     for split in free:
         os.makedirs(os.path.join(out, "keyword_free", split), exist_ok=True)
     os.makedirs(os.path.join(out, "clips", "speech"), exist_ok=True)
-    # each split's sentences back to back; the validation one counts false alarms,
-    # the training one is where mine_hard looks for running speech a model fires on
-    gap_rngs = {"validation": np.random.default_rng(seed), "training": np.random.default_rng(seed + 2)}
+    # the validation stream counts false alarms, the training one is where
+    # mine_hard looks for running speech a model fires on; the window draws run
+    # on through both splits (training first), the gaps are drawn per split
+    gap_seeds = {"validation": seed, "training": seed + 2}
     win_rng = np.random.default_rng(seed + 1)
-    streams = {split: ([], [], [0]) for split in free}
-    val_windows = []
+    windows, hours = {}, {}
     for split, items in free.items():
-        stream, rows, t = streams[split]
-        rng = gap_rngs[split]
-        for utt, path, text in items:
-            x = read_wav(git_show(repo, f"{rev}:{path}"), path)
-            write_wav(os.path.join(out, "keyword_free", split, utt + ".wav"), x)
-            for k, w in enumerate(speech_windows(win_rng, x, WINDOWS[split])):
-                write_wav(os.path.join(out, "clips", "speech", f"{utt}_{k}.wav"), w)
-                if split == "validation":
-                    val_windows.append(f"speech/{utt}_{k}.wav")
-            gap = quiet_noise(rng, int(rng.uniform(*GAP_S) * SR))
-            for seg, detail, source in ((gap, "gap/quiet", ""), (x, "speech/read", f"speechocean762/{utt}: {text}")):
-                rows.append(("keyword_free", f"{t[0] / SR:.3f}", f"{(t[0] + len(seg)) / SR:.3f}", "keyword_free",
-                             detail, source))
-                stream.append(seg)
-                t[0] += len(seg)
-    for split, (stream, rows, _) in streams.items():
-        write_wav(os.path.join(out, f"keyword_free_{split}.wav"), np.concatenate(stream))
-        with open(os.path.join(out, f"keyword_free_{split}.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["kind", "onset_s", "offset_s", "label", "detail", "source"])
-            w.writerows(rows)
+        windows[split], hours[split] = write_keyword_free(out, split, items, repo, rev,
+                                                          np.random.default_rng(gap_seeds[split]), win_rng)
     with open(os.path.join(out, "clips", "validation_list.txt"), "w") as f:
-        f.writelines(v + "\n" for v in val_windows)
+        f.writelines(v + "\n" for v in windows["validation"])
     open(os.path.join(out, "clips", "testing_list.txt"), "w").close()
     with open(os.path.join(out, "speakers.txt"), "w") as f:
         f.write("speaker\tsplit\tsentences\tkeyword_free\n")
@@ -176,8 +183,7 @@ def build(repo: str, out: str, rev: str, seed: int) -> dict:
                 "speechocean762: A non-native English corpus for pronunciation scoring task, "
                 "Zhang et al., Interspeech 2021; CC BY 4.0\n")
     return {"speakers": {s: sum(1 for c in counts.values() if c[0] == s) for s in free},
-            "keyword_free": {s: len(v) for s, v in free.items()},
-            "hours": {s: sum(len(seg) for seg in v[0]) / SR / 3600 for s, v in streams.items()}}
+            "keyword_free": {s: len(v) for s, v in free.items()}, "hours": hours}
 
 
 def main() -> int:

@@ -66,7 +66,8 @@ def held_sources(sources, val: set, test: set) -> list:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--stream", required=True, help="a recording of training voices (make_stream.py --split training)")
+    ap.add_argument("--stream", required=True, help="a recording of training voices (make_stream.py --split training, "
+                    "or speechocean.py's keyword_free_training.wav)")
     ap.add_argument("--labels", required=True, help="its CSV")
     ap.add_argument("--data", required=True, help="the dataset the recording was made from (its split lists)")
     ap.add_argument("-o", "--output", required=True, help="output .npz")
@@ -80,7 +81,8 @@ def main() -> int:
         bad = held_sources([r["source"] for r in csv.DictReader(f)], *split_lists(args.data))
     if bad:
         print(f"mine_hard.py: {args.labels} uses {len(bad)} validation or test clips (e.g. {bad[0]}): "
-              "mine on a recording of training voices only (make_stream.py --split training)", file=sys.stderr)
+              "mine on a recording of training voices only (make_stream.py --split training, "
+              "or speechocean.py's keyword_free_training.wav)", file=sys.stderr)
         return 1
 
     model, _, extra = mt.load_checkpoint(args.checkpoint)

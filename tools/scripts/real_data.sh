@@ -1,0 +1,14 @@
+# Sourced by continue_real.sh and measure_run.sh (after they set HERE, their
+# own folder): the project's tools and the real data's folders under WORK
+# (default /work). Not a script to run.
+ROOT=$(dirname "$(dirname "$HERE")")
+PY=/usr/bin/python3
+export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
+WORK=${WORK:-/work}
+KS=${KS:-$ROOT/build/keyword_spotter}
+REAL=$WORK/data/real_sc       # Speech Commands clips of training- and validation-split speakers
+SO=$WORK/data/so762           # speechocean762's keyword-free sentences (train/ half)
+SOKW=$WORK/data/so762kw       # keywords cut from speechocean762's sentences
+CATHY=$WORK/data/cathykw      # keywords cut from rhasspy/dataset-voice-cathy
+SYN=$WORK/data/syn71          # synthetic training voices
+REC=$WORK/rec                 # recordings spliced from real clips
