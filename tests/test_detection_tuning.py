@@ -55,6 +55,21 @@ def test_per_keyword_thresholds_meet_the_limit_and_beat_one_threshold():
     assert r["recall"] == pytest.approx(1.0) and shared["recall"] <= 0.5 + 1e-9
 
 
+def test_no_default_below_even_odds():
+    # 'no' said at 0.45: a threshold of 0.44 would find it without a false alarm, but a
+    # default under MIN_DEFAULT would leave --sensitivity no room, so 'no' stays unfound
+    probs, keywords, free = recording()
+    no = LABELS.index("no")
+    quiet = probs[:, no] > 0.5
+    probs[quiet] = [0.05, 0.45, 0.05, 0.45]
+    key, smoothing, thresholds, r = td.pick_per_keyword(probs, LABELS, HOP_S, keywords, free, 2.0)
+    assert min(thresholds) >= td.MIN_DEFAULT and thresholds[no] > 0.45
+    assert r["recall"] == pytest.approx(0.5)  # the loud 'yes' only
+    rows = td.sweep(probs, LABELS, HOP_S, keywords, free)
+    assert min(thr for _, thr, _ in rows) < td.MIN_DEFAULT  # the curve still sees the low end
+    assert td.pick(rows, 1000.0)[2] >= td.MIN_DEFAULT
+
+
 def test_trade_off_is_the_upper_left_frontier():
     probs, keywords, free = recording()
     rows = td.sweep(probs, LABELS, HOP_S, keywords, free)

@@ -11,8 +11,9 @@ over all their keyword-free time together.
 
 Streaming posteriors come from the PyTorch reference (features of a causal
 model over the whole stream equal the streamed ones); the detector is the
-runtime's (streamscore.detect). Picks, among thresholds (0.30-0.995; steps
-of 0.005 from 0.90) x smoothing (1-6 hops), the one with the best recall
+runtime's (streamscore.detect). Picks, among thresholds (0.50-0.995; steps
+of 0.005 from 0.90; the sweep drawn for the model card's curve starts at
+0.30) x smoothing (1-6 hops), the one with the best recall
 whose false alarms on keyword-free stretches stay under the limit (ties:
 fewer false alarms, then the higher threshold). If none stays under it, the
 one with the fewest false alarms there (ties: the best recall), with a
@@ -94,6 +95,11 @@ def refractory_in_hops(refractory_ms, hop_s):
 
 # Steps of 0.02, and of 0.005 from 0.90 up: near the top the posteriors crowd together, and
 # with 0.02 steps the recall at <= 5 false alarms per hour jumped between two settings.
+# The sweep's low end draws the trade-off; a chosen default is never below MIN_DEFAULT:
+# by default a keyword fires only at even odds or better, so --sensitivity keeps its
+# room (0.8 lowers every threshold by 0.3; a default of 0.3 became the runtime's floor
+# of 0.01, where a keyword's posterior in near-silence, about 0.02, fires).
+MIN_DEFAULT = 0.5
 THRESHOLDS = np.round(np.concatenate([np.arange(0.30, 0.899, 0.02), np.arange(0.90, 0.9951, 0.005)]), 3)
 SMOOTHINGS = range(1, 7)  # hops averaged: up to 1.5 s at a 250 ms hop, which delays a detection by up to 1.25 s
 
@@ -114,11 +120,13 @@ def sweep(probs, labels, hop_s, keywords, free, refractory_ms=1000, verbose=Fals
 
 
 def pick(rows, max_fa_per_hour):
-    """The setting of a sweep with the best recall whose false alarms per
-    keyword-free hour stay under the limit; returns (key, smoothing, threshold,
+    """The setting of a sweep (threshold >= MIN_DEFAULT) with the best recall
+    whose false alarms per keyword-free hour stay under the limit; returns (key, smoothing, threshold,
     score), key[0] = whether the limit was met (see the module's docstring)."""
     best = None
     for smoothing, thr, r in rows:
+        if thr < MIN_DEFAULT:
+            continue
         if r["fa_per_hour_keyword_free"] <= max_fa_per_hour:
             key = (1, r["recall"], -r["false_alarms"], thr)
         else:
@@ -135,7 +143,8 @@ def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=10
 
 def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000):
     """Greedy per-keyword thresholds at one smoothing: from every keyword off,
-    repeatedly lower the one keyword's threshold (on THRESHOLDS) that gains
+    repeatedly lower the one keyword's threshold (on THRESHOLDS, not below
+    MIN_DEFAULT) that gains
     the most recall while the false alarms stay under the limit. Returns
     (thresholds, score)."""
     refr = refractory_in_hops(refractory_ms, hop_s)
@@ -146,7 +155,7 @@ def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoo
         for k, label in enumerate(labels):
             if label.startswith("_"):
                 continue
-            for t in THRESHOLDS[THRESHOLDS < th[k] - 1e-9]:
+            for t in THRESHOLDS[(THRESHOLDS < th[k] - 1e-9) & (THRESHOLDS >= MIN_DEFAULT)]:
                 trial = th.copy()
                 trial[k] = t
                 r = run_detector(probs, labels, trial, smoothing, refr, hop_s, keywords, free)
