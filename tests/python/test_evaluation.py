@@ -54,6 +54,31 @@ def recording(dataset, tmp_path_factory):
     return wav, lab
 
 
+def make_recording(dataset, out, seed):
+    """(wav bytes, csv bytes) of make_stream.py's 36 s validation recording with `seed`, as
+    continue_real.sh makes the real validation recordings (--split validation --seed N)"""
+    wav, lab = str(out / f"s{seed}.wav"), str(out / f"s{seed}.csv")
+    argv = sys.argv
+    sys.argv = ["make_stream.py", "--data", dataset, "--split", "validation", "--minutes", "0.6",
+                "--out", wav, "--labels-out", lab, "--seed", str(seed)]
+    try:
+        assert MS.main() == 0
+    finally:
+        sys.argv = argv
+    return open(wav, "rb").read(), open(lab, "rb").read()
+
+
+def test_the_recordings_recipe_is_deterministic(dataset, recording, tmp_path):
+    # the validation recordings are rebuilt, never committed: the same seed must give the same
+    # file, byte for byte, in another folder and another process state; another seed another one
+    first = open(recording[0], "rb").read(), open(recording[1], "rb").read()
+    again = make_recording(dataset, tmp_path, 4)
+    assert again[0] == first[0], "same seed, different audio"
+    assert again[1] == first[1], "same seed, different labels"
+    other = make_recording(dataset, tmp_path, 5)
+    assert other[0] != first[0] and other[1] != first[1], "another seed gave the same recording"
+
+
 def rounded(spans):  # (onset, offset[, label]) with the times to the microsecond
     return [tuple(round(v, 6) if isinstance(v, float) else v for v in span) for span in spans]
 
