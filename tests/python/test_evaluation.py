@@ -36,28 +36,11 @@ def test_rejection_tradeoff_reads_keyword_accuracy_at_each_rejection_level():
     assert 1.0 < t["0.70"]["unknown_bias"] < 1.5, t
 
 
-@pytest.fixture(scope="module")
-def recording(dataset, tmp_path_factory):
-    """(wav, csv) of a 36 s recording of the validation voice: keywords, _unknown_ words and
-    keyword-free stretches (make_stream.py)"""
-    out = tmp_path_factory.mktemp("stream")
-    wav, lab = str(out / "va.wav"), str(out / "va.csv")
-    argv = sys.argv
-    sys.argv = ["make_stream.py", "--data", dataset, "--split", "validation", "--minutes", "0.6",
-                "--out", wav, "--labels-out", lab, "--seed", "4"]
-    try:
-        assert MS.main() == 0
-    finally:
-        sys.argv = argv
-    rows = list(csv.DictReader(open(lab)))
-    assert {r["kind"] for r in rows} == {"keyword", "unknown", "keyword_free"}, rows
-    return wav, lab
-
-
-def make_recording(dataset, out, seed):
-    """(wav bytes, csv bytes) of make_stream.py's 36 s validation recording with `seed`, as
-    continue_real.sh makes the real validation recordings (--split validation --seed N)"""
-    wav, lab = str(out / f"s{seed}.wav"), str(out / f"s{seed}.csv")
+def write_recording(dataset, out, seed, name):
+    """(wav, csv) paths, out/name.wav and .csv, of make_stream.py's 36 s recording of the validation
+    voice with `seed`, as continue_real.sh makes the real validation recordings (--split validation
+    --seed N)"""
+    wav, lab = str(out / f"{name}.wav"), str(out / f"{name}.csv")
     argv = sys.argv
     sys.argv = ["make_stream.py", "--data", dataset, "--split", "validation", "--minutes", "0.6",
                 "--out", wav, "--labels-out", lab, "--seed", str(seed)]
@@ -65,17 +48,31 @@ def make_recording(dataset, out, seed):
         assert MS.main() == 0
     finally:
         sys.argv = argv
-    return open(wav, "rb").read(), open(lab, "rb").read()
+    return wav, lab
+
+
+def file_bytes(paths):
+    return tuple(open(p, "rb").read() for p in paths)
+
+
+@pytest.fixture(scope="module")
+def recording(dataset, tmp_path_factory):
+    """(wav, csv) of a 36 s recording of the validation voice: keywords, _unknown_ words and
+    keyword-free stretches (make_stream.py)"""
+    wav, lab = write_recording(dataset, tmp_path_factory.mktemp("stream"), 4, "va")
+    rows = list(csv.DictReader(open(lab)))
+    assert {r["kind"] for r in rows} == {"keyword", "unknown", "keyword_free"}, rows
+    return wav, lab
 
 
 def test_the_recordings_recipe_is_deterministic(dataset, recording, tmp_path):
     # the validation recordings are rebuilt, never committed: the same seed must give the same
     # file, byte for byte, in another folder and another process state; another seed another one
-    first = open(recording[0], "rb").read(), open(recording[1], "rb").read()
-    again = make_recording(dataset, tmp_path, 4)
+    first = file_bytes(recording)
+    again = file_bytes(write_recording(dataset, tmp_path, 4, "again"))
     assert again[0] == first[0], "same seed, different audio"
     assert again[1] == first[1], "same seed, different labels"
-    other = make_recording(dataset, tmp_path, 5)
+    other = file_bytes(write_recording(dataset, tmp_path, 5, "other"))
     assert other[0] != first[0] and other[1] != first[1], "another seed gave the same recording"
 
 
