@@ -52,15 +52,16 @@ def compare_nodes(graph, feeds: dict, ported) -> list:
 def numpy_mel(mel_graph, audio: np.ndarray) -> np.ndarray:
     """One clip (int16 values) -> scaled log-mel frames [T, 32], by the numpy evaluator."""
     out = numpy_ref.run(mel_graph, {mel_graph.inputs[0]: np.asarray(audio, np.float32)[None]})
-    return features.scale_mel(np.squeeze(out[mel_graph.outputs[0]], axis=(0, 1)))
+    # openWakeWord's melspec_transform, written again here rather than taken from features
+    return np.squeeze(out[mel_graph.outputs[0]], axis=(0, 1)) / 10 + 2
 
 
 def numpy_windows(spec: np.ndarray) -> np.ndarray:
-    """openWakeWord's windowing loop (utils.py, _get_embeddings): [K, 76, 32, 1]."""
+    """openWakeWord's windowing loop (utils.py, _get_embeddings; its numbers, not features'): [K, 76, 32, 1]."""
     windows = []
-    for i in range(0, spec.shape[0], features.STEP_FRAMES):
-        window = spec[i:i + features.WINDOW_FRAMES]
-        if window.shape[0] == features.WINDOW_FRAMES:
+    for i in range(0, spec.shape[0], 8):
+        window = spec[i:i + 76]
+        if window.shape[0] == 76:
             windows.append(window)
     return np.array(windows, dtype=np.float32)[..., None]
 
