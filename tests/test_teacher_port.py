@@ -266,3 +266,53 @@ def test_load_graphs_checks_the_pinned_sha256(tmp_path):
         features.load_graphs(str(tmp_path))
     with pytest.raises(ValueError, match="missing"):
         features.load_graphs(str(tmp_path / "nowhere"))
+
+
+def head_graph(n_in=3 * 4, n_hidden=5, rng=RNG):
+    """openWakeWord's head in small: Flatten, Gemm (transB), a layer norm written out (ReduceMean, Sub, Pow, Sqrt,
+    Div, Mul, Add), Relu, Gemm, Sigmoid; GreaterOrEqual 0.5 -> Cast to bool -> If: a second net's score
+    (here: 1 - p) above 0.5, the first's below."""
+    w1, b1 = rng.normal(0, 1, (n_hidden, n_in)), rng.normal(0, 1, n_hidden)
+    w2, b2 = rng.normal(0, 1, (1, n_hidden)), rng.normal(0, 1, 1)
+    nodes = [helper.make_node("Flatten", ["x"], ["flat"], axis=1),
+             helper.make_node("Gemm", ["flat", "w1", "b1"], ["h"], alpha=1.0, beta=1.0, transB=1),
+             helper.make_node("ReduceMean", ["h"], ["mean"], axes=[-1]),
+             helper.make_node("Sub", ["h", "mean"], ["centred"]),
+             const("two", np.float32(2)), helper.make_node("Pow", ["centred", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+             const("eps", np.float32(1e-5)), helper.make_node("Add", ["var", "eps"], ["var_eps"]),
+             helper.make_node("Sqrt", ["var_eps"], ["std"]), helper.make_node("Div", ["centred", "std"], ["normed"]),
+             helper.make_node("Mul", ["normed", "gamma"], ["scaled"]), helper.make_node("Add", ["scaled", "beta"], ["ln"]),
+             helper.make_node("Relu", ["ln"], ["r"]),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["logit"], transB=1),
+             helper.make_node("Sigmoid", ["logit"], ["p"]),
+             const("half", np.float32(0.5)), helper.make_node("GreaterOrEqual", ["p", "half"], ["ge"]),
+             helper.make_node("Cast", ["ge"], ["cond"], to=TensorProto.BOOL)]
+    out = helper.make_tensor_value_info("score", TensorProto.FLOAT, [1, 1])
+    then_branch = helper.make_graph([const("one", np.float32(1)), helper.make_node("Sub", ["one", "p"], ["score_t"])],
+                                    "then", [], [helper.make_tensor_value_info("score_t", TensorProto.FLOAT, [1, 1])])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["p"], ["score_e"])], "else", [],
+                                    [helper.make_tensor_value_info("score_e", TensorProto.FLOAT, [1, 1])])
+    nodes.append(helper.make_node("If", ["cond"], ["score"], then_branch=then_branch, else_branch=else_branch))
+    arrays = dict(w1=w1, b1=b1, w2=w2, b2=b2, gamma=rng.normal(1, 0.1, n_hidden), beta=rng.normal(0, 0.1, n_hidden))
+    arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
+    weights = [weight(k, v) for k, v in arrays.items()]
+    g = to_graph(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])], [out], weights)
+    return g, {k: torch.tensor(v, dtype=torch.float64) for k, v in arrays.items()}
+
+
+def test_numpy_evaluator_head_ops_against_torch():
+    """The ops only the check head uses (numpy_ref alone runs it) against the same net written with torch.nn."""
+    g, w = head_graph()
+    branches = set()
+    for _ in range(40):
+        x = RNG.normal(0, 1, (1, 3, 4)).astype(np.float32)
+        got = float(numpy_ref.run(g, {"x": x})["score"].reshape(-1)[0])
+        t = torch.from_numpy(x).double().flatten(1)
+        h = torch.nn.functional.linear(t, w["w1"], w["b1"])
+        h = torch.nn.functional.layer_norm(h, (h.shape[-1],), w["gamma"], w["beta"], eps=1e-5).relu()
+        p = torch.sigmoid(torch.nn.functional.linear(h, w["w2"], w["b2"])).item()
+        want = 1 - p if p >= 0.5 else p
+        branches.add(p >= 0.5)
+        assert got == pytest.approx(want, abs=1e-5)
+    assert branches == {True, False}  # both branches of the If were taken
