@@ -73,7 +73,7 @@ class Teacher(torch.nn.Module):
         """[B, N] -> scaled log-mel frames [B, n_frames(N), 32]."""
         if audio.dim() != 2 or audio.shape[1] < N_FFT:
             raise ValueError(f"audio must be [batch, samples] with at least {N_FFT} samples, got {list(audio.shape)}")
-        return scale_mel(self.mel(audio)[:, 0]).float()
+        return scale_mel(self.mel(audio.to(torch.float64))[:, 0]).float()
 
     def embed(self, mel: torch.Tensor) -> torch.Tensor:
         """Scaled log-mel frames [B, T, 32] -> embeddings [B, K, 96], one per 76-frame window every 8 frames."""

