@@ -7,6 +7,8 @@ things are:
   convert     PyTorch checkpoint <-> .mega model file, the file's schema
   evaluation  clip and stream scoring, detection tuning, the shipping rule
   training    the training run and what it is made of
+  teacher     the pretrained speech teacher: openWakeWord's melspectrogram and
+              Google's speech_embedding, fetched and ported to PyTorch
 
 Install it (editable) with `pip install --no-build-isolation -e tools`, or run
 it from the repository root without installing:

