@@ -436,7 +436,32 @@ else
   expect_rc 0 "mega_rtf --version" -- "$RTF" --version
   if [ "$(cat "$T/out")" = "mega_rtf $VERSION" ]; then pass "mega_rtf --version says $VERSION"
   else fail "mega_rtf --version: '$(cat "$T/out")', wanted 'mega_rtf $VERSION'"; fi
-  expect_rc 2 "mega_rtf without a model" -- "$RTF" --seconds 2
+  # without -m: the model keyword_spotter takes ($MEGA_KWS_MODEL, the installed demo model, the source tree's);
+  # the benchmark says which model it measured
+  expect_rc 0 "mega_rtf without -m, from the build tree" -- env -u MEGA_KWS_MODEL "$RTF" --backend cpu --seconds 0.5 --json
+  expect_in "$T/out" "\"model\": \"$ROOT/models/sc10-demo.mega\"" "mega_rtf: the source tree's demo model"
+  cp "$RTF" "$T/inst/bin/mega_rtf"
+  expect_rc 0 "mega_rtf without -m, installed" -- env -u MEGA_KWS_MODEL "$T/inst/bin/mega_rtf" --backend cpu --seconds 0.5
+  expect_in "$T/out" "$T/inst/bin/../share/mega_kws/models/sc10-demo.mega" "mega_rtf: the installed demo model"
+  expect_rc 0 "mega_rtf without -m: \$MEGA_KWS_MODEL" -- env MEGA_KWS_MODEL="$FIX/tiny_patch.mega" "$RTF" --backend cpu --seconds 0.5 --json
+  expect_in "$T/out" "\"model\": \"$FIX/tiny_patch.mega\"" "mega_rtf: \$MEGA_KWS_MODEL is the model"
+  mkdir -p "$T/bare" && cp "$RTF" "$T/bare/mega_rtf"
+  expect_rc 2 "mega_rtf without a model" -- env -u MEGA_KWS_MODEL "$T/bare/mega_rtf" --seconds 2
+  expect_in "$T/err" "$T/bare/../share/mega_kws/models/sc10-demo.mega" "mega_rtf: the error names the paths tried"
+  # less audio than one chunk measures nothing: refused, with the minimum (it printed "0.00 s in 0 chunks", exit 0)
+  expect_rc 2 "mega_rtf --seconds 0.1 (less than a chunk)" -- "$RTF" -m "$MODEL" --backend cpu --seconds 0.1
+  if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "--seconds 0.1 is less than one chunk of this model: at least 0.25" "$T/err"; then
+    pass "mega_rtf --seconds 0.1: one line with the minimum"; else fail "mega_rtf --seconds 0.1: the message"; cat "$T/err"; fi
+  expect_rc 2 "mega_rtf --streams --seconds 0.1" -- "$RTF" -m "$MODEL" --backend cpu --streams 2 --seconds 0.1
+  expect_rc 0 "mega_rtf --seconds 0.25 (one chunk)" -- "$RTF" -m "$MODEL" --backend cpu --seconds 0.25
+  expect_in "$T/out" "0.25 s in 1 chunks" "mega_rtf: one chunk measured"
+  # results that cannot be written are an error, as for keyword_spotter
+  for args in "--seconds 0.25" "--seconds 0.25 --json" "--seconds 0.25 --streams 2" "--help"; do
+    "$RTF" -m "$MODEL" --backend cpu $args >/dev/full 2>"$T/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "mega_rtf: cannot write the output" "$T/err"; then
+      pass "mega_rtf $args > /dev/full: exit 1, one line"; else fail "mega_rtf $args > /dev/full: exit $rc"; cat "$T/err"; fi
+  done
   expect_rc 2 "mega_rtf: unknown option" -- "$RTF" -m "$FIX/tiny_patch.mega" --bogus
   expect_rc 2 "mega_rtf takes at most one file" -- "$RTF" -m "$FIX/tiny_patch.mega" "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav"
   expect_rc 3 "mega_rtf: missing model" -- "$RTF" -m "$T/none.mega"
@@ -448,6 +473,9 @@ else
   done
   expect_in "$RTF_HELP" "(0.001..3600)" "mega_rtf --help gives the range of --seconds"
   expect_rc 1 "mega_rtf: missing audio file" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/missing.wav"
+  expect_in "$T/err" "mega_rtf: $T/missing.wav: no such file" "mega_rtf names the missing file"
+  expect_rc 1 "mega_rtf: a directory" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/adir"
+  expect_in "$T/err" "mega_rtf: $T/adir: " "mega_rtf names the directory"
   expect_rc 0 "mega_rtf --json" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
   if $PY - "$T/out" <<'PY'; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi
 import json, sys

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "model_setup.h"
+#include "default_model.h"
 #include "parse_number.h"
 
 namespace kws {

@@ -1,10 +1,8 @@
 // What the commands print, shared: JSON objects, detection lines, durations.
 #include "cli_output.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 namespace kws {
 
@@ -85,24 +83,5 @@ JsonLine& JsonLine::nums(const char* key, const std::vector<float>& v) {
 JsonLine& JsonLine::raw(const char* key, const std::string& json) { return add(key, json); }
 
 void JsonLine::end() const { std::printf("%s\n", text().c_str()); }
-
-namespace {
-
-int stdout_errno = 0;  // the first failed write's
-
-}  // namespace
-
-bool stdout_ok() {
-  errno = 0;
-  const bool ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
-  if (!ok && stdout_errno == 0) stdout_errno = errno ? errno : EIO;
-  return ok;
-}
-
-int check_stdout(int rc) {
-  if (stdout_ok()) return rc;
-  std::fprintf(stderr, "keyword_spotter: cannot write the output: %s\n", std::strerror(stdout_errno));
-  return rc == kExitOk ? kExitFailed : rc;
-}
 
 }  // namespace kws

@@ -1,5 +1,5 @@
 // What the commands print, shared: JSON objects (strings: apps/common/json_escape.h),
-// durations, and whether what went to stdout arrived.
+// durations, and whether what went to stdout arrived (apps/common/stdout_check.h).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 
 #include "cli_options.h"
 #include "json_escape.h"
+#include "stdout_check.h"  // stdout_ok, check_stdout
 #include "mega/detector.hpp"
 #include "mega/mega.hpp"
 
@@ -49,12 +50,5 @@ class JsonLine {
   JsonLine& add(const char* key, const std::string& json);
   std::string body_;
 };
-
-// Flushes stdout: false if anything written to it so far was lost (a full
-// disk, a closed pipe), remembering the first error for check_stdout().
-bool stdout_ok();
-// At exit: rc, or kExitFailed (when rc was kExitOk) with one line on stderr
-// if the results written to stdout did not all arrive.
-int check_stdout(int rc);
 
 }  // namespace kws
