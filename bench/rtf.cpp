@@ -3,7 +3,7 @@
 // load time, for one model file. (Before, `keyword_spotter bench`; the CLI
 // carries no benchmark code.)
 //
-//   mega_rtf -m MODEL [--threads N] [--seconds S] [--streams B] [--backend NAME] [--fp16]
+//   mega_rtf [-m MODEL] [--threads N] [--seconds S] [--streams B] [--backend NAME] [--fp16]
 //            [--kernels NAME] [--json] [FILE]
 //
 // Times are taken twice: by the clock (what a listener waits for) and in CPU
@@ -14,7 +14,9 @@
 //
 // Built on the runtime's public API (mega/*.hpp), the audio-file reader
 // (apps/audio/audio_file.h) for FILE, and the engine's options as
-// keyword_spotter parses them (apps/common/engine_flags.h).
+// keyword_spotter parses them (apps/common/engine_flags.h); without -m, the
+// model keyword_spotter takes (apps/common/default_model.h). Output that could
+// not be written is an error (apps/common/stdout_check.h).
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -32,11 +34,14 @@
 #include <vector>
 
 #include "audio_file.h"
+#include "default_model.h"
 #include "engine_flags.h"
+#include "json_escape.h"
 #include "mega/engine.hpp"
 #include "mega/mega.hpp"
 #include "model_flops.h"
 #include "parse_number.h"
+#include "stdout_check.h"
 
 namespace {
 
@@ -62,24 +67,24 @@ void print_usage(FILE* out) {
   using kws::kKernelsHelp;
   using kws::kThreadsHelp;
   std::fprintf(out,
-      "usage: mega_rtf -m MODEL [options] [FILE]\n"
+      "usage: mega_rtf [-m MODEL] [options] [FILE]\n"
       "\n"
       "real-time factor, per-chunk latency, FLOP rate vs sgemm, memory, load time\n"
       "(on FILE, looped, if given; else on synthetic audio)\n"
       "\n"
       "options:                                                        [default]\n"
-      "  -m, --model PATH        model file (.mega)                      [required]\n"
+      "  -m, --model PATH        model file (.mega)  [$MEGA_KWS_MODEL, else the installed demo model]\n"
       "  -j, --json              machine-readable output, one JSON object           [off]\n"
       "  -k, --kernels NAME      %s    [%s]\n"
       "      --backend NAME      %s                    [%s]\n"
       "      --fp16              %s   [%s]\n"
       "      --streams B         B streams advanced together in one batch (1..4096) [one stream]\n"
       "  -t, --threads N         %s     [%s]\n"
-      "  -s, --seconds S         audio to process (0.001..3600)                     [10]\n"
+      "  -s, --seconds S         audio to process (0.001..3600), one chunk at least [10]\n"
       "  -h, --help              this help\n"
       "      --version           the version\n"
       "\n"
-      "exit codes: 0 ok; 1 the file or a step failed; 2 usage error;\n"
+      "exit codes: 0 ok; 1 the file, a step or writing the output failed; 2 usage error;\n"
       "            3 model not loadable; 4 compute device error\n",
       kKernelsHelp.help, kKernelsHelp.default_value, kBackendHelp.help, kBackendHelp.default_value, kFp16Help.help,
       kFp16Help.default_value, kThreadsHelp.help, kThreadsHelp.default_value);
@@ -140,7 +145,11 @@ int parse_args(int argc, char** argv, Params* p) {
       p->files.push_back(a);
     }
   }
-  if (p->model_path.empty()) return usage_error("-m MODEL is required");
+  if (p->model_path.empty()) {
+    std::string tried;
+    p->model_path = kws::default_model_path(&tried);
+    if (p->model_path.empty()) return usage_error("no model: give -m PATH (no default model at %s)", tried.c_str());
+  }
   if (p->files.size() > 1) return usage_error("mega_rtf takes at most one audio file");
   if (const char* why = engine_flags_conflict(*p)) return usage_error("%s", why);
   return -1;
@@ -201,12 +210,13 @@ int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, co
   const double chunk_ms = 1000.0 * double(cs) / hp.sample_rate;
   const double p50 = percentile(lat, 0.5), p99 = percentile(lat, 0.99);
   if (p.json) {
-    std::printf("{\"streams\": %d, \"step_ms_p50\": %.3f, \"step_ms_p99\": %.3f, \"chunk_ms_audio\": %.3f, "
+    std::printf("{\"model\": \"%s\", \"streams\": %d, \"step_ms_p50\": %.3f, \"step_ms_p99\": %.3f, \"chunk_ms_audio\": %.3f, "
                 "\"realtime\": %s, \"backend\": \"%s\", \"fp16\": %s, \"steps\": %zu, \"engine_mb\": %.2f, "
                 "\"load_ms\": %.3f}\n",
-                p.streams, p50, p99, chunk_ms, p99 < chunk_ms ? "true" : "false", e->backend(),
+                kws::json_escape(p.model_path).c_str(), p.streams, p50, p99, chunk_ms, p99 < chunk_ms ? "true" : "false", e->backend(),
                 p.fp16 ? "true" : "false", lat.size(), double(e->memory_bytes()) / 1048576.0, load_ms);
   } else {
+    std::printf("model            %s\n", p.model_path.c_str());
     std::printf("streams          %d, one chunk of %.1f ms audio each per step (%s%s)\n", p.streams, chunk_ms,
                 e->backend(), p.fp16 ? ", fp16" : "");
     std::printf("per-step         p50 %.2f ms, p99 %.2f ms over %zu steps: %s\n", p50, p99, lat.size(),
@@ -277,13 +287,21 @@ int run(const Params& p) {
   const mega::HParams& hp = m->hparams();
   const double seconds = p.seconds > 0 ? p.seconds : 10.0;
   const int64_t n = int64_t(seconds * hp.sample_rate);
+  // Less audio than one chunk (a window offline) measures nothing: refused, with the minimum.
+  const bool by_chunk = m->streamable() || p.streams > 0;
+  const int64_t unit_min = by_chunk ? hp.chunk_samples() : hp.window_samples();
+  if (n < unit_min) {
+    std::fprintf(stderr, "mega_rtf: --seconds %g is less than one %s of this model: at least %g (try --help)\n", seconds,
+                 by_chunk ? "chunk" : "window", double(unit_min) / hp.sample_rate);
+    return kExitUsage;
+  }
   std::vector<float> audio(static_cast<size_t>(n));
   if (!p.files.empty()) {  // the file, looped to the length asked for
     std::vector<float> clip;
     kws::AudioInfo ai;
     std::string err;
     if (!kws::read_audio_file(p.files[0], hp.sample_rate, 3600.0, &clip, &ai, &err)) {
-      std::fprintf(stderr, "mega_rtf: %s\n", err.c_str());
+      std::fprintf(stderr, "mega_rtf: %s: %s\n", p.files[0].c_str(), err.c_str());
       return kExitFailed;
     }
     for (int64_t i = 0; i < n; ++i) audio[size_t(i)] = clip[size_t(i) % clip.size()];
@@ -348,20 +366,21 @@ int run(const Params& p) {
   const double gflops_cpu = cpu_total > 0 ? gflop_run / (cpu_total / 1000.0) : 0.0;
   const char* unit = m->streamable() ? "chunk" : "window";
   if (p.json) {
-    std::printf("{\"rtf\": %.4f, \"rtf_cpu\": %.4f, \"chunk_ms_p50\": %.3f, \"chunk_ms_p99\": %.3f, "
+    std::printf("{\"model\": \"%s\", \"rtf\": %.4f, \"rtf_cpu\": %.4f, \"chunk_ms_p50\": %.3f, \"chunk_ms_p99\": %.3f, "
                 "\"chunk_cpu_ms_p50\": %.3f, \"chunk_cpu_ms_p99\": %.3f, "
                 "\"peak_rss_mb\": %.1f, \"load_ms\": %.3f, \"threads\": %d, \"backend\": \"%s\", "
                 "\"kernels\": \"%s\", \"audio_s\": %.3f, \"chunk_ms_audio\": %.3f, \"engine_mb\": %.2f, "
                 "\"streaming\": %s, \"gflop_per_audio_s\": %.3f, \"gflops\": %.2f, \"gflops_cpu\": %.2f, "
                 "\"sgemm_gflops\": %.2f, \"sgemm_gflops_cpu\": %.2f, \"sgemm_floor_rtf\": %.4f, "
                 "\"sgemm_floor_rtf_cpu\": %.4f, \"load_average\": %.2f}\n",
-                rtf, rtf_cpu, percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat_cpu, 0.5),
+                kws::json_escape(p.model_path).c_str(), rtf, rtf_cpu, percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat_cpu, 0.5),
                 percentile(lat_cpu, 0.99), rss_mb, load_ms, p.threads, s->backend(),
                 p.kernels.c_str(), audio_s, 1000.0 * double(hp.chunk_samples()) / hp.sample_rate,
                 double(s->memory_bytes()) / 1048576.0, m->streamable() ? "true" : "false", gflop_per_s, gflops,
                 gflops_cpu, sgemm.gflops, sgemm.gflops_cpu, gflop_per_s / sgemm.gflops, gflop_per_s / sgemm.gflops_cpu,
                 load_avg);
   } else {
+    std::printf("model            %s\n", p.model_path.c_str());
     std::printf("audio            %.2f s in %zu %ss of %.1f ms (%s kernels, %d thread%s, %s%s)\n", audio_s,
                 lat.size(), unit, 1000.0 * double(unit_samples) / hp.sample_rate, p.kernels.c_str(), p.threads,
                 p.threads == 1 ? "" : "s", s->backend(), p.fp16 ? ", fp16" : "");
@@ -387,7 +406,7 @@ int run(const Params& p) {
 int main(int argc, char** argv) {
   Params p;
   const int rc = parse_args(argc, argv, &p);
-  if (rc >= 0) return rc;
+  if (rc >= 0) return kws::check_stdout("mega_rtf", rc);
   mega::set_blas_threads(1);  // engines split the work themselves (--threads)
   kws::resolve_backend(&p);
   std::string why;
@@ -395,5 +414,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mega_rtf: the %s backend is not available: %s\n", p.backend.c_str(), why.c_str());
     return kExitDevice;
   }
-  return run(p);
+  return kws::check_stdout("mega_rtf", run(p));
 }

@@ -147,7 +147,7 @@ PY
 expect_rc 0 "scan the commands recording" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$ROOT/samples/commands.wav"
 if $PY - "$T/out" "$ROOT/samples/commands.csv" <<'PY'; then pass "scan: right keywords at the right times"; else fail "scan timing"; cat "$T/out"; fi
 import csv, json, sys
-dets = [json.loads(l) for l in open(sys.argv[1])]
+dets = [d for d in map(json.loads, open(sys.argv[1])) if d["type"] == "detection"]
 words = list(csv.DictReader(open(sys.argv[2])))
 assert [d["label"] for d in dets] == [w["label"] for w in words], dets
 hop = 0.25
@@ -323,9 +323,11 @@ expect_rc 0 "scan --json" -- "$KS" scan -m "$MODEL" --json --threshold 0.2 --ref
 if $PY - "$T/out" <<'PY'; then pass "scan output"; else fail "scan output"; cat "$T/out"; fi
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+assert rows[-1]["type"] == "summary" and rows[-1]["detections"] == len(rows) - 1, rows[-1]
+rows = rows[:-1]
 assert rows, "no detections at threshold 0.2"
 for r in rows:
-    assert set(r) == {"time_s", "label", "score"} and 0 < r["time_s"] <= 3.0 and 0.2 <= r["score"] <= 1.0
+    assert set(r) == {"type", "file", "time_s", "label", "score"} and r["type"] == "detection" and 0 < r["time_s"] <= 3.0 and 0.2 <= r["score"] <= 1.0
     assert abs(r["time_s"] / 0.25 - round(r["time_s"] / 0.25)) < 1e-3  # chunk hops of 250 ms
 PY
 expect_in "$T/err" "scanned 3.000 s" "scan summary on stderr"
@@ -353,13 +355,10 @@ import json, sys
 one = [json.loads(l) for l in open(sys.argv[1])]
 rows = [json.loads(l) for l in open(sys.argv[2])]
 cmds, long_wav = sys.argv[3], sys.argv[4]
-assert one and all("file" not in r for r in one)
-files = [r["file"] for r in rows]
-assert set(files) <= {cmds, long_wav} and files[:len(one)] == [cmds] * len(one), files
-strip = lambda r: {k: v for k, v in r.items() if k != "file"}
+assert one and all(r["file"] == cmds for r in one)  # one file: named too
+assert [r["file"] for r in rows if r["type"] == "summary"] == [cmds, long_wav, cmds], rows
 # the first and the third file are the same recording: the same detections at the same times
-assert [strip(r) for r in rows[:len(one)]] == one, rows
-assert [strip(r) for r in rows[-len(one):]] == one and all(r["file"] == cmds for r in rows[-len(one):]), rows
+assert rows[:len(one)] == one and rows[-len(one):] == one, rows
 PY
 expect_in "$T/several.err" "commands.wav: scanned 12.352 s: 5 detection(s)" "several files: a summary per file"
 expect_rc 0 "scan several files, plain" -- "$KS" scan -m "$DEMO" --sensitivity 0.8 "$CMDS" "$CMDS"
@@ -369,17 +368,18 @@ expect_in "$T/err" "missing.wav: no such file" "scan names the bad file"
 expect_in "$T/err" "commands.wav: scanned 12.352 s" "the good file is still scanned"
 expect_rc 2 "scan without files" -- "$KS" scan -m "$MODEL"
 expect_rc 2 "standard input twice" -- "$KS" scan -m "$MODEL" - -
-# "-": standard input, a WAV stream or raw s16le mono 16 kHz: the same detections as the file
+# "-": standard input, a WAV stream or raw s16le mono 16 kHz: the same detections as the file (named "-")
+sed "s|\"file\": \"$CMDS\"|\"file\": \"-\"|" "$T/one.jsonl" >"$T/one_stdin.jsonl"
 "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - <"$CMDS" >"$T/stdin_redir.jsonl" 2>"$T/err" &&
-  cmp -s "$T/one.jsonl" "$T/stdin_redir.jsonl" && pass "scan - <file.wav" || { fail "scan - <file.wav"; cat "$T/err"; }
+  cmp -s "$T/one_stdin.jsonl" "$T/stdin_redir.jsonl" && pass "scan - <file.wav" || { fail "scan - <file.wav"; cat "$T/err"; }
 cat "$CMDS" | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/stdin_wav.jsonl" 2>"$T/err" &&
-  cmp -s "$T/one.jsonl" "$T/stdin_wav.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "cat file.wav | scan -" ||
+  cmp -s "$T/one_stdin.jsonl" "$T/stdin_wav.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "cat file.wav | scan -" ||
   { fail "cat file.wav | scan -"; cat "$T/err"; }
 sox "$CMDS" -t raw -e signed -b 16 -c 1 -r 16000 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/stdin_raw.jsonl" 2>"$T/err" &&
-  cmp -s "$T/one.jsonl" "$T/stdin_raw.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "raw s16le | scan -" ||
+  cmp -s "$T/one_stdin.jsonl" "$T/stdin_raw.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "raw s16le | scan -" ||
   { fail "raw s16le | scan -"; cat "$T/err"; }
 sox "$CMDS" -t wav -e floating-point -b 32 -r 44100 -c 2 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/out" 2>"$T/err" &&
-  $PY -c 'import json,sys; a=[json.loads(l)["label"] for l in open(sys.argv[1])]; b=[json.loads(l)["label"] for l in open(sys.argv[2])]; sys.exit(a != b)' "$T/one.jsonl" "$T/out" &&
+  $PY -c 'import json,sys; a=[json.loads(l).get("label") for l in open(sys.argv[1])]; b=[json.loads(l).get("label") for l in open(sys.argv[2])]; sys.exit(a != b)' "$T/one.jsonl" "$T/out" &&
   pass "a 44.1 kHz stereo float WAV stream: the same words" || { fail "float WAV stream"; cat "$T/err"; }
 head -c 98826 "$CMDS" | "$KS" scan -m "$DEMO" - >"$T/out" 2>"$T/err"
 rc=$?
@@ -392,12 +392,12 @@ expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 expect_rc 0 "scan with the model's thresholds" -- "$KS" scan -m "$DEMO" --json "$ROOT/samples/commands.wav"
 cp "$T/out" "$T/scan_default.jsonl"
 first=$($PY -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["label"])' "$T/scan_default.jsonl")
-all=$($PY -c 'import json,sys; print(",".join(sorted({json.loads(l)["label"] + "=1.0" for l in open(sys.argv[1])})))' \
+all=$($PY -c 'import json,sys; print(",".join(sorted({d["label"] + "=1.0" for d in map(json.loads, open(sys.argv[1])) if "label" in d})))' \
   "$T/scan_default.jsonl")
 expect_rc 0 "scan --threshold $first=1.0" -- "$KS" scan -m "$DEMO" --json --threshold "$first=1.0" "$ROOT/samples/commands.wav"
 if $PY - "$T/scan_default.jsonl" "$T/out" "$first" <<'PY'; then pass "$first=1.0 silences $first, the others as before"; else fail "--threshold $first=1.0"; cat "$T/out"; fi
 import json, sys
-before, after = ([json.loads(l)["label"] for l in open(p)] for p in sys.argv[1:3])
+before, after = ([d["label"] for d in map(json.loads, open(p)) if d["type"] == "detection"] for p in sys.argv[1:3])
 word = sys.argv[3]
 assert word in before and word not in after, (before, after)
 assert after == [x for x in before if x != word], (before, after)
@@ -436,7 +436,32 @@ else
   expect_rc 0 "mega_rtf --version" -- "$RTF" --version
   if [ "$(cat "$T/out")" = "mega_rtf $VERSION" ]; then pass "mega_rtf --version says $VERSION"
   else fail "mega_rtf --version: '$(cat "$T/out")', wanted 'mega_rtf $VERSION'"; fi
-  expect_rc 2 "mega_rtf without a model" -- "$RTF" --seconds 2
+  # without -m: the model keyword_spotter takes ($MEGA_KWS_MODEL, the installed demo model, the source tree's);
+  # the benchmark says which model it measured
+  expect_rc 0 "mega_rtf without -m, from the build tree" -- env -u MEGA_KWS_MODEL "$RTF" --backend cpu --seconds 0.5 --json
+  expect_in "$T/out" "\"model\": \"$ROOT/models/sc10-demo.mega\"" "mega_rtf: the source tree's demo model"
+  cp "$RTF" "$T/inst/bin/mega_rtf"
+  expect_rc 0 "mega_rtf without -m, installed" -- env -u MEGA_KWS_MODEL "$T/inst/bin/mega_rtf" --backend cpu --seconds 0.5
+  expect_in "$T/out" "$T/inst/bin/../share/mega_kws/models/sc10-demo.mega" "mega_rtf: the installed demo model"
+  expect_rc 0 "mega_rtf without -m: \$MEGA_KWS_MODEL" -- env MEGA_KWS_MODEL="$FIX/tiny_patch.mega" "$RTF" --backend cpu --seconds 0.5 --json
+  expect_in "$T/out" "\"model\": \"$FIX/tiny_patch.mega\"" "mega_rtf: \$MEGA_KWS_MODEL is the model"
+  mkdir -p "$T/bare" && cp "$RTF" "$T/bare/mega_rtf"
+  expect_rc 2 "mega_rtf without a model" -- env -u MEGA_KWS_MODEL "$T/bare/mega_rtf" --seconds 2
+  expect_in "$T/err" "$T/bare/../share/mega_kws/models/sc10-demo.mega" "mega_rtf: the error names the paths tried"
+  # less audio than one chunk measures nothing: refused, with the minimum (it printed "0.00 s in 0 chunks", exit 0)
+  expect_rc 2 "mega_rtf --seconds 0.1 (less than a chunk)" -- "$RTF" -m "$MODEL" --backend cpu --seconds 0.1
+  if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "--seconds 0.1 is less than one chunk of this model: at least 0.25" "$T/err"; then
+    pass "mega_rtf --seconds 0.1: one line with the minimum"; else fail "mega_rtf --seconds 0.1: the message"; cat "$T/err"; fi
+  expect_rc 2 "mega_rtf --streams --seconds 0.1" -- "$RTF" -m "$MODEL" --backend cpu --streams 2 --seconds 0.1
+  expect_rc 0 "mega_rtf --seconds 0.25 (one chunk)" -- "$RTF" -m "$MODEL" --backend cpu --seconds 0.25
+  expect_in "$T/out" "0.25 s in 1 chunks" "mega_rtf: one chunk measured"
+  # results that cannot be written are an error, as for keyword_spotter
+  for args in "--seconds 0.25" "--seconds 0.25 --json" "--seconds 0.25 --streams 2" "--help"; do
+    "$RTF" -m "$MODEL" --backend cpu $args >/dev/full 2>"$T/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "mega_rtf: cannot write the output" "$T/err"; then
+      pass "mega_rtf $args > /dev/full: exit 1, one line"; else fail "mega_rtf $args > /dev/full: exit $rc"; cat "$T/err"; fi
+  done
   expect_rc 2 "mega_rtf: unknown option" -- "$RTF" -m "$FIX/tiny_patch.mega" --bogus
   expect_rc 2 "mega_rtf takes at most one file" -- "$RTF" -m "$FIX/tiny_patch.mega" "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav"
   expect_rc 3 "mega_rtf: missing model" -- "$RTF" -m "$T/none.mega"
@@ -448,6 +473,9 @@ else
   done
   expect_in "$RTF_HELP" "(0.001..3600)" "mega_rtf --help gives the range of --seconds"
   expect_rc 1 "mega_rtf: missing audio file" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/missing.wav"
+  expect_in "$T/err" "mega_rtf: $T/missing.wav: no such file" "mega_rtf names the missing file"
+  expect_rc 1 "mega_rtf: a directory" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/adir"
+  expect_in "$T/err" "mega_rtf: $T/adir: " "mega_rtf names the directory"
   expect_rc 0 "mega_rtf --json" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
   if $PY - "$T/out" <<'PY'; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi
 import json, sys

@@ -115,6 +115,23 @@ def test_scan_matches_the_cli(flags):
     assert len(py.stdout.splitlines()) >= (5 if lowered else 1)
 
 
+def test_json_file_names_as_the_cli_writes_them(tmp_path):
+    """--json with a name that is not UTF-8 (U+FFFD and "file_hex"), a control character and DEL in another,
+    scan's detections and summary: python -m mega_kws writes the same bytes."""
+    odd = os.fsencode(str(tmp_path)) + b"/yes\xff\xe2\x82.wav"
+    ctl = str(tmp_path / "no\x01\x7f\b.wav")
+    shutil.copy(os.path.join(SAMPLES, "yes.wav"), odd)
+    shutil.copy(os.path.join(SAMPLES, "no.wav"), ctl)
+    for args in (["classify", "-m", DEMO, "--json", odd, ctl],
+                 ["scan", "-m", DEMO, "--json", "--threshold", "0.01", odd], ["scan", "-m", DEMO, "--json", ctl]):
+        cli = run(CLI, *args, check=False)
+        if odd in args:
+            assert f'"file_hex": "{odd.hex()}"' in cli.stdout, cli.stdout
+        if ctl in args:
+            assert "no\\u0001\\u007f\\b.wav" in cli.stdout, cli.stdout
+        assert py_cli(*args, check=False).stdout == cli.stdout, args
+
+
 def test_scan_file_finds_the_five_words(demo):
     found, seconds = mega_kws.scan_file(COMMANDS, demo, sensitivity=0.8)
     # the five spoken words of samples/commands.csv, in order, each within one

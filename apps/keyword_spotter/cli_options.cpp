@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "model_setup.h"
+#include "default_model.h"
 #include "parse_number.h"
 
 namespace kws {
@@ -70,6 +70,30 @@ const Option kOptions[] = {
     {"-h", "--help", nullptr, kAll, "this help", nullptr},
 };
 
+// What --json writes, per command (README's command-line section says the same).
+struct JsonFormat {
+  unsigned commands;
+  const char* text;
+};
+
+const JsonFormat kJsonFormats[] = {
+    {kAll, "--json: one JSON object per line, valid UTF-8 (a file name that is not UTF-8: U+FFFD for its bad\n"
+           "bytes, and its exact bytes in hex as \"file_hex\")\n"},
+    {kClassify, "  classify, per file: {\"type\": \"classification\", \"file\", \"label\", \"score\", \"logits\", ...}\n"
+                "    or {\"type\": \"error\", \"file\", \"error\"}\n"},
+    {kScan, "  scan, per file: {\"type\": \"detection\", \"file\", \"time_s\", \"label\", \"score\"} for each detection,\n"
+            "    then {\"type\": \"summary\", \"file\", \"duration_s\", \"detections\", \"clipped_samples\"}\n"
+            "    or {\"type\": \"error\", \"file\", \"error\"}; standard input is \"file\": \"-\"\n"},
+    {kListen, "  listen: {\"type\": \"detection\", \"time_s\", \"label\", \"score\"} for each detection\n"},
+    {kDevices, "  devices: one object per input device; none: {\"devices\": [], \"error\"}\n"},
+};
+
+void print_json_format(FILE* out, unsigned commands) {
+  for (const JsonFormat& f : kJsonFormats) {
+    if (f.commands & commands) std::fprintf(out, "%s", f.text);
+  }
+}
+
 const char kExitCodes[] =
     "exit codes: 0 ok; 1 a file, the self-test, a stream or writing the output failed; 2 usage error;\n"
     "            3 model not loadable; 4 audio or compute device error\n";
@@ -109,7 +133,9 @@ void print_usage(FILE* out) {
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
   std::fprintf(out, "\noptions [default] (the commands they apply to; keyword_spotter COMMAND --help: its own):\n");
   for (const Option& o : kOptions) print_option(out, o, true);
-  std::fprintf(out, "      --version              the version\n\n%s", kExitCodes);
+  std::fprintf(out, "      --version              the version\n\n");
+  print_json_format(out, kAll);
+  std::fprintf(out, "\n%s", kExitCodes);
   std::fprintf(out, "\nthe benchmark (real-time factor, latency, memory) is a program of its own: mega_rtf\n");
 }
 
@@ -117,6 +143,10 @@ void print_command_usage(FILE* out, const Command& c) {
   std::fprintf(out, "usage: keyword_spotter %s [options]%s\n\n%s\n\noptions [default]:\n", c.name, c.operands, c.help);
   for (const Option& o : kOptions) {
     if (o.commands & c.bit) print_option(out, o, false);
+  }
+  if (c.bit & (kClassify | kScan | kListen | kDevices)) {
+    std::fprintf(out, "\n");
+    print_json_format(out, c.bit);
   }
   std::fprintf(out, "\n%s", kExitCodes);
 }

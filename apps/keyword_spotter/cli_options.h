@@ -36,7 +36,7 @@ struct Params : EngineFlags {
 // code (after --help or --version, or a usage error printed on stderr).
 // Options take their value as the next argument or after '=' (--model=PATH);
 // an option that does not apply to the command is a usage error. Without -m,
-// the model is the default one (model_setup.h: default_model_path).
+// the model is the default one (apps/common/default_model.h).
 int parse_args(int argc, char** argv, Params* p);
 
 }  // namespace kws

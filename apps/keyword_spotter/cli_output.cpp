@@ -1,10 +1,8 @@
 // What the commands print, shared: JSON objects, detection lines, durations.
 #include "cli_output.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 namespace kws {
 
@@ -13,16 +11,21 @@ double print_detection(const mega::Model& m, const Params& p, int64_t end_sample
   const mega::HParams& hp = m.hparams();
   const double time_s = mega::Detector::event_time_s(d, end_sample, hp.chunk_samples(), hp.sample_rate);
   const std::string& label = m.labels()[size_t(d.label)];
-  if (file && p.json) std::printf("{\"file\": \"%s\", ", json_escape(*file).c_str());
-  if (file && !p.json) std::printf("%s\t", file->c_str());
   if (p.json) {
-    std::printf("%s\"time_s\": %.4f, \"label\": \"%s\", \"score\": %.4f}\n", file ? "" : "{", time_s,
-                json_escape(label).c_str(), d.score);
+    JsonLine j;
+    j.str("type", "detection");
+    if (file) j.file(*file);
+    j.fixed("time_s", time_s, 4).str("label", label).fixed("score", d.score, 4).end();
   } else {
+    if (file && p.files.size() > 1) std::printf("%s\t", file->c_str());
     std::printf("%.3f\t%s\t%.3f\n", time_s, label.c_str(), d.score);
   }
   stdout_ok();  // flushed at once (a failed write is reported at exit)
   return time_s;
+}
+
+void print_file_error(const std::string& file, const std::string& why) {
+  JsonLine().str("type", "error").file(file).str("error", why).end();
 }
 
 std::string format_seconds(double s) {
@@ -37,6 +40,18 @@ JsonLine& JsonLine::add(const char* key, const std::string& json) {
 }
 
 JsonLine& JsonLine::str(const char* key, const std::string& v) { return add(key, "\"" + json_escape(v) + "\""); }
+
+JsonLine& JsonLine::file(const std::string& path) {
+  str("file", path);
+  return is_utf8(path) ? *this : str("file_hex", hex_bytes(path));
+}
+
+JsonLine& JsonLine::fixed(const char* key, double v, int decimals) {
+  if (!std::isfinite(v)) return add(key, "null");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return add(key, buf);
+}
 
 JsonLine& JsonLine::num(const char* key, double v) {
   if (!std::isfinite(v)) return add(key, "null");
@@ -68,24 +83,5 @@ JsonLine& JsonLine::nums(const char* key, const std::vector<float>& v) {
 JsonLine& JsonLine::raw(const char* key, const std::string& json) { return add(key, json); }
 
 void JsonLine::end() const { std::printf("%s\n", text().c_str()); }
-
-namespace {
-
-int stdout_errno = 0;  // the first failed write's
-
-}  // namespace
-
-bool stdout_ok() {
-  errno = 0;
-  const bool ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
-  if (!ok && stdout_errno == 0) stdout_errno = errno ? errno : EIO;
-  return ok;
-}
-
-int check_stdout(int rc) {
-  if (stdout_ok()) return rc;
-  std::fprintf(stderr, "keyword_spotter: cannot write the output: %s\n", std::strerror(stdout_errno));
-  return rc == kExitOk ? kExitFailed : rc;
-}
 
 }  // namespace kws

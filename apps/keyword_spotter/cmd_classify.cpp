@@ -1,4 +1,5 @@
-// classify: audio clips through the runtime, one result line per file.
+// classify: audio clips through the runtime, one result line per file (with
+// --json a "classification" object, or an "error" one, each naming its file).
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,7 +130,7 @@ int cmd_classify(const Params& p) {
     if (!err.empty()) {
       ++failures;
       if (p.json) {
-        std::printf("{\"file\": \"%s\", \"error\": \"%s\"}\n", json_escape(path).c_str(), json_escape(err).c_str());
+        print_file_error(path, err);
       } else {
         std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
       }
@@ -144,11 +145,9 @@ int cmd_classify(const Params& p) {
     const std::string& label = m->labels()[best];
     const double duration = double(ai.frames) / ai.sample_rate;
     if (p.json) {
-      std::printf("{\"file\": \"%s\", \"label\": \"%s\", \"score\": %.6f, \"logits\": [", json_escape(path).c_str(),
-                  json_escape(label).c_str(), probs[best]);
-      for (int i = 0; i < hp.n_classes; ++i) std::printf("%s%.7g", i ? ", " : "", r.logits[size_t(i)]);
-      std::printf("], \"duration_s\": %.3f, \"window_start_s\": %.3f, \"padded\": %s, \"sample_rate\": %d}\n",
-                  duration, r.window_start_s, r.padded ? "true" : "false", ai.sample_rate);
+      JsonLine().str("type", "classification").file(path).str("label", label).fixed("score", probs[best], 6)
+          .nums("logits", r.logits).fixed("duration_s", duration, 3).fixed("window_start_s", r.window_start_s, 3)
+          .boolean("padded", r.padded).integer("sample_rate", ai.sample_rate).end();
     } else {
       std::printf("%s\t%s\t%.3f", path.c_str(), label.c_str(), probs[best]);
       if (r.padded) std::printf("\t(padded from %.3f s)", duration);

@@ -1,7 +1,8 @@
 // scan: recordings of any length streamed through the session and the
 // detector (the path listen takes, stream_pipeline.h), one line per detection.
 // Several files: each gets a fresh session and detector, and its name on
-// every line; a bad file is reported and the others are still scanned. "-":
+// every line (every JSON object names its file, even when there is one); a
+// bad file is reported and the others are still scanned. "-":
 // standard input (a WAV stream or raw s16le mono at 16 kHz, stdin_audio.h).
 #include <cstdio>
 #include <string>
@@ -18,19 +19,27 @@ namespace {
 
 class PrintDetections : public StreamObserver {
  public:
-  PrintDetections(const mega::Model& m, const Params& p, const std::string* file) : m_(m), p_(p), file_(file) {}
+  PrintDetections(const mega::Model& m, const Params& p, const std::string& file) : m_(m), p_(p), file_(file) {}
   void on_detection(int64_t end_sample, const mega::Detection& d) override {
-    print_detection(m_, p_, end_sample, d, file_);
+    print_detection(m_, p_, end_sample, d, &file_);
   }
 
  private:
   const mega::Model& m_;
   const Params& p_;
-  const std::string* file_;  // null: one file, lines without its name
+  const std::string& file_;
 };
 
+// A file that failed: one line on stderr, and with --json its error object on stdout.
+int file_failed(const Params& p, const std::string& path, const std::string& why) {
+  std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), why.c_str());
+  if (p.json) print_file_error(path, why);
+  return kExitFailed;
+}
+
 // One file through a fresh session and detector: the exit code, its errors
-// and summary on stderr (prefixed with the file's name when there are several).
+// and summary on stderr (prefixed with the file's name when there are several),
+// and with --json each detection, then a summary or an error object, on stdout.
 int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, const std::string& path) {
   const bool several = p.files.size() > 1;
   const std::string prefix = several ? path + ": " : std::string();
@@ -40,41 +49,37 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
   if (!s || !det) return s ? kExitUsage : kExitModel;
   std::string err;
   auto in = FileSource::open(path, hp.sample_rate, &err);
-  if (!in) {
-    std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
-    return kExitFailed;
-  }
+  if (!in) return file_failed(p, path, err);
   auto pipeline = StreamPipeline::create(*in, *s, *det, &err);
-  if (!pipeline) {
-    std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
-    return kExitFailed;
-  }
-  PrintDetections out(*m, p, several ? &path : nullptr);
+  if (!pipeline) return file_failed(p, path, err);
+  PrintDetections out(*m, p, path);
   switch (pipeline->run(StreamOptions(), out)) {
     case StreamEnd::ended:
     case StreamEnd::stopped:
       break;
-    case StreamEnd::source_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: %s (after %.3f s)\n", path.c_str(), in->error().c_str(),
-                   double(in->frames_read()) / hp.sample_rate);
-      return kExitFailed;
+    case StreamEnd::source_failed: {
+      char after[64];
+      std::snprintf(after, sizeof after, " (after %.3f s)", double(in->frames_read()) / hp.sample_rate);
+      return file_failed(p, path, in->error() + after);
+    }
     case StreamEnd::inference_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: inference failed: %s\n", path.c_str(),
-                   mega::status_name(pipeline->status()));
-      return kExitFailed;
+      return file_failed(p, path, std::string("inference failed: ") + mega::status_name(pipeline->status()));
     case StreamEnd::resampler_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), pipeline->error().c_str());
-      return kExitFailed;
+      return file_failed(p, path, pipeline->error());
   }
-  std::fprintf(stderr, "%sscanned %.3f s: %lld detection(s)", prefix.c_str(),
-               double(pipeline->stats().samples) / hp.sample_rate,
-               static_cast<long long>(pipeline->stats().n_detections));
+  const double seconds = double(pipeline->stats().samples) / hp.sample_rate;
+  const long long n_detections = static_cast<long long>(pipeline->stats().n_detections);
+  std::fprintf(stderr, "%sscanned %.3f s: %lld detection(s)", prefix.c_str(), seconds, n_detections);
   // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
   const mega::StreamStats& hygiene = s->stats();
   if (hygiene.n_clamped_samples > 0) {
     std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
   }
   std::fprintf(stderr, "\n");
+  if (p.json) {
+    JsonLine().str("type", "summary").file(path).fixed("duration_s", seconds, 3).integer("detections", n_detections)
+        .integer("clipped_samples", hygiene.n_clamped_samples).end();
+  }
   return kExitOk;
 }
 

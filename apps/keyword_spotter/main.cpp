@@ -33,7 +33,7 @@ int run(const kws::Params& p) {
 int main(int argc, char** argv) {
   kws::Params p;
   const int rc = kws::parse_args(argc, argv, &p);
-  if (rc >= 0) return kws::check_stdout(rc);
+  if (rc >= 0) return kws::check_stdout("keyword_spotter", rc);
   mega::set_blas_threads(1);  // engines split the work themselves (--threads)
   if (p.command != "info" && p.command != "devices") {
     kws::resolve_backend(&p);
@@ -43,5 +43,5 @@ int main(int argc, char** argv) {
       return kws::kExitDevice;
     }
   }
-  return kws::check_stdout(run(p));
+  return kws::check_stdout("keyword_spotter", run(p));
 }

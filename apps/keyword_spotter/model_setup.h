@@ -13,14 +13,6 @@
 
 namespace kws {
 
-// The model used without -m, as the Python package finds it
-// (mega_kws.default_model_path): $MEGA_KWS_MODEL if set; else the demo model
-// where cmake --install puts it, relative to this program
-// (bin/../share/mega_kws/models/sc10-demo.mega); else, run from its build
-// tree, the source tree's models/sc10-demo.mega. Empty if none is there;
-// *tried lists the paths looked at.
-std::string default_model_path(std::string* tried);
-
 std::shared_ptr<const mega::Model> load_model(const Params& p);
 std::unique_ptr<mega::Engine> make_session(const std::shared_ptr<const mega::Model>& m, const Params& p,
                                            int64_t max_clip_samples);

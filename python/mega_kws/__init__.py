@@ -600,13 +600,14 @@ def classify_file(path, model=None, backend="cpu", threads=1):
 SCAN_BLOCK_FRAMES = 1 << 16  # what scan_file reads at a time (about 4 s at 16 kHz)
 
 
-def scan_file(path, model=None, backend="cpu", threads=1, **detector_options):
+def scan_file(path, model=None, backend="cpu", threads=1, stats=None, **detector_options):
     """Detections in a WAV recording, as keyword_spotter scan finds them: the
     file streamed through a session and a Detector (detector_options: its
     overrides) block by block, in memory that does not grow with the file,
     the last partial chunk completed with silence. A file at another sample
     rate than the model's is refused (ValueError). Returns (detections,
-    seconds scanned)."""
+    seconds scanned); stats, a dict if given, receives the session's input
+    counts (Session.stats: samples clipped to full scale, ...)."""
     m = _model(model)
     with _open_for(m, path) as w, Session(m, backend=backend, threads=threads) as s, \
             Detector(m, **detector_options) as d:
@@ -618,4 +619,6 @@ def scan_file(path, model=None, backend="cpu", threads=1, **detector_options):
             found += d.detect(s, x)
             done += len(x)
         found += d.flush(s)
+        if stats is not None:
+            stats.update(s.stats)
         return found, w.n_frames / w.sample_rate

@@ -9,13 +9,24 @@ are usage errors with keyword_spotter's messages."""
 import argparse
 import json
 import math
+import os
 import sys
 
 import mega_kws
 
 
 def _json_str(s):
-    return json.dumps(s, ensure_ascii=False)
+    """A JSON string as keyword_spotter writes it (apps/common/json_escape.h): DEL escaped too."""
+    return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _json_file(path):
+    """'"file": ...' as keyword_spotter writes it: a name that is not UTF-8 with
+    U+FFFD for its bad bytes, and its exact bytes in "file_hex"."""
+    raw = os.fsencode(path)
+    text = raw.decode("utf-8", errors="replace")
+    hex_part = "" if text.encode("utf-8") == raw else f', "file_hex": "{raw.hex()}"'
+    return f'"file": {_json_str(text)}{hex_part}'
 
 
 class _Usage(Exception):
@@ -134,17 +145,25 @@ def main(argv=None):
         except mega_kws.MegaError as e:
             print(f"mega_kws: bad detection settings: {e.message}", file=sys.stderr)
             return 2
+        stats = {}
         try:
-            found, seconds = mega_kws.scan_file(a.file, model, backend=a.backend, threads=a.threads, **opts)
+            found, seconds = mega_kws.scan_file(a.file, model, backend=a.backend, threads=a.threads, stats=stats,
+                                                **opts)
         except (mega_kws.MegaError, ValueError, OSError) as e:
             print(f"mega_kws: {a.file}: {_reason(a.file, e)}", file=sys.stderr)
+            if a.json:
+                print(f'{{"type": "error", {_json_file(a.file)}, "error": {_json_str(_reason(a.file, e))}}}')
             return 1
         for d in found:
             if a.json:
-                print(f'{{"time_s": {d.time_s:.4f}, "label": {_json_str(d.label)}, "score": {d.score:.4f}}}')
+                print(f'{{"type": "detection", {_json_file(a.file)}, "time_s": {d.time_s:.4f}, '
+                      f'"label": {_json_str(d.label)}, "score": {d.score:.4f}}}')
             else:
                 print(f"{d.time_s:.3f}\t{d.label}\t{d.score:.3f}")
         print(f"scanned {seconds:.3f} s: {len(found)} detection(s)", file=sys.stderr)
+        if a.json:
+            print(f'{{"type": "summary", {_json_file(a.file)}, "duration_s": {seconds:.3f}, '
+                  f'"detections": {len(found)}, "clipped_samples": {stats["n_clamped_samples"]}}}')
         return 0
 
     failures = 0
@@ -154,13 +173,14 @@ def main(argv=None):
         except (mega_kws.MegaError, ValueError, OSError) as e:
             failures += 1
             if a.json:
-                print(f'{{"file": {_json_str(path)}, "error": {_json_str(_reason(path, e))}}}')
+                print(f'{{"type": "error", {_json_file(path)}, "error": {_json_str(_reason(path, e))}}}')
             else:
                 print(f"mega_kws: {path}: {_reason(path, e)}", file=sys.stderr)
             continue
         if a.json:
             logits = ", ".join(f"{float(v):.7g}" for v in r.logits)
-            print(f'{{"file": {_json_str(path)}, "label": {_json_str(r.label)}, "score": {r.score:.6f}, '
+            print(f'{{"type": "classification", {_json_file(path)}, "label": {_json_str(r.label)}, '
+                  f'"score": {r.score:.6f}, '
                   f'"logits": [{logits}], "duration_s": {r.duration_s:.3f}, '
                   f'"window_start_s": {r.window_start_s:.3f}, "padded": {"true" if r.padded else "false"}, '
                   f'"sample_rate": {r.sample_rate}}}')

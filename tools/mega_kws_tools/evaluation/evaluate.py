@@ -261,7 +261,8 @@ SWEEP_SMOOTHING = (2, 3, 5)
 
 
 def stream_eval(ks, model, wav, csv_path, extra=()):
-    dets = run_json([ks, "scan", "-m", model, "--json", *extra, wav])
+    # the detections; scan also writes a summary (or an error) object per file
+    dets = [d for d in run_json([ks, "scan", "-m", model, "--json", *extra, wav]) if d.get("type") == "detection"]
     keywords, free = streamscore.read_stream_labels(csv_path)
     r = streamscore.score([(d["time_s"], d["label"]) for d in dets], keywords, free)
     return r
