@@ -5,7 +5,8 @@
 #     (dpkg-deb -I) must name that architecture and the dependencies on
 #     Debian's libopenblas0, libsndfile1, libsamplerate0 and libportaudio2,
 #     and their files the library in /usr/lib/<triplet>, the headers, CMake
-#     and pkg-config files, the CLI with the demo model, the Python package.
+#     and pkg-config files, the CLI with the demo model, the Python package;
+#     lintian must find no error (E:) in them.
 #  2. (unless --no-install; root, as in CI) apt-get installs them, then, with
 #     nothing pointing at the build or source tree:
 #     - the installed keyword_spotter classifies an installed sample WITHOUT -m
@@ -88,6 +89,12 @@ contains libmega-kws-dev "usr/$LIBDIR/libmega_kws.so" usr/include/mega/mega_kws.
 contains mega-kws usr/bin/keyword_spotter usr/share/mega_kws/models/sc10-demo.mega usr/share/mega_kws/samples/yes.wav
 contains python3-mega-kws usr/lib/python3/dist-packages/mega_kws/__init__.py \
   usr/lib/python3/dist-packages/mega_kws/_config.py
+# each package's license (DEP-5 copyright) and changelog, whose first entry is this version
+for p in "${PKGS[@]}"; do contains "$p" "usr/share/doc/$p/copyright" "usr/share/doc/$p/changelog.gz"; done
+contains mega-kws usr/share/doc/mega-kws/LICENSE usr/share/doc/mega-kws/NOTICE
+top=$(dpkg-deb --fsys-tarfile "$(deb mega-kws)" | tar -xO ./usr/share/doc/mega-kws/changelog.gz | gzip -dc | head -1)
+[[ "$top" == "mega-kws ($VERSION) "* ]] ||
+  fail "cmake/debian/changelog's first entry is '$top', not version $VERSION: add an entry for $VERSION"
 # the library's machine code is the architecture's
 X=$(mktemp -d)
 dpkg-deb -x "$(deb "$LIBPKG")" "$X"
@@ -97,6 +104,17 @@ case $ARCH in amd64) want="X86-64" ;; arm64) want="AArch64" ;; *) want="" ;; esa
 [ -z "$want" ] || [[ "$MACHINE" == *"$want"* ]] || fail "$LIBPKG ($ARCH) holds a library for $MACHINE"
 dpkg-deb -I "$(deb "$LIBPKG")" shlibs | grep -qx "libmega_kws $SOVERSION $LIBPKG (>= $VERSION)" ||
   fail "$LIBPKG has no shlibs entry for libmega_kws.so.$SOVERSION"
+# Debian's checks: lintian must report no error (E:) on any package. The few
+# warnings that do not apply to a CPack-made package are overridden, each with
+# its reason, in cmake/debian/lintian-overrides.
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/setup.sh installs it)"
+debs=(); for p in "${PKGS[@]}"; do debs+=("$(deb "$p")"); done
+if ! lintian --fail-on error --tag-display-limit 0 "${debs[@]}" > "$BUILD/lintian.txt" 2>&1 ||
+   grep -q '^E: ' "$BUILD/lintian.txt"; then
+  cat "$BUILD/lintian.txt" >&2
+  fail "lintian found errors in the packages (above; all of it in $BUILD/lintian.txt)"
+fi
+echo "lintian: no errors ($(grep -c '^W: ' "$BUILD/lintian.txt" || true) warnings; $BUILD/lintian.txt)"
 echo "packages: ${PKGS[*]} ($ARCH) made, control fields and contents as expected"
 [ "$INSTALL" -ne 0 ] || exit 0
 
