@@ -15,8 +15,10 @@
 #       packaged library and classifies the sample with the default model;
 #     - examples/embed builds against the installed package (find_package,
 #       then pkg-config) and prints what keyword_spotter scan prints;
+#     - every relative link in /usr/share/doc/mega-kws resolves there;
 #     - pip install ./python into a venv finds the packaged library without
-#       MEGA_KWS_LIBRARY (mega_kws.library_path() is its path);
+#       MEGA_KWS_LIBRARY (mega_kws.library_path() is its path), and its
+#       metadata names the license (Apache-2.0);
 #     and finally removes (purges) the packages again.
 # The build must be configured with -DCMAKE_INSTALL_PREFIX=/usr (Debian's
 # multiarch library directory). Packages already installed are not touched:
@@ -170,6 +172,7 @@ cc -std=c99 -Wall -Werror "$ROOT/examples/embed/embed_kws.c" -o embed_pc $(pkg-c
 ./embed_pc /usr/share/mega_kws/models/sc10-demo.mega "$ROOT/samples/commands.wav" > pc.txt
 cmp scan.txt pc.txt || fail "examples/embed built with pkg-config differs from keyword_spotter scan"
 echo "examples/embed against the packages (CMake and pkg-config): the detections of keyword_spotter scan"
+/usr/bin/python3 "$ROOT/scripts/check_doc_links.py" /usr/share/doc/mega-kws   # the installed documentation's links
 
 # pip install ./python (a copy: pip builds in the tree) finds the packaged library
 cp -r "$ROOT/python" pysrc
@@ -182,6 +185,8 @@ import sys
 import mega_kws
 assert mega_kws.__file__.startswith(sys.argv[1]), mega_kws.__file__  # the venv's, not the Debian package's
 assert mega_kws.library_path() == sys.argv[2], mega_kws.library_path()
+import importlib.metadata
+assert importlib.metadata.metadata("mega-kws")["License"] == "Apache-2.0", importlib.metadata.metadata("mega-kws")["License"]
 print("pip install ./python: %s uses %s" % (mega_kws.__file__, mega_kws.library_path()))
 PY
 
