@@ -43,8 +43,10 @@ fail() { echo "reproduce_training.sh: $*" >&2; exit 1; }
 stage_setup() { run bash "$ROOT/scripts/setup.sh"; }
 
 stage_sources() {
-  local repo commit dir
+  local repo commit dir list
   # the list comes from the tools themselves, so the clones cannot drift from what they read
+  list=$(PYTHONPATH="$ROOT/tools" $PY -m mega_kws_tools.data.sources)
+  [ -n "$list" ] || fail "python3 -m mega_kws_tools.data.sources listed no source"
   while read -r repo commit; do
     dir=$MIRROR/${repo%%/*}+${repo#*/}/repo
     if [ ! -d "$dir" ]; then
@@ -56,7 +58,7 @@ stage_sources() {
       git --git-dir "$dir" fetch -q origin "$commit" || fail "$repo: commit $commit is neither in the clone nor fetchable"
     fi
     run git --git-dir "$dir" cat-file -e "$commit^{commit}"
-  done < <(PYTHONPATH="$ROOT/tools" $PY -m mega_kws_tools.data.sources)
+  done <<< "$list"
 }
 
 stage_build() {
