@@ -10,7 +10,7 @@
 #   runtime  libmega_kws.so.N (and the CUDA module)      -> libmega-kwsN
 #   dev      headers, CMake package, pkg-config file     -> libmega-kws-dev
 #   cli      keyword_spotter, mega_rtf, mega-convert, the demo model, the
-#            sample clips, the README                    -> mega-kws
+#            sample clips, the documentation             -> mega-kws
 #   python   the Python package mega_kws                 -> python3-mega-kws
 include(CMakePackageConfigHelpers)
 
@@ -59,7 +59,15 @@ install(DIRECTORY tools/mega_kws_tools/convert/schema/ DESTINATION ${MEGA_INSTAL
         COMPONENT cli FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 configure_file(cmake/mega-convert.in ${CMAKE_CURRENT_BINARY_DIR}/mega-convert @ONLY)
 install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/mega-convert DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
-install(FILES README.md docs/models.md docs/jetson.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT cli)
+# The documentation, laid out as in the source tree so that its relative links
+# resolve (scripts/check_doc_links.py, run by scripts/test_install.sh): the
+# README, docs/, the example and the CUDA backend's notes the README links to,
+# the license and NOTICE (the data credits).
+install(FILES README.md LICENSE NOTICE DESTINATION ${MEGA_INSTALL_DOCDIR} COMPONENT cli)
+install(DIRECTORY docs/ DESTINATION ${MEGA_INSTALL_DOCDIR}/docs COMPONENT cli)
+install(FILES examples/embed/CMakeLists.txt examples/embed/embed_kws.c
+        DESTINATION ${MEGA_INSTALL_DOCDIR}/examples/embed COMPONENT cli)
+install(FILES kernels/cuda/README.md DESTINATION ${MEGA_INSTALL_DOCDIR}/kernels/cuda COMPONENT cli)
 
 # The Python package (python/mega_kws): its sources, and a _config.py written
 # at install time (so it follows --prefix and DESTDIR) with the installed

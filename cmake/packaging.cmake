@@ -19,7 +19,7 @@ set(MEGA_DEB_LIB libmega-kws${PROJECT_VERSION_MAJOR})
 
 set(CPACK_PACKAGE_NAME mega-kws)
 set(CPACK_PACKAGE_VENDOR "mega-kws")
-set(CPACK_PACKAGE_CONTACT "mega-kws maintainers <mega-kws@localhost>")
+set(CPACK_PACKAGE_CONTACT "mega-kws maintainers <mega-kws@users.noreply.github.com>")
 set(CPACK_PACKAGE_VERSION ${MEGA_DEB_VERSION})
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
@@ -52,6 +52,30 @@ endif()
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${MEGA_DEB_ARCH})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # NAME_VERSION_ARCH.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION sound)
+set(CPACK_STRIP_FILES ON)  # Debian ships stripped programs and libraries
+
+# What Debian asks of every package (scripts/test_packages.sh runs lintian):
+# its own /usr/share/doc/<package> with the license in the machine-readable
+# copyright format and the changelog (a native package: changelog.gz,
+# compressed with gzip -9n so that it is the same on every build). The first
+# entry of cmake/debian/changelog must name PROJECT_VERSION.
+set(MEGA_DEB_DIR ${PROJECT_SOURCE_DIR}/cmake/debian)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${MEGA_DEB_DIR}/changelog)
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/debian)
+execute_process(COMMAND gzip -9n -c ${MEGA_DEB_DIR}/changelog OUTPUT_FILE ${PROJECT_BINARY_DIR}/debian/changelog.gz
+                RESULT_VARIABLE MEGA_GZIP_RESULT)
+if(NOT MEGA_GZIP_RESULT EQUAL 0)
+  message(FATAL_ERROR "gzip -9n of ${MEGA_DEB_DIR}/changelog failed: ${MEGA_GZIP_RESULT}")
+endif()
+foreach(pair runtime:${MEGA_DEB_LIB} dev:libmega-kws-dev cli:mega-kws python:python3-mega-kws)
+  string(REPLACE ":" ";" pair ${pair})
+  list(GET pair 0 component)
+  list(GET pair 1 package)
+  install(FILES ${MEGA_DEB_DIR}/copyright ${PROJECT_BINARY_DIR}/debian/changelog.gz
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component})
+endforeach()
+install(FILES ${MEGA_DEB_DIR}/libmega-kws.lintian-overrides DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+        RENAME ${MEGA_DEB_LIB} COMPONENT runtime)
 
 find_program(MEGA_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(MEGA_DPKG_SHLIBDEPS AND NOT CMAKE_CROSSCOMPILING)
@@ -81,6 +105,7 @@ spotting runtime, with its CPU backend.")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${MEGA_DEB_LIB_DEPENDS}")
 string(REGEX REPLACE ", $" "" CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS}")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # DEBIAN/shlibs of libmega-kwsN, for packages linking it
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${MEGA_DEB_DIR}/triggers)  # ldconfig after install and removal
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libmega-kws-dev)

@@ -11,7 +11,8 @@ PKGS=(build-essential cmake ninja-build pkg-config
       festvox-czech-ph festvox-italp16k festvox-itapc16k festvox-suopuhe-lj festvox-suopuhe-mv festvox-ru
       festvox-hi-nsk festvox-mr-nsk festvox-te-nsk festival-hi festival-mr festival-te
       pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils
-      valgrind clang libclang-rt-14-dev)
+      valgrind clang libclang-rt-14-dev
+      lintian)   # scripts/test_packages.sh: the Debian packages must be clean of lintian errors
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -12,7 +12,9 @@
 #  - a C++ program against the installed C++ headers (mega/engine.hpp);
 #  - the installed CLI classifies an installed sample with the installed model;
 #  - the installed converter (bin/mega-convert) converts a checkpoint that the
-#    installed CLI then self-tests.
+#    installed CLI then self-tests;
+#  - every relative link in the installed documentation (share/doc/mega-kws)
+#    resolves inside it (scripts/check_doc_links.py).
 # Usage: scripts/test_install.sh [BUILD_DIR]   (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -100,4 +102,9 @@ if [ -x "$BUILD/bench/mega_rtf" ]; then  # the benchmark, installed beside the C
   "$P/bin/mega_rtf" -m "$MODEL" --backend cpu --seconds 1 --json | grep -q '"rtf"' ||
     { echo "the installed mega_rtf failed"; exit 1; }
 fi
+# the installed documentation: every relative link in it resolves inside it
+[ -f "$P/share/doc/mega-kws/README.md" ] || { echo "no README.md in share/doc/mega-kws"; exit 1; }
+for d in "$P"/share/doc/*/; do
+  if compgen -G "$d*.md" >/dev/null; then /usr/bin/python3 scripts/check_doc_links.py "${d%/}"; fi
+done
 echo "installed package: library, headers, CMake package, pkg-config, C example, Python package, CLI and converter work"

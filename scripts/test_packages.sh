@@ -5,7 +5,8 @@
 #     (dpkg-deb -I) must name that architecture and the dependencies on
 #     Debian's libopenblas0, libsndfile1, libsamplerate0 and libportaudio2,
 #     and their files the library in /usr/lib/<triplet>, the headers, CMake
-#     and pkg-config files, the CLI with the demo model, the Python package.
+#     and pkg-config files, the CLI with the demo model, the Python package;
+#     lintian must find no error (E:) in them.
 #  2. (unless --no-install; root, as in CI) apt-get installs them, then, with
 #     nothing pointing at the build or source tree:
 #     - the installed keyword_spotter classifies an installed sample WITHOUT -m
@@ -14,8 +15,10 @@
 #       packaged library and classifies the sample with the default model;
 #     - examples/embed builds against the installed package (find_package,
 #       then pkg-config) and prints what keyword_spotter scan prints;
+#     - every relative link in /usr/share/doc/mega-kws resolves there;
 #     - pip install ./python into a venv finds the packaged library without
-#       MEGA_KWS_LIBRARY (mega_kws.library_path() is its path);
+#       MEGA_KWS_LIBRARY (mega_kws.library_path() is its path), and its
+#       metadata names the license (Apache-2.0);
 #     and finally removes (purges) the packages again.
 # The build must be configured with -DCMAKE_INSTALL_PREFIX=/usr (Debian's
 # multiarch library directory). Packages already installed are not touched:
@@ -88,6 +91,12 @@ contains libmega-kws-dev "usr/$LIBDIR/libmega_kws.so" usr/include/mega/mega_kws.
 contains mega-kws usr/bin/keyword_spotter usr/share/mega_kws/models/sc10-demo.mega usr/share/mega_kws/samples/yes.wav
 contains python3-mega-kws usr/lib/python3/dist-packages/mega_kws/__init__.py \
   usr/lib/python3/dist-packages/mega_kws/_config.py
+# each package's license (DEP-5 copyright) and changelog, whose first entry is this version
+for p in "${PKGS[@]}"; do contains "$p" "usr/share/doc/$p/copyright" "usr/share/doc/$p/changelog.gz"; done
+contains mega-kws usr/share/doc/mega-kws/LICENSE usr/share/doc/mega-kws/NOTICE
+top=$(dpkg-deb --fsys-tarfile "$(deb mega-kws)" | tar -xO ./usr/share/doc/mega-kws/changelog.gz | gzip -dc | head -1)
+[[ "$top" == "mega-kws ($VERSION) "* ]] ||
+  fail "cmake/debian/changelog's first entry is '$top', not version $VERSION: add an entry for $VERSION"
 # the library's machine code is the architecture's
 X=$(mktemp -d)
 dpkg-deb -x "$(deb "$LIBPKG")" "$X"
@@ -97,6 +106,17 @@ case $ARCH in amd64) want="X86-64" ;; arm64) want="AArch64" ;; *) want="" ;; esa
 [ -z "$want" ] || [[ "$MACHINE" == *"$want"* ]] || fail "$LIBPKG ($ARCH) holds a library for $MACHINE"
 dpkg-deb -I "$(deb "$LIBPKG")" shlibs | grep -qx "libmega_kws $SOVERSION $LIBPKG (>= $VERSION)" ||
   fail "$LIBPKG has no shlibs entry for libmega_kws.so.$SOVERSION"
+# Debian's checks: lintian must report no error (E:) on any package. The few
+# warnings that do not apply to a CPack-made package are overridden, each with
+# its reason, in cmake/debian/lintian-overrides.
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/setup.sh installs it)"
+debs=(); for p in "${PKGS[@]}"; do debs+=("$(deb "$p")"); done
+if ! lintian --fail-on error --tag-display-limit 0 "${debs[@]}" > "$BUILD/lintian.txt" 2>&1 ||
+   grep -q '^E: ' "$BUILD/lintian.txt"; then
+  cat "$BUILD/lintian.txt" >&2
+  fail "lintian found errors in the packages (above; all of it in $BUILD/lintian.txt)"
+fi
+echo "lintian: no errors ($(grep -c '^W: ' "$BUILD/lintian.txt" || true) warnings; $BUILD/lintian.txt)"
 echo "packages: ${PKGS[*]} ($ARCH) made, control fields and contents as expected"
 [ "$INSTALL" -ne 0 ] || exit 0
 
@@ -152,6 +172,7 @@ cc -std=c99 -Wall -Werror "$ROOT/examples/embed/embed_kws.c" -o embed_pc $(pkg-c
 ./embed_pc /usr/share/mega_kws/models/sc10-demo.mega "$ROOT/samples/commands.wav" > pc.txt
 cmp scan.txt pc.txt || fail "examples/embed built with pkg-config differs from keyword_spotter scan"
 echo "examples/embed against the packages (CMake and pkg-config): the detections of keyword_spotter scan"
+/usr/bin/python3 "$ROOT/scripts/check_doc_links.py" /usr/share/doc/mega-kws   # the installed documentation's links
 
 # pip install ./python (a copy: pip builds in the tree) finds the packaged library
 cp -r "$ROOT/python" pysrc
@@ -164,6 +185,8 @@ import sys
 import mega_kws
 assert mega_kws.__file__.startswith(sys.argv[1]), mega_kws.__file__  # the venv's, not the Debian package's
 assert mega_kws.library_path() == sys.argv[2], mega_kws.library_path()
+import importlib.metadata
+assert importlib.metadata.metadata("mega-kws")["License"] == "Apache-2.0", importlib.metadata.metadata("mega-kws")["License"]
 print("pip install ./python: %s uses %s" % (mega_kws.__file__, mega_kws.library_path()))
 PY
 

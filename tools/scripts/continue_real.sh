@@ -6,20 +6,18 @@
 #
 #   [SHIPPED_RUN=DIR] [STEPS=N] [HARD_SHARE=P] continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
 #
-# WORK (default /work) holds the data; every stage skips what is already made,
-# and the training resumes from RUN_DIR/last.pt, so the script can be run again
-# after an interruption. HARD_SHARE > 0 mines hard examples with INIT (stage 4b:
-# the windows of training speakers' running speech it fires on, and training
-# speakers' keywords it misses in a recording) and draws them that share of
-# each batch. Before the first run, bring these repositories here
-# with the session's fetch tool: every one of tools/mega_kws_tools/data/real_sc_sources.txt,
-# github:jimbozhang/speechocean762 and github:rhasspy/dataset-voice-cathy.
+# WORK (default work/ in the repository) holds the data; every stage skips what
+# is already made, and the training resumes from RUN_DIR/last.pt, so the script
+# can be run again after an interruption. HARD_SHARE > 0 mines hard examples with
+# INIT (stage 4b: the windows of training speakers' running speech it fires on,
+# and training speakers' keywords it misses in a recording) and draws them that
+# share of each batch. Before the first run, clone the public sources into
+# MIRROR (default WORK/sources): `bash tools/scripts/reproduce_training.sh sources`.
 # Stage times on this project's 2-core machine are in docs/models.md.
 set -euo pipefail
 INIT=$1 PRESET=$2 RUN=$3 SEED=${4:-171}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/real_data.sh"
-MIRROR=${MIRROR:-$WORK/.mirror}
 STEPS=${STEPS:-1500} HARD_SHARE=${HARD_SHARE:-0}
 # HARD_SHARE: 0 (no hard examples) or a share in (0, 1]; MINE=1 when above 0
 MINE=$($PY -c 'import sys

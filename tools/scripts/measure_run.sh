@@ -7,7 +7,7 @@
 #
 #   [SHIPPED_RUN=DIR] measure_run.sh RUN_DIR
 #
-# The data are continue_real.sh's (under WORK, default /work); docs/models.md
+# The data are continue_real.sh's (under WORK, default work/ in the repository); docs/models.md
 # has the stage times.
 set -euo pipefail
 RUN=$1

@@ -29,13 +29,14 @@ Output (--out DIR):
 Never commit the audio.  The sources used are listed in
 tools/mega_kws_tools/data/real_sc_sources.txt (owner/name, commit, path prefix).  To rebuild on
 a new machine:
-  1. bring each repository of real_sc_sources.txt here with the session's
-     `fetch` tool (github:<owner>/<name>); it lands in
-     /work/.mirror/<owner>+<name>/repo (a bare git directory, or repo/.git);
-  2. /usr/bin/python3 -m mega_kws_tools.data.fetch_real_sc --out /work/data/real_sc \\
-         --sources tools/mega_kws_tools/data/real_sc_sources.txt [--mirror-root /work/.mirror] [--overwrite]
+  1. clone each repository of real_sc_sources.txt into
+     MIRROR/<owner>+<name>/repo (a bare clone, or a clone with repo/.git):
+     `bash tools/scripts/reproduce_training.sh sources` does it (MIRROR
+     defaults to work/sources in the repository);
+  2. /usr/bin/python3 -m mega_kws_tools.data.fetch_real_sc --out work/data/real_sc \\
+         --sources tools/mega_kws_tools/data/real_sc_sources.txt --mirror-root work/sources [--overwrite]
 Or name git directories directly (their HEAD, whole tree):
-  /usr/bin/python3 -m mega_kws_tools.data.fetch_real_sc --out DIR /work/.mirror/a+b/repo[:PREFIX] ...
+  /usr/bin/python3 -m mega_kws_tools.data.fetch_real_sc --out DIR work/sources/a+b/repo[:PREFIX] ...
 Check a built folder: /usr/bin/python3 -m mega_kws_tools.data.fetch_real_sc --check DIR
 """
 
@@ -179,26 +180,31 @@ class Source:
         return f"{self.name} {self.commit} {self.prefix or '.'}"
 
 
+def parse_sources_file(path):
+    """(owner/name, commit, path prefix) of each line of a sources file."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split("#", 1)[0].split()
+            if parts:
+                out.append((parts[0], parts[1], parts[2] if len(parts) > 2 else ""))
+    return out
+
+
 def read_sources_file(path, mirror_root):
     sources = []
-    for line in open(path):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        parts = line.split()
-        repo, commit = parts[0], parts[1]
-        prefix = parts[2] if len(parts) > 2 else ""
+    for repo, commit, prefix in parse_sources_file(path):
         owner, name = repo.split("/", 1)
         gitdir = os.path.join(mirror_root, f"{owner}+{name}", "repo")
         if os.path.isdir(os.path.join(gitdir, ".git")):  # some snapshots arrive as repo/.git
             gitdir = os.path.join(gitdir, ".git")
         if not os.path.isdir(gitdir):
-            print(f"warning: {repo}: no mirror at {gitdir} (fetch github:{repo} first); skipped", file=sys.stderr)
+            print(f"warning: {repo}: no clone at {gitdir} (git clone --bare https://github.com/{repo}.git {gitdir}); skipped", file=sys.stderr)
             continue
         try:
             sources.append(Source(gitdir, commit, prefix, name=repo))
         except RuntimeError as e:
-            print(f"warning: {repo}: commit {commit} not in the mirror ({e}); skipped", file=sys.stderr)
+            print(f"warning: {repo}: commit {commit} not in the clone ({e}); skipped", file=sys.stderr)
     return sources
 
 
@@ -386,7 +392,8 @@ def main(argv=None):
     ap.add_argument("gitdirs", nargs="*", help="bare git directories, GITDIR or GITDIR:PREFIX (their HEAD)")
     ap.add_argument("--out", help="output folder (Speech Commands layout)")
     ap.add_argument("--sources", help="file of 'owner/name commit [prefix]' lines (tools/mega_kws_tools/data/real_sc_sources.txt)")
-    ap.add_argument("--mirror-root", default="/work/.mirror", help="where fetch put the mirrors (%(default)s)")
+    ap.add_argument("--mirror-root", help="with --sources: the folder of the clones, <owner>+<name>/repo each "
+                    "(tools/scripts/reproduce_training.sh's MIRROR)")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing output folder built by this tool")
     ap.add_argument("--check", metavar="DIR", help="only check a built folder; exit 1 on a problem")
     args = ap.parse_args(argv)
@@ -399,6 +406,8 @@ def main(argv=None):
         return 1 if problems else 0
     if not args.out:
         ap.error("--out is required")
+    if args.sources and not args.mirror_root:
+        ap.error("--sources needs --mirror-root (the folder the repositories were cloned into)")
     sources = read_sources_file(args.sources, args.mirror_root) if args.sources else []
     sources += [parse_gitdir_arg(a) for a in args.gitdirs]
     if not sources:

@@ -4,9 +4,9 @@
 real clips of `on`, `off` and `go`.
 
   python3 -m mega_kws_tools.data.sentence_keywords --source speechocean762 \
-      --repo /work/.mirror/jimbozhang+speechocean762/repo --out /work/data/so762kw
+      --repo work/sources/jimbozhang+speechocean762/repo --out work/data/so762kw
   python3 -m mega_kws_tools.data.sentence_keywords --source cathy \
-      --repo /work/.mirror/rhasspy+dataset-voice-cathy/repo --out /work/data/cathykw
+      --repo work/sources/rhasspy+dataset-voice-cathy/repo --out work/data/cathykw
 
 Sources: speechocean762 (its train/ half only, 125 speakers, Mandarin first
 language, half of them children; speechocean.py's speaker split, so its

@@ -3,7 +3,7 @@
 commercial and non-commercial use by its README): keyword-free sentences of
 real speakers, for counting false alarms and as real negatives.
 
-  speechocean.py --repo /work/.mirror/jimbozhang+speechocean762/repo --out /work/data/so762
+  speechocean.py --repo work/sources/jimbozhang+speechocean762/repo --out work/data/so762
 
 Only the corpus's `train/` half is read (the utterances its train/wav.scp
 lists); its `test/` half is kept outside the project for judging, like the
