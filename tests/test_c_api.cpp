@@ -341,10 +341,14 @@ TEST(CApiDetector, DefaultsAndOverrides) {
   EXPECT_LT(o.refractory_ms, 0);
   EXPECT_LT(o.sensitivity, 0.0f);
 
+  // sensitivity 0.5 keeps the stored thresholds exactly, on's 0.995 included (issue 85 item 6)
+  mega_detector_options half = o;
+  half.sensitivity = 0.5f;
   float thr[12];
   int32_t smoothing = 0, refractory = 0;
   for (const mega_detector_options* opts : {static_cast<const mega_detector_options*>(nullptr),
-                                            static_cast<const mega_detector_options*>(&o)}) {
+                                            static_cast<const mega_detector_options*>(&o),
+                                            static_cast<const mega_detector_options*>(&half)}) {
     mega_detector* d = mega_detector_create(m, opts, &st);
     ASSERT_NE(d, nullptr) << mega_load_error();
     EXPECT_EQ(st, MEGA_OK);

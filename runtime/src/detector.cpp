@@ -137,7 +137,9 @@ std::vector<float> Detector::apply_sensitivity(const std::vector<float>& thresho
   const float shift = 0.5f - std::min(1.0f, std::max(0.0f, sensitivity));
   // the clamp to [0.01, 0.99] limits the move; it never moves a threshold the
   // other way (a stored 0.995 stays at sensitivity <= 0.5; 0.5 changes nothing)
-  for (float& t : out) t = shift > 0.0f ? std::max(t, std::min(0.99f, t + shift)) : std::min(t, std::max(0.01f, t + shift));
+  for (float& t : out) {
+    t = shift > 0.0f ? std::max(t, std::min(0.99f, t + shift)) : std::min(t, std::max(0.01f, t + shift));
+  }
   return out;
 }
 
