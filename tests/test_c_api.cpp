@@ -341,10 +341,14 @@ TEST(CApiDetector, DefaultsAndOverrides) {
   EXPECT_LT(o.refractory_ms, 0);
   EXPECT_LT(o.sensitivity, 0.0f);
 
+  // sensitivity 0.5 keeps the stored thresholds exactly, on's 0.995 included (issue 85 item 6)
+  mega_detector_options half = o;
+  half.sensitivity = 0.5f;
   float thr[12];
   int32_t smoothing = 0, refractory = 0;
   for (const mega_detector_options* opts : {static_cast<const mega_detector_options*>(nullptr),
-                                            static_cast<const mega_detector_options*>(&o)}) {
+                                            static_cast<const mega_detector_options*>(&o),
+                                            static_cast<const mega_detector_options*>(&half)}) {
     mega_detector* d = mega_detector_create(m, opts, &st);
     ASSERT_NE(d, nullptr) << mega_load_error();
     EXPECT_EQ(st, MEGA_OK);
@@ -699,6 +703,105 @@ TEST(CApiDetector, FlushHearsTheWordThatEndsTheRecording) {
   ASSERT_EQ(labels_of(by_flush), want);  // the same words, then "left"
   EXPECT_NEAR(by_flush.back().time_s, 7.90, 0.25 + 1e-6);  // within one hop of the word's end
   mega_session_free(s);
+  mega_detector_free(d);
+  mega_model_free(m);
+}
+
+// Issue 85 item 2, through the C API with the demo model's defaults: a
+// keyword's logits in the first hop alone (what a tone or the first syllable
+// of a sentence gives while the model's window fills) fire nothing; a keyword
+// whose logits stay up from the first hop fires, dated from its first hop.
+TEST(CApiDetector, TheFirstHopsOfAStreamDoNotFireAlone) {
+  mega_status st = MEGA_ERR_IO;
+  mega_model* m = mega_model_load(demo_model().c_str(), &st);
+  ASSERT_NE(m, nullptr) << mega_load_error();
+  mega_detector* d = mega_detector_create(m, nullptr, &st);
+  ASSERT_NE(d, nullptr) << mega_load_error();
+  const int32_t n = mega_model_n_classes(m);
+  auto index_of = [&](const char* label) {
+    int32_t i = 0;
+    while (i < n && std::strcmp(mega_model_label(m, i), label) != 0) ++i;
+    return i;
+  };
+  const int32_t go = index_of("go"), unknown = index_of("_unknown_");
+  ASSERT_LT(go, n);
+  ASSERT_LT(unknown, n);
+  auto peaked = [&](int32_t label) {  // softmax about 0.999 on label
+    std::vector<float> l(size_t(n), 0.0f);
+    l[size_t(label)] = 10.0f;
+    return l;
+  };
+  auto fired_at = [&](const std::vector<std::vector<float>>& hops) {
+    std::vector<int64_t> out;
+    for (const auto& l : hops) {
+      mega_detection x;
+      int32_t fired = 0;
+      EXPECT_EQ(mega_detector_update(d, l.data(), &x, &fired), MEGA_OK);
+      if (fired) {
+        EXPECT_EQ(x.label_index, go);
+        out.push_back(x.hop_index);
+      }
+    }
+    return out;
+  };
+  std::vector<std::vector<float>> spike(20, peaked(unknown));
+  spike[0] = peaked(go);
+  EXPECT_TRUE(fired_at(spike).empty());
+  mega_detector_reset(d);
+  std::vector<std::vector<float>> word(20, peaked(unknown));
+  for (size_t i = 0; i < 6; ++i) word[i] = peaked(go);
+  const std::vector<int64_t> got = fired_at(word);
+  ASSERT_EQ(got.size(), 1u);
+  std::string err;
+  auto cm = mega::Model::load(demo_model(), &err);
+  ASSERT_TRUE(cm) << err;
+  EXPECT_EQ(got[0], cm->hparams().window_chunks);  // the first hop after the model's window has filled
+  mega_detector_free(d);
+  mega_model_free(m);
+}
+
+// Issue 85 item 7: a NaN or an infinity among the logits is refused, and the
+// detector is as it was: the same stream with such hops in between gives the
+// same detections at the same hops.
+TEST(CApiDetector, NonFiniteLogitsAreRefusedAndChangeNothing) {
+  mega_status st = MEGA_ERR_IO;
+  mega_model* m = mega_model_load(demo_model().c_str(), &st);
+  ASSERT_NE(m, nullptr) << mega_load_error();
+  mega_detector_options o;
+  mega_detector_options_init(&o);
+  o.threshold = 0.5f;
+  o.refractory_ms = 0;
+  mega_detector* d = mega_detector_create(m, &o, &st);
+  ASSERT_NE(d, nullptr) << mega_load_error();
+  const int32_t n = mega_model_n_classes(m);
+  std::vector<std::vector<float>> hops;
+  for (int32_t h = 0; h < 40; ++h) {  // each keyword in turn, four hops each
+    std::vector<float> l(size_t(n), 0.0f);
+    l[size_t((h / 4) % n)] = 8.0f;
+    hops.push_back(l);
+  }
+  auto feed = [&](bool with_bad) {
+    std::vector<std::pair<int64_t, int32_t>> out;
+    mega_detector_reset(d);
+    for (size_t h = 0; h < hops.size(); ++h) {
+      mega_detection x;
+      int32_t fired = -1;
+      if (with_bad) {
+        for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+          std::vector<float> l = hops[h];
+          l[h % size_t(n)] = bad;
+          EXPECT_EQ(mega_detector_update(d, l.data(), &x, &fired), MEGA_ERR_INVALID_ARGUMENT) << "hop " << h;
+          EXPECT_EQ(fired, 0);
+        }
+      }
+      EXPECT_EQ(mega_detector_update(d, hops[h].data(), &x, &fired), MEGA_OK);
+      if (fired) out.emplace_back(x.hop_index, x.label_index);
+    }
+    return out;
+  };
+  const auto want = feed(false);
+  EXPECT_GE(want.size(), 5u);
+  EXPECT_EQ(feed(true), want);
   mega_detector_free(d);
   mega_model_free(m);
 }

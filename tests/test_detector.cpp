@@ -16,8 +16,9 @@ std::vector<float> logits_for(std::vector<float> p) {
   return l;
 }
 
-std::unique_ptr<mega::Detector> make(float thr, int smooth, int refractory_ms, int hop_ms = 250) {
+std::unique_ptr<mega::Detector> make(float thr, int smooth, int refractory_ms, int hop_ms = 250, int warmup = 0) {
   mega::DetectorConfig c;
+  c.warmup_hops = warmup;
   c.thresholds.assign(kLabels.size(), thr);
   c.smoothing_hops = smooth;
   c.refractory_ms = refractory_ms;
@@ -173,6 +174,14 @@ TEST(Detector, EventHopWithoutSmoothingIsTheFiringHop) {
   EXPECT_EQ(dets[1].event_hop, 5);
 }
 
+// a detection's label, firing hop, event hop and score
+void expect_detection(const mega::Detection& d, int label, int64_t hop, int64_t event_hop, float score) {
+  EXPECT_EQ(d.label, label);
+  EXPECT_EQ(d.hop_index, hop);
+  EXPECT_EQ(d.event_hop, event_hop);
+  EXPECT_NEAR(d.score, score, 1e-3f);
+}
+
 // A word in the last hops of a stream: the smoothing window has not filled
 // with it when the stream ends; finish() shrinks the window from the end.
 TEST(Detector, FinishHearsAWordThatEndsTheStream) {
@@ -180,10 +189,7 @@ TEST(Detector, FinishHearsAWordThatEndsTheStream) {
   EXPECT_TRUE(run(*d, {kQuiet, kQuiet, kQuiet, kYes}).empty());  // (0.01 + 0.01 + 0.9) / 3 < 0.8
   mega::Detection det;
   ASSERT_TRUE(d->finish(&det));  // the last hop alone: 0.9
-  EXPECT_EQ(det.label, 0);
-  EXPECT_EQ(det.hop_index, 3);
-  EXPECT_EQ(det.event_hop, 3);
-  EXPECT_NEAR(det.score, 0.9f, 1e-3f);
+  expect_detection(det, 0, 3, 3, 0.9f);
   EXPECT_FALSE(d->finish(&det));  // at most once: it is now suppressed and disarmed
 
   // two hops of the word: the mean of the last two is enough
@@ -208,4 +214,62 @@ TEST(Detector, FinishAddsNothingWhenTheWordAlreadyFiredOrNoneWasSaid) {
   auto one_hop = make(0.8f, 1, 0);     // without smoothing there is nothing to shrink
   EXPECT_TRUE(run(*one_hop, {kQuiet, {0.7f, 0.1f, 0.1f, 0.1f}}).empty());
   EXPECT_FALSE(one_hop->finish(&det));
+}
+
+// Issue 85 item 2: the first hops of a stream (warmup_hops: the model filling
+// its window) neither fire nor enter the smoothing average, so a spike there
+// (a tone read as "go" while the window fills) is no detection; a word said
+// from the very first hop still fires once the warm-up is over, and its event
+// hop reaches back to where it began.
+TEST(Detector, WarmupHopsNeitherFireNorEnterTheAverage) {
+  auto d = make(0.8f, 3, 0, 250, 2);
+  EXPECT_TRUE(run(*d, {kYes, kYes, kUnknown, kUnknown, kQuiet, kQuiet}).empty());
+  mega::Detection det;
+  EXPECT_FALSE(d->finish(&det));  // nor at the end: the warm-up is not judged once the stream is past it
+  auto plain = make(0.8f, 3, 0, 250, 0);  // without a warm-up the same spike fires at hop 0
+  EXPECT_EQ(run(*plain, {kYes, kYes, kUnknown, kUnknown, kQuiet, kQuiet}).size(), 1u);
+}
+
+TEST(Detector, AKeywordFromTheFirstHopFiresAfterTheWarmup) {
+  auto d = make(0.8f, 3, 0, 250, 2);
+  auto dets = detections(*d, {kYes, kYes, kYes, kYes, kQuiet, kQuiet});
+  ASSERT_EQ(dets.size(), 1u);
+  // fired at hop 2 (the first after the warm-up, alone: 0.9), heard from hop 0 on
+  expect_detection(dets[0], 0, 2, 0, 0.9f);
+}
+
+// A stream that ends within its warm-up (a clip no longer than the model's
+// window) is judged at its end over all its hops, so a one-second clip of a
+// keyword is heard; one that holds no keyword gives nothing.
+TEST(Detector, FinishJudgesAClipThatEndedInItsWarmup) {
+  auto d = make(0.8f, 5, 1000, 250, 4);
+  EXPECT_TRUE(run(*d, {kQuiet, kYes, kYes, kYes}).empty());
+  mega::Detection det;
+  ASSERT_TRUE(d->finish(&det));  // the last three hops: 0.9
+  expect_detection(det, 0, 3, 1, 0.9f);
+  auto spike = make(0.8f, 5, 1000, 250, 4);
+  EXPECT_TRUE(run(*spike, {kYes, kUnknown, kUnknown, kUnknown}).empty());
+  EXPECT_FALSE(spike->finish(&det));
+}
+
+// Issue 85 item 6: 0.5 keeps every stored threshold exactly; below 0.5 (fire
+// less) none falls, above 0.5 (fire more) none rises, clamps included.
+TEST(Detector, SensitivityNeverMovesAThresholdTheWrongWay) {
+  const std::vector<float> stored = {0.995f, 0.005f, 0.5f, 1.0f};
+  EXPECT_EQ(mega::Detector::apply_sensitivity(stored, 0.5f), stored);
+  for (float s : {0.0f, 0.2f, 0.49f, 0.5f, 0.51f, 0.8f, 1.0f}) {
+    const std::vector<float> t = mega::Detector::apply_sensitivity(stored, s);
+    for (size_t i = 0; i < stored.size(); ++i) {
+      if (s <= 0.5f) {
+        EXPECT_GE(t[i], stored[i]) << "sensitivity " << s << ", threshold " << stored[i];
+      }
+      if (s >= 0.5f) {
+        EXPECT_LE(t[i], stored[i]) << "sensitivity " << s << ", threshold " << stored[i];
+      }
+      EXPECT_TRUE(t[i] > 0.0f && t[i] <= 1.0f);
+    }
+  }
+  EXPECT_FLOAT_EQ(mega::Detector::apply_sensitivity(stored, 0.0f)[2], 0.99f);  // raised by 0.5, clamped
+  EXPECT_FLOAT_EQ(mega::Detector::apply_sensitivity(stored, 1.0f)[0], 0.495f);
+  EXPECT_FLOAT_EQ(mega::Detector::apply_sensitivity(stored, 1.0f)[2], 0.01f);   // lowered by 0.5, clamped
 }

@@ -223,6 +223,39 @@ def test_detector_update_equals_detect(demo):
     assert d.update(np.zeros(12, np.float32)) == []  # one hop, a flat posterior: nothing
 
 
+
+def test_the_start_of_a_stream_does_not_fire_alone(demo):
+    """Issue 85 item 2: a 440 Hz tone read "go" in its first hop; a keyword at
+    the very start of a recording is still found."""
+    t = np.arange(10 * demo.sample_rate) / demo.sample_rate
+    tone = (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+    s = mega_kws.Session(demo)
+    d = mega_kws.Detector(demo)
+    assert d.detect(s, tone) + d.flush(s) == []
+    x, _, _ = mega_kws.read_wav(os.path.join(SAMPLES, "stop.wav"))
+    s.reset()
+    d.reset()
+    found = d.detect(s, np.concatenate([x, np.zeros(5 * demo.sample_rate, np.float32)])) + d.flush(s)
+    assert [e.label for e in found] == ["stop"]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_logits_are_refused_and_feed_nothing(demo, bad):
+    """Issue 85 item 7: a NaN or an infinity in any row is a ValueError, and no
+    row of that call was fed: the detector goes on as if it had not been made."""
+    x, _, _ = mega_kws.read_wav(COMMANDS)
+    s = mega_kws.Session(demo)
+    logits = s.push(np.concatenate([x, np.zeros((-len(x)) % demo.chunk_samples, np.float32)]))
+    want = mega_kws.Detector(demo, sensitivity=0.8).update(logits)
+    d = mega_kws.Detector(demo, sensitivity=0.8)
+    dirty = logits.copy()
+    dirty[7, 3] = bad
+    with pytest.raises(ValueError, match="hop 7 .*not all finite"):
+        d.update(dirty)
+    with pytest.raises(mega_kws.InvalidArgumentError):
+        d.update(dirty[7])
+    assert d.update(logits) == want
+
 def test_detector_overrides_and_settings(demo):
     d = mega_kws.Detector(demo)
     assert d.thresholds.dtype == np.float32 and d.thresholds.shape == (12,)

@@ -431,7 +431,8 @@ class Detector(_Owned):
         """Feeds window logits: one hop (shape (n_classes,)) or one per row
         (shape (n_hops, n_classes), as Session.push returns them). Returns the
         detections (a list, often empty); their time_s counts hops since the
-        detector was created or reset."""
+        detector was created or reset. A NaN or an infinity in any row raises
+        InvalidArgumentError (a ValueError) and feeds none of them."""
         a = np.asarray(logits)
         if a.dtype.kind != "f":
             raise TypeError(f"logits must be floats, not {a.dtype}")
@@ -441,6 +442,9 @@ class Detector(_Owned):
         if a.ndim != 2 or a.shape[1] != self.model.n_classes:
             raise ValueError(f"logits must have shape ({self.model.n_classes},) or (n, {self.model.n_classes}), "
                              f"got {np.asarray(logits).shape}")
+        bad = np.nonzero(~np.isfinite(a).all(axis=1))[0]
+        if len(bad):  # refused before any hop is fed, so none is lost (the library refuses them one by one)
+            raise _invalid(f"logits of hop {bad[0]} are not all finite (NaN or Inf): nothing was fed")
         lib = _native.lib()
         fired = _native.ctypes.c_int32(0)
         out = []

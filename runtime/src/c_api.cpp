@@ -3,6 +3,7 @@
 #include "mega/mega_kws.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <string>
@@ -285,7 +286,14 @@ const float kZeros[1024] = {};
 }  // namespace
 
 mega_status mega_detector_update(mega_detector* d, const float* logits, mega_detection* out, int32_t* fired) {
+  if (fired) *fired = 0;
   if (!d || !logits || !fired) return MEGA_ERR_INVALID_ARGUMENT;
+  // a NaN or infinity would sit in the smoothing window for smoothing_hops
+  // hops and mute every keyword: refused before the detector is touched
+  const size_t n = d->model->labels().size();
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(logits[i])) return MEGA_ERR_INVALID_ARGUMENT;
+  }
   // the detector's own hop count stands for the stream position (hop_index is the hop about to be updated)
   const int64_t end_sample = (d->detector->hops_seen() + 1) * d->model->hparams().chunk_samples();
   *fired = detect_hop(d, logits, end_sample, out) ? 1 : 0;

@@ -24,9 +24,11 @@ std::unique_ptr<Detector> Detector::create(const std::vector<std::string>& label
   if (cfg.smoothing_hops < 1 || cfg.smoothing_hops > 1024) return fail("smoothing must be 1..1024 hops");
   if (cfg.refractory_ms < 0 || cfg.refractory_ms > 600000) return fail("refractory time must be 0..600000 ms");
   if (cfg.hop_ms <= 0) return fail("hop duration must be positive");
+  if (cfg.warmup_hops < 0) return fail("warm-up hops must be >= 0");
   std::unique_ptr<Detector> d(new Detector());
   d->n_ = int32_t(n);
   d->hops_ = cfg.smoothing_hops;
+  d->warmup_ = cfg.warmup_hops;
   d->thresholds_ = cfg.thresholds;
   d->refractory_hops_ = (int64_t(cfg.refractory_ms) + cfg.hop_ms - 1) / cfg.hop_ms;
   d->can_fire_.resize(n);
@@ -58,15 +60,25 @@ bool Detector::update(const float* logits, Detection* out) {
   const size_t slot = size_t(hop_ % hops_) * size_t(n_);
   for (int32_t i = 0; i < n_; ++i) history_[slot + size_t(i)] = float(probs_[size_t(i)] / sum);
   const int64_t hop = hop_++;
-  // average over the hops seen so far (at most hops_)
-  return fire_at(hop, std::min<int64_t>(hop + 1, hops_), out);
+  if (hop < warmup_) {
+    // the model is still filling its window: remembered (event_hop may reach
+    // back here) but neither averaged nor fired on
+    std::fill(smoothed_.begin(), smoothed_.end(), 0.0f);
+    return false;
+  }
+  // average over the hops since the warm-up (at most hops_)
+  return fire_at(hop, std::min<int64_t>(hop - warmup_ + 1, hops_), out);
 }
 
 bool Detector::finish(Detection* out) {
   if (hop_ == 0) return false;
   const int64_t last = hop_ - 1;
+  // A stream that ended within its warm-up is a clip no longer than the
+  // model's window: no update judged it, so its end does, over all its hops.
+  const bool clip = hop_ <= warmup_;
+  const int64_t hops = clip ? hop_ : hop_ - warmup_;
   // the window shrinks from the end as it grew at the start: the last hops alone
-  for (int64_t window = std::min<int64_t>(hop_, hops_) - 1; window >= 1; --window) {
+  for (int64_t window = std::min<int64_t>(hops, hops_) - (clip ? 0 : 1); window >= 1; --window) {
     if (fire_at(last, window, out)) return true;
   }
   return false;
@@ -104,8 +116,12 @@ bool Detector::fire_at(int64_t hop, int64_t window, Detection* out) {
     out->label = best;
     out->score = smoothed_[size_t(best)];
     out->hop_index = hop;
+    // back over the averaged hops; a window that starts where the warm-up
+    // ended goes on into the remembered warm-up hops (a word said from the start)
+    int64_t first = hop - window + 1;
+    if (first == warmup_) first = std::max<int64_t>(0, hop - hops_ + 1);
     int64_t event = hop;
-    while (event > hop - window + 1 && argmax_at(event - 1) == best) --event;
+    while (event > first && argmax_at(event - 1) == best) --event;
     out->event_hop = event;
   }
   return true;
@@ -119,7 +135,11 @@ int32_t Detector::argmax_at(int64_t hop) const {
 std::vector<float> Detector::apply_sensitivity(const std::vector<float>& thresholds, float sensitivity) {
   std::vector<float> out(thresholds);
   const float shift = 0.5f - std::min(1.0f, std::max(0.0f, sensitivity));
-  for (float& t : out) t = std::min(0.99f, std::max(0.01f, t + shift));
+  // the clamp to [0.01, 0.99] limits the move; it never moves a threshold the
+  // other way (a stored 0.995 stays at sensitivity <= 0.5; 0.5 changes nothing)
+  for (float& t : out) {
+    t = shift > 0.0f ? std::max(t, std::min(0.99f, t + shift)) : std::min(t, std::max(0.01f, t + shift));
+  }
   return out;
 }
 
@@ -154,6 +174,7 @@ bool Detector::config_for_model(const Model& model, const DetectorOverrides& o, 
   if (o.sensitivity >= 0.0f) c.thresholds = apply_sensitivity(c.thresholds, o.sensitivity);
   c.smoothing_hops = o.smoothing_hops > 0 ? o.smoothing_hops : info.detection.smoothing_hops;
   c.refractory_ms = o.refractory_ms >= 0 ? o.refractory_ms : info.detection.refractory_ms;
+  c.warmup_hops = info.hparams.window_chunks;
   c.hop_ms = std::max(1, int32_t(std::lround(1000.0 * double(info.hparams.chunk_samples()) / info.hparams.sample_rate)));
   *cfg = std::move(c);
   return true;

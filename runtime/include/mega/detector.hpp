@@ -7,6 +7,12 @@
 // `refractory_ms`, and the keyword that fired must fall back below its
 // threshold before it can fire again, so one spoken word gives one
 // detection. Labels starting with '_' (_silence_, _unknown_) never fire.
+// The first `warmup_hops` hops of a stream (a model's: its window, W chunks)
+// neither fire nor enter the average: while its window fills from a fresh
+// start the model reads a tone, a square wave or a sentence's first syllable
+// as a keyword (0.99 "go" for a 440 Hz tone, then _unknown_ once the window
+// has filled). A word said from the start still fires from the hops after;
+// a stream that ends within its warm-up (a clip) is judged by finish().
 // All memory is allocated by create(); update() allocates nothing.
 #pragma once
 
@@ -24,6 +30,7 @@ struct DetectorConfig {
   int32_t smoothing_hops = 1;     // >= 1
   int32_t refractory_ms = 1000;   // >= 0
   int32_t hop_ms = 0;             // duration of one hop (the model's chunk), > 0
+  int32_t warmup_hops = 0;        // first hops of a stream that neither fire nor smooth (see update()), >= 0
 };
 
 struct Detection {
@@ -62,24 +69,33 @@ class Detector {
   // config_for_model() then create().
   static std::unique_ptr<Detector> for_model(const Model& model, const DetectorOverrides& overrides,
                                              std::string* error);
-  // One hop: logits (n_labels). Returns true and fills *out when a keyword fires.
+  // One hop: logits (n_labels, finite: a session's always are; the C API's
+  // mega_detector_update refuses others). Returns true and fills *out when a
+  // keyword fires. In the warm-up hops: never; after them the average is over
+  // the hops since the warm-up (fewer than smoothing_hops at first), and a
+  // detection's event_hop may reach back into the warm-up (a word said from
+  // the start).
   bool update(const float* logits, Detection* out);
   // The end of the stream, after the last hop's update(): a word in the last
   // hops has not yet filled the smoothing window, so the window shrinks from
-  // the end as it grew at the start (the mean of the last smoothing_hops - 1
-  // hops, then of fewer, down to the last one alone), each under the same
-  // firing rules, until a keyword fires. Returns true and fills *out for that
+  // the end as it grew after the warm-up (the mean of the last
+  // smoothing_hops - 1 hops after the warm-up, then of fewer, down to the last
+  // one alone), each under the same firing rules, until a keyword fires. A
+  // stream that ended within its warm-up is a clip no update judged: the
+  // windows start from all its hops (at most smoothing_hops). Returns true and fills *out for that
   // detection (hop_index: the last hop); at most one. Allocates nothing; the
   // stream continues normally if more updates follow.
   bool finish(Detection* out);
-  // Smoothed posteriors after the last update (n_labels).
+  // Smoothed posteriors after the last update (n_labels; zeros in the warm-up).
   const float* smoothed() const { return smoothed_.data(); }
   // Hops updated since creation or reset (the next update's hop_index).
   int64_t hops_seen() const { return hop_; }
   void reset();
 
-  // Thresholds after a sensitivity in [0, 1]: 0.5 keeps them, 1 lowers every
-  // threshold by 0.5, 0 raises it by 0.5 (clamped to [0.01, 0.99]).
+  // Thresholds after a sensitivity in [0, 1]: 0.5 keeps them exactly, 1 lowers
+  // every threshold by 0.5, 0 raises it by 0.5, the move limited to
+  // [0.01, 0.99]: below 0.5 no threshold falls, above 0.5 none rises (a stored
+  // 0.995 stays 0.995 at 0.5 and below).
   static std::vector<float> apply_sensitivity(const std::vector<float>& thresholds, float sensitivity);
 
   // When the word of a detection was heard, in seconds from the start of the
@@ -103,6 +119,7 @@ class Detector {
   int32_t n_ = 0;
   int32_t hops_ = 1;
   int64_t refractory_hops_ = 0;
+  int64_t warmup_ = 0;
   int64_t hop_ = 0;
   int64_t suppressed_until_ = 0;    // first hop allowed to fire again
 };

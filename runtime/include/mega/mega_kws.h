@@ -116,6 +116,11 @@ mega_status mega_session_self_test(mega_session* session, float* max_abs_diff);
  * every keyword is quiet for refractory_ms, and whatever was above threshold
  * must fall below it before it fires again, so one spoken word gives one
  * detection. Labels starting with '_' (_silence_, _unknown_) never fire.
+ * The first hops after creation or reset (the model's window, W chunks) are
+ * a warm-up: they neither fire nor enter the average, as the model misreads
+ * sound as a keyword while its window fills; a word said from the start
+ * fires from the hops after, and a stream that ends within the warm-up is
+ * judged by mega_session_detect_flush.
  * This is keyword_spotter scan's and listen's detector (mega/detector.hpp),
  * with the same defaults and overrides, so it reports the same times. */
 typedef struct mega_detector mega_detector;
@@ -144,8 +149,9 @@ typedef struct mega_detector_options {
   float threshold;         /* one threshold for every label, in (0, 1]; not with thresholds [-1] */
   int32_t smoothing_hops;  /* posteriors averaged over this many hops, 1..1024 [-1] */
   int32_t refractory_ms;   /* quiet time after a detection, 0..600000 ms [-1] */
-  float sensitivity;       /* 0..1, applied to the thresholds last: 0.5 keeps them, 1 lowers each by 0.5,
-                              0 raises each by 0.5 (then clamped to [0.01, 0.99]); negative: none [-1] */
+  float sensitivity;       /* 0..1, applied to the thresholds last: 0.5 keeps them exactly, 1 lowers each by
+                              0.5, 0 raises each by 0.5, the move limited to [0.01, 0.99]: below 0.5 none
+                              falls, above 0.5 none rises; negative: none [-1] */
 } mega_detector_options;
 void mega_detector_options_init(mega_detector_options* options);
 
@@ -170,7 +176,9 @@ mega_status mega_detector_settings(const mega_detector* detector, float* thresho
  * then *out (may be NULL) describes it; its time_s counts hops from the
  * detector's creation or last reset (the end of hop k is at
  * (k + 1) * chunk_samples / sample_rate), which is the stream's time when the
- * detector has seen every chunk of the session since its start. */
+ * detector has seen every chunk of the session since its start. A NaN or an
+ * infinity among the logits is refused (MEGA_ERR_INVALID_ARGUMENT, *fired 0)
+ * and the detector is left as it was. */
 mega_status mega_detector_update(mega_detector* detector, const float* logits, mega_detection* out,
                                  int32_t* fired);
 
