@@ -431,9 +431,16 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
     return err->set(Status::bad_model, "file has " + std::to_string(labels->size()) + " labels for " +
                                            std::to_string(hp.n_classes) + " classes");
   }
+  std::map<std::string, flatbuffers::uoffset_t> label_index;
   for (flatbuffers::uoffset_t i = 0; i < labels->size(); ++i) {
     const auto* s = labels->Get(i);
     if (!s || s->size() == 0) return err->set(Status::bad_model, "label " + std::to_string(i) + " is empty");
+    // a repeated label would report every detection of the second under the first's name
+    const auto seen = label_index.emplace(s->str(), i);
+    if (!seen.second) {
+      return err->set(Status::bad_model, "label '" + s->str() + "' appears twice (labels " +
+                                             std::to_string(seen.first->second) + " and " + std::to_string(i) + ")");
+    }
     info.labels.push_back(s->str());
   }
   if (const fb::Detection* d = m->detection()) {
@@ -442,8 +449,15 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
         return err->set(Status::bad_model, "detection thresholds: " + std::to_string(d->thresholds()->size()) +
                                                " values for " + std::to_string(hp.n_classes) + " labels");
       }
-      for (float t : *d->thresholds()) {
-        if (!(t >= 0.0f && t <= 1.0f)) return err->set(Status::bad_model, "detection threshold outside [0, 1]");
+      for (flatbuffers::uoffset_t i = 0; i < d->thresholds()->size(); ++i) {
+        // the range Detector::create takes: a stored 0 would load, then fail every scan
+        const float t = d->thresholds()->Get(i);
+        if (!(t > 0.0f && t <= 1.0f)) {
+          char value[32];
+          std::snprintf(value, sizeof value, "%g", double(t));
+          return err->set(Status::bad_model, "detection threshold of label '" + info.labels[i] + "' is " + value +
+                                                 "; thresholds must be in (0, 1]");
+        }
         info.detection.thresholds.push_back(t);
       }
     }
