@@ -369,3 +369,6 @@ def test_build_model_file_refuses_what_the_runtime_would(d):
         mega_convert.build_model_file(model, extra["labels"], detection={"thresholds": [0.5, 0.5, 0.5, 0.0]})
     with pytest.raises(mega_convert.ConvertError, match="label 'class0' appears twice"):
         mega_convert.build_model_file(model, ["class0"] * 4)
+    # NumPy's numbers are numbers
+    tuned = {"thresholds": [np.float32(0.5)] * 4, "smoothing_hops": np.int64(2), "refractory_ms": np.int32(0)}
+    mega_convert.build_model_file(model, extra["labels"], detection=tuned)

@@ -11,6 +11,7 @@ conversion never leaves a half-written model behind.
 import argparse
 import hashlib
 import math
+import numbers
 import os
 import re
 import sys
@@ -137,7 +138,7 @@ def check_labels(labels):
 
 
 def _in_range(name, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
         raise ConvertError(f"{name} = {value!r} is not an integer in [{lo}, {hi}]")
 
 
@@ -159,7 +160,7 @@ def check_detection(detection, labels):
     if thresholds and len(thresholds) != len(labels):
         raise ConvertError(f"{len(thresholds)} thresholds for {len(labels)} labels")
     for label, t in zip(labels, thresholds):
-        number = isinstance(t, (int, float)) and not isinstance(t, bool)
+        number = isinstance(t, numbers.Real) and not isinstance(t, bool)  # NumPy's too
         if not (number and 0.0 < t <= 1.0):  # False for NaN
             raise ConvertError(f"threshold of label '{label}' is {t if number else repr(t)}; thresholds must be "
                                "in (0, 1]")
