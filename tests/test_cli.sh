@@ -180,6 +180,12 @@ expect_rc 3 "newer schema refused" -- "$KS" selftest -m "$FIX/bad_schema_newer.m
 expect_in "$T/err" "newer than this runtime supports" "schema message"
 expect_rc 3 "missing model file" -- "$KS" info -m "$T/none.mega"
 expect_in "$T/err" "cannot open" "missing model message"
+# stored detection defaults the detector would refuse, and repeated labels: refused at load (issue 85 item 5)
+expect_rc 3 "info on a model whose stored thresholds are 0" -- "$KS" info -m "$FIX/bad_threshold_zero.mega"
+expect_in "$T/err" "detection threshold of label 'class0' is 0" "zero threshold message"
+expect_rc 3 "scan with a model whose stored thresholds are 0" -- "$KS" scan -m "$FIX/bad_threshold_zero.mega" "$ROOT/samples/yes.wav"
+expect_rc 3 "selftest on a model with a repeated label" -- "$KS" selftest -m "$FIX/bad_duplicate_label.mega"
+expect_in "$T/err" "label 'class1' appears twice" "repeated label message"
 # a FIFO as the model or an audio file: refused at once (it used to wait for a writer forever)
 mkfifo "$T/f.mega" "$T/f.wav"
 expect_rc 3 "a FIFO as the model" -- timeout 10 "$KS" info -m "$T/f.mega"

@@ -306,3 +306,69 @@ def test_bad_options_are_named(kw, needle):
     with pytest.raises(ValueError) as e:
         mega_torch.MegaConfig(patch_features=features, **kw).check()
     assert needle in str(e.value)
+
+
+# ---- detection defaults and labels the runtime would refuse at load: refused here, whatever their source
+# (issue 85 item 5) ----
+
+@pytest.mark.parametrize("detection, needle", [
+    ('{"thresholds": [0, 0, 0, 0]}', "threshold of label 'class0' is 0; thresholds must be in (0, 1]"),
+    ('{"thresholds": [0.5, NaN, 0.5, 0.5]}', "threshold of label 'class1' is nan"),
+    ('{"thresholds": [0.5, 0.5, 1.5, 0.5]}', "threshold of label 'class2' is 1.5"),
+    ('{"thresholds": [0.5, 0.5, 0.5, -0.1]}', "threshold of label 'class3' is -0.1"),
+    ('{"thresholds": [0.5, 0.5, "x", 0.5]}', "threshold of label 'class2' is 'x'"),
+    ('{"thresholds": [0.5, 0.5, 0.5]}', "3 thresholds for 4 labels"),
+    ('{"thresholds": 0.5}', "thresholds must be a list"),
+    ('{"smoothing_hops": 0}', "smoothing_hops = 0 is not an integer in [1, 1024]"),
+    ('{"smoothing_hops": 2.5}', "smoothing_hops = 2.5 is not an integer in [1, 1024]"),
+    ('{"refractory_ms": -1}', "refractory_ms = -1 is not an integer in [0, 600000]"),
+    ('{"refractory_ms": 600001}', "refractory_ms = 600001 is not an integer in [0, 600000]"),
+    ('{"threshold": 0.5}', "unknown key 'threshold'"),
+    ('[0.5, 0.5, 0.5, 0.5]', "must be a JSON object")])
+def test_bad_detection_json_is_refused(d, detection, needle):
+    det = os.path.join(d, "det.json")
+    with open(det, "w") as f:
+        f.write(detection)
+    expect_refusal(d, official(d), f"--detection {det}: " + needle, extra=("--detection", det))
+
+
+def own_checkpoint(d, **changes):
+    ckpt = torch.load(os.path.join(FIX, "tiny_patch.pt"))
+    ckpt.update(changes)
+    path = os.path.join(d, "own.pt")
+    torch.save(ckpt, path)
+    return path
+
+
+def test_bad_detection_stored_in_the_checkpoint_is_refused(d):
+    ckpt = own_checkpoint(d, detection={"thresholds": [0.0] * 4, "smoothing_hops": 1, "refractory_ms": 1000})
+    r = run(ckpt, "-o", out(d))
+    assert r.returncode == 1 and not os.path.exists(out(d)), r.stdout + r.stderr
+    assert "the checkpoint's detection defaults: threshold of label 'class0' is 0" in r.stderr
+    # --detection replaces what the checkpoint stores
+    det = os.path.join(d, "det.json")
+    with open(det, "w") as f:
+        f.write('{"thresholds": [0.5, 0.6, 0.7, 0.8]}')
+    assert run(ckpt, "-o", out(d), "--detection", det).returncode == 0
+
+
+def test_repeated_labels_are_refused(d):
+    r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", out(d), "--labels", "yes,yes,up,down")
+    assert r.returncode == 1 and "label 'yes' appears twice (labels 0 and 1)" in r.stderr, r.stderr
+    r = run(own_checkpoint(d, labels=["a", "b", "c", "b"]), "-o", out(d))
+    assert r.returncode == 1 and "label 'b' appears twice (labels 1 and 3)" in r.stderr, r.stderr
+    r = run(os.path.join(FIX, "tiny_uni.pt"), "-o", out(d), "--labels", "yes,,up,down")
+    assert r.returncode == 1 and "label 1 is empty" in r.stderr, r.stderr
+    assert not os.path.exists(out(d))
+
+
+def test_build_model_file_refuses_what_the_runtime_would(d):
+    """Its other callers (make_placeholder_model, tests) get the same checks."""
+    model, _, extra = mega_torch.load_checkpoint(os.path.join(FIX, "tiny_patch.pt"))
+    with pytest.raises(mega_convert.ConvertError, match="threshold of label 'class3' is 0"):
+        mega_convert.build_model_file(model, extra["labels"], detection={"thresholds": [0.5, 0.5, 0.5, 0.0]})
+    with pytest.raises(mega_convert.ConvertError, match="label 'class0' appears twice"):
+        mega_convert.build_model_file(model, ["class0"] * 4)
+    # NumPy's numbers are numbers
+    tuned = {"thresholds": [np.float32(0.5)] * 4, "smoothing_hops": np.int64(2), "refractory_ms": np.int32(0)}
+    mega_convert.build_model_file(model, extra["labels"], detection=tuned)

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -16,6 +18,7 @@
 #include "mega_reseal.h"
 #include "mega/engine.hpp"
 #include "mega/mega.hpp"
+#include "mega_model_generated.h"
 
 namespace {
 
@@ -103,6 +106,9 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
       {"bad_norm_decay.mega", mega::Status::bad_model, "patch_norm_decay must be between 0 and 1"},
       {"bad_norm_linear.mega", mega::Status::bad_model, "patch_norm running_mean needs log_power patch features"},
       {"bad_mel_band.mega", mega::Status::bad_model, "'embed_tokens.bands' has a negative weight at element 3"},
+      {"bad_threshold_zero.mega", mega::Status::bad_model,
+       "detection threshold of label 'class0' is 0; thresholds must be in (0, 1]"},
+      {"bad_duplicate_label.mega", mega::Status::bad_model, "label 'class1' appears twice (labels 1 and 2)"},
   };
   for (const Case& c : cases) {
     Result r = load_file(mega_test::fixture_path(c.file));
@@ -208,4 +214,86 @@ TEST(ModelFile, WrongTrailerLength) {
   Result r = load_bytes(b);
   EXPECT_FALSE(r.loaded);
   EXPECT_NE(r.error.find("end marker says"), std::string::npos) << r.error;
+}
+
+// good_tuned.mega stores detection defaults (thresholds 0.5, 0.625, 0.75,
+// 0.875; smoothing 3 hops; refractory 500 ms). Each case alters one stored
+// value or label in place and reseals the file: the loader must refuse what
+// the detector would refuse later (keyword_spotter scan's "bad detection
+// settings" with no option given), naming it.
+namespace {
+
+template <typename T>
+void poke(std::vector<uint8_t>* b, const void* where, T value) {
+  std::memcpy(b->data() + (static_cast<const uint8_t*>(where) - b->data()), &value, sizeof value);
+}
+
+struct TunedEdit {
+  const char* what;
+  void (*edit)(std::vector<uint8_t>* b, const mega::fb::Model* m);
+  const char* needle;  // null: the edited file still loads
+};
+
+const uint8_t* detection_field(const mega::fb::Model* m, flatbuffers::voffset_t field) {
+  // the generated table hides Table::GetAddressOf; the field must be stored (not the schema default)
+  return reinterpret_cast<const flatbuffers::Table*>(m->detection())->GetAddressOf(field);
+}
+
+void set_label(std::vector<uint8_t>* b, const mega::fb::Model* m, int i, const char* text) {
+  const flatbuffers::String* s = m->labels()->Get(flatbuffers::uoffset_t(i));
+  const size_t n = std::strlen(text);
+  ASSERT_LE(n, s->size());
+  poke(b, s, uint32_t(n));  // the length prefix
+  std::memcpy(b->data() + (reinterpret_cast<const uint8_t*>(s->c_str()) - b->data()), text, n + 1);
+}
+
+}  // namespace
+
+TEST(ModelFile, StoredDetectionDefaultsAreCheckedAtLoad) {
+  const auto good = read_bytes(mega_test::fixture_path("good_tuned.mega"));
+  std::string err;
+  auto tuned = mega::Model::load_from_memory(good.data(), good.size(), &err);
+  ASSERT_TRUE(tuned) << err;
+  EXPECT_EQ(tuned->info().detection.thresholds, (std::vector<float>{0.5f, 0.625f, 0.75f, 0.875f}));
+  EXPECT_EQ(tuned->info().detection.smoothing_hops, 3);
+  EXPECT_EQ(tuned->info().detection.refractory_ms, 500);
+  using mega::fb::Detection;
+  const TunedEdit edits[] = {
+      {"threshold 0", [](auto* b, auto* m) { poke(b, m->detection()->thresholds()->data() + 2, 0.0f); },
+       "detection threshold of label 'class2' is 0; thresholds must be in (0, 1]"},
+      {"threshold NaN", [](auto* b, auto* m) { poke(b, m->detection()->thresholds()->data() + 1, NAN); },
+       "detection threshold of label 'class1' is nan"},
+      {"threshold -0.25", [](auto* b, auto* m) { poke(b, m->detection()->thresholds()->data() + 3, -0.25f); },
+       "detection threshold of label 'class3' is -0.25"},
+      {"threshold 1.5", [](auto* b, auto* m) { poke(b, m->detection()->thresholds()->data(), 1.5f); },
+       "detection threshold of label 'class0' is 1.5"},
+      {"threshold 1", [](auto* b, auto* m) { poke(b, m->detection()->thresholds()->data(), 1.0f); }, nullptr},
+      {"threshold 1e-6", [](auto* b, auto* m) { poke(b, m->detection()->thresholds()->data(), 1e-6f); }, nullptr},
+      {"smoothing 0", [](auto* b, auto* m) { poke(b, detection_field(m, Detection::VT_SMOOTHING_HOPS), 0); },
+       "detection smoothing_hops = 0 is out of range [1, 1024]"},
+      {"smoothing 1025", [](auto* b, auto* m) { poke(b, detection_field(m, Detection::VT_SMOOTHING_HOPS), 1025); },
+       "detection smoothing_hops = 1025 is out of range [1, 1024]"},
+      {"refractory -1", [](auto* b, auto* m) { poke(b, detection_field(m, Detection::VT_REFRACTORY_MS), -1); },
+       "detection refractory_ms = -1 is out of range [0, 600000]"},
+      {"refractory 600001",
+       [](auto* b, auto* m) { poke(b, detection_field(m, Detection::VT_REFRACTORY_MS), 600001); },
+       "detection refractory_ms = 600001 is out of range [0, 600000]"},
+      {"duplicate label", [](auto* b, auto* m) { set_label(b, m, 3, "class0"); },
+       "label 'class0' appears twice (labels 0 and 3)"},
+      {"empty label", [](auto* b, auto* m) { set_label(b, m, 2, ""); }, "label 2 is empty"},
+      {"distinct label", [](auto* b, auto* m) { set_label(b, m, 2, "go"); }, nullptr},
+  };
+  for (const TunedEdit& e : edits) {
+    auto b = good;
+    e.edit(&b, mega::fb::GetModel(b.data()));
+    mega::reseal_trailer(&b);
+    Result r = load_bytes(b);
+    if (!e.needle) {
+      EXPECT_TRUE(r.loaded) << e.what << ": " << r.error;
+      continue;
+    }
+    EXPECT_FALSE(r.loaded) << e.what;
+    EXPECT_EQ(r.status, mega::Status::bad_model) << e.what << ": " << r.error;
+    EXPECT_NE(r.error.find(e.needle), std::string::npos) << e.what << ": " << r.error;
+  }
 }

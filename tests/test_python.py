@@ -695,3 +695,137 @@ def test_the_version_is_read_from_one_place(tmp_path):
     env["PYTHONPATH"] = str(bare)
     want = mega_kws._native.library_version() or "unknown"
     assert run(sys.executable, "-c", code, env=env, cwd=str(tmp_path)).stdout.strip() == want
+
+
+# ---- argument types, thresholds by label (issue 85 item 9) ----
+
+@pytest.mark.parametrize("rate", ["16000", 16000.0, True])
+def test_sample_rate_must_be_an_integer(demo, rate):
+    """"16000" used to be refused as 'audio at 16000 Hz, the model takes
+    16000 Hz', and 16000.0 taken."""
+    x, _, _ = mega_kws.read_wav(os.path.join(SAMPLES, "yes.wav"))
+    s, d = mega_kws.Session(demo), mega_kws.Detector(demo)
+    for call in (s.push, s.classify, lambda a, sample_rate: d.detect(s, a, sample_rate=sample_rate)):
+        with pytest.raises(TypeError, match=r"sample_rate must be an integer \(Hz\)"):
+            call(x, sample_rate=rate)
+    np.testing.assert_array_equal(s.classify(x, sample_rate=np.int32(16000)), s.classify(x))
+
+
+@pytest.mark.parametrize("kw", [dict(threads=2.5), dict(threads="2"), dict(threads=True), dict(threads=None),
+                                dict(device=0.5)])
+def test_threads_and_device_must_be_integers(demo, kw):
+    (name, _), = kw.items()
+    with pytest.raises(TypeError, match=f"{name} must be an integer"):
+        mega_kws.Session(demo, **kw)
+
+
+def test_threads_out_of_range_are_refused_not_wrapped(demo):
+    for threads in (0, -1, 2 ** 32 + 1):  # 2**32 + 1 used to wrap around to 1 thread
+        with pytest.raises(ValueError, match="threads") as e:
+            mega_kws.Session(demo, threads=threads)
+        assert isinstance(e.value, MegaError) and e.value.status == Status.INVALID_ARGUMENT
+    assert mega_kws.Session(demo, threads=np.int64(2)).backend == "cpu"
+
+
+def test_thresholds_by_label(demo):
+    stored = mega_kws.Detector(demo).thresholds
+    want = stored.copy()
+    want[demo.labels.index("go")], want[demo.labels.index("yes")] = 0.8, 0.3
+    for kw in (dict(threshold={"go": 0.8, "yes": 0.3}), dict(thresholds={"go": 0.8, "yes": 0.3})):
+        np.testing.assert_allclose(mega_kws.Detector(demo, **kw).thresholds, want, rtol=1e-6)
+    # the sensitivity applies after them, as keyword_spotter --threshold go=0.8 --sensitivity S does
+    shifted = mega_kws.Detector(demo, threshold={"go": 0.8}, sensitivity=0.7).thresholds
+    assert shifted[demo.labels.index("go")] == pytest.approx(0.6)
+    # one number and the full list in label order still work
+    np.testing.assert_allclose(mega_kws.Detector(demo, threshold=0.7).thresholds, 0.7, rtol=1e-6)
+    per = np.linspace(0.1, 0.9, 12)
+    np.testing.assert_allclose(mega_kws.Detector(demo, thresholds=list(per)).thresholds, per, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"no label 'gone' \(its labels: yes,no,up,"):
+        mega_kws.Detector(demo, threshold={"gone": 0.5})
+    with pytest.raises(ValueError, match=r"threshold of 'go' must be a number in \(0, 1\]"):
+        mega_kws.Detector(demo, threshold={"go": 1.5})
+    with pytest.raises(ValueError, match="not both"):
+        mega_kws.Detector(demo, threshold={"go": 0.5}, thresholds=[0.5] * 12)
+    with pytest.raises(TypeError, match=r"threshold must be a number or a \{label: threshold\} dict"):
+        mega_kws.Detector(demo, threshold=[0.5] * 12)
+
+
+# ---- python3 -m mega_kws as keyword_spotter: several files, -, --version, exit codes (issue 85 item 9) ----
+
+def both(*args, stdin=None, env=None):
+    """keyword_spotter and python3 -m mega_kws with the same arguments (and
+    standard input): their CompletedProcess, bytes out."""
+    py_env = dict(env or os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
+    return [subprocess.run(cmd + list(args), input=stdin, capture_output=True, env=e)
+            for cmd, e in (([CLI], env), ([sys.executable, "-m", "mega_kws"], py_env))]
+
+
+def test_version_is_keyword_spotters():
+    cli, py = both("--version")
+    assert cli.returncode == py.returncode == 0
+    assert py.stdout.decode() == f"mega_kws {mega_kws.__version__}\n"
+    assert py.stdout.split()[1] == cli.stdout.split()[1]
+
+
+@pytest.mark.parametrize("flags", [[], ["--json"]])
+def test_scan_several_files_and_standard_input(flags):
+    yes = os.path.join(SAMPLES, "yes.wav")
+    with open(COMMANDS, "rb") as f:
+        wav = f.read()
+    for args, stdin in (([COMMANDS, yes], None), (["-", yes], wav), ([yes, "-"], wav)):
+        cli, py = both("scan", "-m", DEMO, "--sensitivity", "0.8", *flags, *args, stdin=stdin)
+        assert (py.returncode, py.stdout, py.stderr) == (cli.returncode, cli.stdout, cli.stderr), args
+        assert cli.returncode == 0 and len(cli.stdout.splitlines()) >= 6
+    cli, py = both("classify", "-m", DEMO, *flags, "-", yes, stdin=wav)
+    assert (py.returncode, py.stdout) == (cli.returncode, cli.stdout) and b"commands" not in py.stdout
+
+
+def test_exit_codes_are_keyword_spotters(tmp_path):
+    junk = tmp_path / "junk.mega"
+    junk.write_bytes(b"garbage")
+    yes = os.path.join(SAMPLES, "yes.wav")
+    cases = [(2, ["scan", "-m", DEMO, "-", "-"]),                            # stdin twice
+             (3, ["scan", "-m", str(junk), yes]),                            # model not loadable
+             (3, ["classify", "-m", os.path.join(FIX, "bad_threshold_zero.mega"), yes]),
+             (2, ["scan", "-m", os.path.join(FIX, "tiny_bi.mega"), yes]),    # a model that cannot stream
+             (1, ["scan", "-m", DEMO, str(tmp_path / "missing.wav"), yes]),  # a file failed, the other scanned
+             (1, ["classify", "-m", DEMO, str(tmp_path / "missing.wav")]),
+             (2, ["classify", "-m", DEMO, "--backend", "tpu", yes]),
+             (2, ["scan", "-m", DEMO]),                                      # no file
+             (2, ["frobnicate"])]
+    for want, args in cases:
+        cli, py = both(*args, stdin=b"")
+        assert cli.returncode == want, (args, cli.stderr)
+        assert py.returncode == want, (args, py.stderr)
+        assert b"Traceback" not in py.stderr, args
+    # cuda: 4 without a GPU (or a library without it), 0 with one, the same in both
+    cli, py = both("classify", "-m", DEMO, "--backend", "cuda", yes)
+    assert cli.returncode == py.returncode and cli.returncode in (0, 4), (cli.stderr, py.stderr)
+
+
+def test_no_model_is_a_usage_error(tmp_path):
+    """keyword_spotter exits 2 with no -m and no default model; so does this."""
+    env = {k: v for k, v in os.environ.items() if k != "MEGA_KWS_MODEL"}
+    env.update(PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
+    r = run(sys.executable, "-m", "mega_kws", "scan", os.path.join(SAMPLES, "yes.wav"), env=env, check=False,
+            cwd=str(tmp_path))
+    assert r.returncode == 2 and "no model: give -m PATH" in r.stderr, r.stderr
+
+
+def test_wav_from_a_file_object_or_a_pipe(demo):
+    """What `python3 -m mega_kws scan -` uses: a binary file object, one that
+    cannot seek read whole first; the caller's object is left open."""
+    path = os.path.join(SAMPLES, "yes.wav")
+    want = mega_kws.read_wav(path)
+    data = open(path, "rb").read()
+    assert len(data) < 60000  # fits in a pipe's buffer: written before it is read
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    with os.fdopen(r, "rb") as pipe:
+        got = mega_kws.read_wav(pipe)
+        assert not pipe.closed
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:] == want[1:]
+    with open(path, "rb") as f:
+        assert mega_kws.classify_file(f, demo).label == "yes"

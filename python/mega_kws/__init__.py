@@ -5,7 +5,8 @@ A thin layer (ctypes) over the C API of libmega_kws (mega/mega_kws.h):
     import mega_kws
     model = mega_kws.Model("sc10-demo.mega")
     session = mega_kws.Session(model)              # backend="cpu", threads=1
-    detector = mega_kws.Detector(model)            # the model's tuned detection defaults
+    detector = mega_kws.Detector(model)            # the model's tuned detection defaults;
+                                                   # or e.g. threshold={"go": 0.8} for some labels
     for d in detector.detect(session, samples, sample_rate=rate):  # float audio in [-1, 1]
         print(f"{d.time_s:.3f} {d.label} {d.score:.3f}")
 
@@ -17,15 +18,17 @@ refused with a TypeError rather than guessed at: scale them yourself, e.g.
 runtime does for any caller.
 
 Audio must be at the model's sample rate (model.sample_rate); nothing here
-resamples. Pass ``sample_rate=`` to Session.push, Session.classify and
-Detector.detect and audio at another rate is refused with an error naming
-both rates; classify_file and scan_file refuse such files the same way.
+resamples. Pass ``sample_rate=`` (an integer, in Hz) to Session.push,
+Session.classify and Detector.detect and audio at another rate is refused
+with an error naming both rates; classify_file and scan_file refuse such
+files the same way.
 
 Failures of the runtime raise MegaError, which carries the C status
 (``.status``, a Status) and the runtime's message (``.message``). Bad
 arguments (a detector option out of range, audio at another rate, an object
 used after close()) raise InvalidArgumentError: a MegaError with
-Status.INVALID_ARGUMENT that is also a ValueError.
+Status.INVALID_ARGUMENT that is also a ValueError. Arguments of the wrong
+type (``sample_rate="16000"``, ``threads=2.5``) raise TypeError naming them.
 
 Threads: a Model is immutable and may be shared by any number of threads,
 sessions and detectors. A Session or Detector is one stream: its calls hold
@@ -49,7 +52,7 @@ import threading
 
 import numpy as np
 
-from . import _native
+from . import _args, _native
 from ._native import library_path
 from ._wav import WavReader, open_wav, read_wav
 
@@ -149,7 +152,7 @@ def _load_error(status, what):
 
 
 def _check_rate(model, sample_rate):
-    if sample_rate is not None and sample_rate != model.sample_rate:
+    if sample_rate is not None and _args.integer("sample_rate", sample_rate, " (Hz)") != model.sample_rate:
         raise _invalid(f"audio at {sample_rate} Hz, the model takes {model.sample_rate} Hz: resample it first "
                        f"(e.g. sox IN.wav -r {model.sample_rate} OUT.wav; keyword_spotter resamples files itself)")
 
@@ -275,9 +278,10 @@ class Session(_Owned):
     """One audio stream through a model (mega_session_create_with_options).
 
     backend: "cpu", "cuda" or "auto" (cuda when the library has it and a GPU is
-    present); threads: CPU threads sharing each chunk's work (1..16); fp16 and
-    device: for cuda. All memory is allocated here. One stream: threads that
-    share it take turns (see the module's note on threads)."""
+    present); threads: CPU threads sharing each chunk's work (an integer,
+    1..16); fp16 and device (an integer): for cuda. All memory is allocated
+    here. One stream: threads that share it take turns (see the module's note
+    on threads)."""
 
     _kind = "session"
 
@@ -288,9 +292,9 @@ class Session(_Owned):
         o = _native.SessionOptions()
         lib.mega_session_options_init(o)
         o.backend = backend.encode()
-        o.n_threads = int(threads)
+        o.n_threads = _args.int32("threads", threads, _invalid)  # the library checks the range
+        o.device = _args.int32("device", device, _invalid)
         o.fp16 = 1 if fp16 else 0
-        o.device = int(device)
         st = _native._S(-1)
         self._free = lib.mega_session_free
         with model._use() as model_handle:  # Model.close() in another thread waits for this
@@ -385,9 +389,11 @@ def _option(name, value, lo, hi, integer=False, above_lo=False):
 class Detector(_Owned):
     """Window logits to keyword detections (mega_detector_create), starting from
     the model's stored defaults. Overrides (None keeps the model's):
-    threshold (one for every label, in (0, 1]) or thresholds (one per label),
-    smoothing (hops, 1..1024), refractory_ms (0..600000), sensitivity (0..1,
-    applied to the thresholds last; 0.5 keeps them). A value out of range
+    threshold: one number for every label, in (0, 1], or a {label: threshold}
+    dict for some labels (the others keep the model's; an unknown label is
+    refused, naming the model's); or thresholds: one per label in label order
+    (or such a dict); smoothing (hops, 1..1024), refractory_ms (0..600000),
+    sensitivity (0..1, applied to the thresholds last; 0.5 keeps them). A value out of range
     raises InvalidArgumentError (a ValueError; Status.INVALID_ARGUMENT) with
     the reason. One stream, like a Session."""
 
@@ -401,6 +407,10 @@ class Detector(_Owned):
         o = _native.DetectorOptions()
         lib.mega_detector_options_init(o)
         keep = None
+        threshold, thresholds = _args.split_thresholds(threshold, thresholds, _invalid)
+        if isinstance(thresholds, dict):
+            with Detector(model) as stored:
+                thresholds = _args.by_label(model.labels, stored.thresholds, thresholds, _invalid)
         if thresholds is not None:
             keep = np.ascontiguousarray(np.asarray(thresholds, dtype=np.float64).astype(np.float32).ravel())
             o.thresholds = keep.ctypes.data_as(_native.c_float_p)
@@ -521,7 +531,7 @@ def _refuse_nonfinite(path, x, first, rate):
     bad = np.flatnonzero(~np.isfinite(x))
     if len(bad):
         i = first + int(bad[0])
-        raise ValueError(f"{os.fspath(path)}: sample {i} (at {i / rate:.3f} s) is not a finite number (NaN or Inf)")
+        raise ValueError(f"{path}: sample {i} (at {i / rate:.3f} s) is not a finite number (NaN or Inf)")
 
 
 @dataclasses.dataclass
@@ -554,16 +564,17 @@ def _window_score(labels, logits):
 
 
 def classify_file(path, model=None, backend="cpu", threads=1):
-    """Classifies one WAV file as keyword_spotter classify does: a clip up to a
-    window long is zero-padded and classified offline; a longer one is streamed
-    and its best window (the highest keyword probability) wins; bidirectional
-    models slide whole windows instead. model: a Model, a path, or None (the
+    """Classifies one WAV file (path: or a binary file object, see open_wav) as
+    keyword_spotter classify does: a clip up to a window long is zero-padded
+    and classified offline; a longer one is streamed and its best window (the
+    highest keyword probability) wins; bidirectional models slide whole
+    windows instead. model: a Model, a path, or None (the
     default model). A file at another sample rate than the model's is refused
     (ValueError). Returns a Classification."""
     m = _model(model)
     with _open_for(m, path) as w:
-        x, rate, n_frames = w.read(w.n_frames), w.sample_rate, w.n_frames
-    _refuse_nonfinite(path, x, 0, rate)
+        x, rate, n_frames, name = w.read(w.n_frames), w.sample_rate, w.n_frames, w.path
+    _refuse_nonfinite(name, x, 0, rate)
     s = Session(m, backend=backend, threads=threads)
     window, chunk = m.window_samples, m.chunk_samples
     start = 0.0
@@ -596,7 +607,7 @@ def classify_file(path, model=None, backend="cpu", threads=1):
     s.close()
     p = _softmax(logits)
     i = int(np.argmax(p))
-    return Classification(file=os.fspath(path), label=m.labels[i], score=p[i], logits=logits,
+    return Classification(file=name, label=m.labels[i], score=p[i], logits=logits,
                           duration_s=n_frames / rate, window_start_s=start,
                           padded=n_frames * m.sample_rate < window * rate, sample_rate=rate)
 
@@ -605,10 +616,11 @@ SCAN_BLOCK_FRAMES = 1 << 16  # what scan_file reads at a time (about 4 s at 16 k
 
 
 def scan_file(path, model=None, backend="cpu", threads=1, stats=None, **detector_options):
-    """Detections in a WAV recording, as keyword_spotter scan finds them: the
-    file streamed through a session and a Detector (detector_options: its
-    overrides) block by block, in memory that does not grow with the file,
-    the last partial chunk completed with silence. A file at another sample
+    """Detections in a WAV recording (path: or a binary file object, see
+    open_wav), as keyword_spotter scan finds them: the file streamed through a
+    session and a Detector (detector_options: its overrides) block by block,
+    in memory that does not grow with the file (a file object that cannot seek
+    is read whole first), the last partial chunk completed with silence. A file at another sample
     rate than the model's is refused (ValueError). Returns (detections,
     seconds scanned); stats, a dict if given, receives the session's input
     counts (Session.stats: samples clipped to full scale, ...)."""
@@ -619,7 +631,7 @@ def scan_file(path, model=None, backend="cpu", threads=1, stats=None, **detector
         done = 0
         while done < w.n_frames:
             x = w.read(SCAN_BLOCK_FRAMES)
-            _refuse_nonfinite(path, x, done, w.sample_rate)
+            _refuse_nonfinite(w.path, x, done, w.sample_rate)
             found += d.detect(s, x)
             done += len(x)
         found += d.flush(s)

@@ -2,11 +2,20 @@
 through the Python package, with the same output (WAV files at the model's
 rate only: this reader does not resample).
 
-Exit codes as keyword_spotter's: 0 ok, 1 a file failed, 2 usage error,
-3 model not loadable, 4 compute device not available. Numbers out of range
-are usage errors with keyword_spotter's messages."""
+  python3 -m mega_kws scan [-m MODEL] [options] FILE... (- for standard input)
+  python3 -m mega_kws classify [-m MODEL] [options] FILE...
+  python3 -m mega_kws --version
+
+Several files: each is scanned on its own, its name in front of each line
+(as keyword_spotter does); a file that fails is reported and the others are
+still read. "-" is standard input, a WAV stream (read whole before it is
+scanned). Exit codes as keyword_spotter's for the same fault: 0 ok, 1 a file
+failed, 2 usage error (numbers out of range, with keyword_spotter's messages;
+no model given and no default; a bidirectional model for scan), 3 model not
+loadable, 4 compute device not available."""
 
 import argparse
+import io
 import json
 import math
 import os
@@ -88,88 +97,142 @@ def _common(p):
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-def main(argv=None):
+def _parser():
     ap = argparse.ArgumentParser(prog="python3 -m mega_kws", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--version", action="version", version=f"mega_kws {mega_kws.__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    sc = sub.add_parser("scan", help="print every keyword detection in a recording")
+    sc = sub.add_parser("scan", help="print every keyword detection in recordings")
     _common(sc)
     sc.add_argument("--threshold", help="T in (0, 1] for every keyword, or per keyword by label (go=0.8,on=0.85; "
                                         "the others keep the model's) [from the model]")
     sc.add_argument("--smoothing", help="posteriors averaged over this many hops, 1..1024 [from the model]")
     sc.add_argument("--refractory-ms", help="quiet time after a detection, 0..600000 [from the model]")
     sc.add_argument("--sensitivity", help="0..1; 0.5 keeps the thresholds, higher fires more")
-    sc.add_argument("file")
+    sc.add_argument("files", nargs="+", metavar="FILE", help="WAV files; - for standard input")
     cl = sub.add_parser("classify", help="the most probable label of each clip")
     _common(cl)
-    cl.add_argument("files", nargs="+")
-    a = ap.parse_args(argv)
-    try:  # keyword_spotter's ranges and messages (apps/keyword_spotter/cli_options.cpp; apps/common/)
-        a.threads = _number(a.threads, 1, 16, "--threads needs an integer in [1, 16]", integer=True)
-        if a.command == "scan":
-            a.threshold = _threshold(a.threshold)
-            a.smoothing = _number(a.smoothing, 1, 1024, "--smoothing needs an integer in [1, 1024]", integer=True)
-            a.refractory_ms = _number(a.refractory_ms, 0, 600000, "--refractory-ms needs an integer in [0, 600000]",
-                                      integer=True)
-            a.sensitivity = _number(a.sensitivity, 0.0, 1.0, "--sensitivity needs a number in [0, 1]")
-    except _Usage as e:
-        print(f"mega_kws: {e} (try --help)", file=sys.stderr)
-        return 2
+    cl.add_argument("files", nargs="+", metavar="FILE", help="WAV files; - for standard input")
+    return ap
 
+
+def _check_numbers(a):
+    """keyword_spotter's ranges and messages (apps/keyword_spotter/cli_options.cpp; apps/common/)."""
+    a.threads = _number(a.threads, 1, 16, "--threads needs an integer in [1, 16]", integer=True)
+    if a.command == "scan":
+        a.threshold = _threshold(a.threshold)
+        a.smoothing = _number(a.smoothing, 1, 1024, "--smoothing needs an integer in [1, 1024]", integer=True)
+        a.refractory_ms = _number(a.refractory_ms, 0, 600000, "--refractory-ms needs an integer in [0, 600000]",
+                                  integer=True)
+        a.sensitivity = _number(a.sensitivity, 0.0, 1.0, "--sensitivity needs a number in [0, 1]")
+    if a.files.count("-") > 1:
+        raise _Usage("standard input (-) can be read only once")
+    a.model = a.model or mega_kws.default_model_path()
+    if not a.model:
+        raise _Usage("no model: give -m PATH (no default model: $MEGA_KWS_MODEL is not set and none is installed)")
+
+
+def _open(a):
+    """The model and a trial session (a device or option fault shows before any
+    file is read): (model, None) or (None, the exit code)."""
     try:
-        model = mega_kws._model(a.model)
-    except (mega_kws.MegaError, ValueError, OSError) as e:
+        model = mega_kws.Model(a.model)
+    except (mega_kws.MegaError, OSError) as e:
         print(f"mega_kws: cannot load model: {e}", file=sys.stderr)
-        return 3
+        return None, 3
+    if a.command == "scan" and not model.streamable:
+        print("mega_kws: scan needs a streaming (unidirectional) model; this one is bidirectional (use classify)",
+              file=sys.stderr)
+        return None, 2
     try:
         mega_kws.Session(model, backend=a.backend, threads=a.threads).close()
     except mega_kws.MegaError as e:
         print(f"mega_kws: {e}", file=sys.stderr)
-        return 4 if e.status in (mega_kws.Status.NO_DEVICE, mega_kws.Status.DEVICE) else 2
+        if e.status in (mega_kws.Status.NO_DEVICE, mega_kws.Status.DEVICE):
+            return None, 4
+        return None, 2 if e.status == mega_kws.Status.INVALID_ARGUMENT else 3
+    return model, None
 
-    if a.command == "scan":
-        opts = dict(threshold=a.threshold, smoothing=a.smoothing, refractory_ms=a.refractory_ms,
-                    sensitivity=a.sensitivity)
-        if isinstance(a.threshold, dict):  # per label: the others keep the model's
-            unknown = [label for label in a.threshold if label not in model.labels]
-            if unknown:
-                print(f"mega_kws: --threshold: the model has no label '{unknown[0]}' (its labels: "
-                      f"{','.join(model.labels)})", file=sys.stderr)
-                return 2
-            with mega_kws.Detector(model) as stored:
-                thresholds = stored.thresholds.copy()
-            for label, t in a.threshold.items():
-                thresholds[model.labels.index(label)] = t
-            opts.update(threshold=None, thresholds=thresholds)
+
+def _source(path):
+    """What the readers take for path: standard input (read whole, named "-") for "-"."""
+    if path != "-":
+        return path
+    if sys.stdin is None:
+        raise OSError("no standard input")
+    data = io.BytesIO(sys.stdin.buffer.read())
+    data.name = "-"
+    return data
+
+
+def _detector_options(a, model):
+    """The detector's overrides, or None after a usage error (exit 2)."""
+    opts = dict(threshold=a.threshold, smoothing=a.smoothing, refractory_ms=a.refractory_ms,
+                sensitivity=a.sensitivity)
+    by_label = a.threshold if isinstance(a.threshold, dict) else {}
+    unknown = [label for label in by_label if label not in model.labels]
+    if unknown:
+        print(f"mega_kws: --threshold: the model has no label '{unknown[0]}' (its labels: {','.join(model.labels)})",
+              file=sys.stderr)
+        return None
+    try:
+        mega_kws.Detector(model, **opts).close()
+    except mega_kws.MegaError as e:
+        print(f"mega_kws: bad detection settings: {e.message}", file=sys.stderr)
+        return None
+    return opts
+
+
+def _scan(a, model):
+    opts = _detector_options(a, model)
+    if opts is None:
+        return 2
+    several = len(a.files) > 1
+    rc = 0
+    for path in a.files:
         try:
-            mega_kws.Detector(model, **opts).close()
-        except mega_kws.MegaError as e:
-            print(f"mega_kws: bad detection settings: {e.message}", file=sys.stderr)
-            return 2
-        stats = {}
-        try:
-            found, seconds = mega_kws.scan_file(a.file, model, backend=a.backend, threads=a.threads, stats=stats,
-                                                **opts)
+            stats = {}
+            found, seconds = mega_kws.scan_file(_source(path), model, backend=a.backend, threads=a.threads,
+                                                stats=stats, **opts)
         except (mega_kws.MegaError, ValueError, OSError) as e:
-            print(f"mega_kws: {a.file}: {_reason(a.file, e)}", file=sys.stderr)
+            print(f"mega_kws: {path}: {_reason(path, e)}", file=sys.stderr)
             if a.json:
-                print(f'{{"type": "error", {_json_file(a.file)}, "error": {_json_str(_reason(a.file, e))}}}')
-            return 1
+                print(f'{{"type": "error", {_json_file(path)}, "error": {_json_str(_reason(path, e))}}}')
+            rc = 1
+            continue
         for d in found:
             if a.json:
-                print(f'{{"type": "detection", {_json_file(a.file)}, "time_s": {d.time_s:.4f}, '
+                print(f'{{"type": "detection", {_json_file(path)}, "time_s": {d.time_s:.4f}, '
                       f'"label": {_json_str(d.label)}, "score": {d.score:.4f}}}')
             else:
-                print(f"{d.time_s:.3f}\t{d.label}\t{d.score:.3f}")
-        print(f"scanned {seconds:.3f} s: {len(found)} detection(s)", file=sys.stderr)
+                print(f"{path}\t" * several + f"{d.time_s:.3f}\t{d.label}\t{d.score:.3f}")
+        print(f"{path}: " * several + f"scanned {seconds:.3f} s: {len(found)} detection(s)", file=sys.stderr)
         if a.json:
-            print(f'{{"type": "summary", {_json_file(a.file)}, "duration_s": {seconds:.3f}, '
+            print(f'{{"type": "summary", {_json_file(path)}, "duration_s": {seconds:.3f}, '
                   f'"detections": {len(found)}, "clipped_samples": {stats["n_clamped_samples"]}}}')
-        return 0
+    return rc
 
+
+def _print_classification(a, path, r):
+    if a.json:
+        logits = ", ".join(f"{float(v):.7g}" for v in r.logits)
+        print(f'{{"type": "classification", {_json_file(path)}, "label": {_json_str(r.label)}, "score": {r.score:.6f}, '
+              f'"logits": [{logits}], "duration_s": {r.duration_s:.3f}, '
+              f'"window_start_s": {r.window_start_s:.3f}, "padded": {"true" if r.padded else "false"}, '
+              f'"sample_rate": {r.sample_rate}}}')
+        return
+    line = f"{path}\t{r.label}\t{r.score:.3f}"
+    if r.padded:
+        line += f"\t(padded from {r.duration_s:.3f} s)"
+    if r.window_start_s > 0.0:
+        line += f"\t(window at {r.window_start_s:.3f} s)"
+    print(line)
+
+
+def _classify(a, model):
     failures = 0
     for path in a.files:
         try:
-            r = mega_kws.classify_file(path, model, backend=a.backend, threads=a.threads)
+            r = mega_kws.classify_file(_source(path), model, backend=a.backend, threads=a.threads)
         except (mega_kws.MegaError, ValueError, OSError) as e:
             failures += 1
             if a.json:
@@ -177,21 +240,21 @@ def main(argv=None):
             else:
                 print(f"mega_kws: {path}: {_reason(path, e)}", file=sys.stderr)
             continue
-        if a.json:
-            logits = ", ".join(f"{float(v):.7g}" for v in r.logits)
-            print(f'{{"type": "classification", {_json_file(path)}, "label": {_json_str(r.label)}, '
-                  f'"score": {r.score:.6f}, '
-                  f'"logits": [{logits}], "duration_s": {r.duration_s:.3f}, '
-                  f'"window_start_s": {r.window_start_s:.3f}, "padded": {"true" if r.padded else "false"}, '
-                  f'"sample_rate": {r.sample_rate}}}')
-        else:
-            line = f"{path}\t{r.label}\t{r.score:.3f}"
-            if r.padded:
-                line += f"\t(padded from {r.duration_s:.3f} s)"
-            if r.window_start_s > 0.0:
-                line += f"\t(window at {r.window_start_s:.3f} s)"
-            print(line)
+        _print_classification(a, path, r)
     return 1 if failures else 0
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)  # exits 2 on a usage error, 0 after --help or --version
+    try:
+        _check_numbers(a)
+    except _Usage as e:
+        print(f"mega_kws: {e} (try --help)", file=sys.stderr)
+        return 2
+    model, rc = _open(a)
+    if model is None:
+        return rc
+    return _scan(a, model) if a.command == "scan" else _classify(a, model)
 
 
 if __name__ == "__main__":

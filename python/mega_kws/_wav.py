@@ -6,6 +6,7 @@ unsigned: (x - 128) / 128; channels averaged). It does not resample.
 open_wav reads a file in blocks (memory bounded by the block, whatever the
 file's length); read_wav reads it whole."""
 
+import io
 import os
 import struct
 
@@ -21,23 +22,34 @@ class WavReader:
     the end, none after it) as mono float32. Close it (or use it in a with
     block) to close the file.
 
+    source: a path, or a binary file object (its .name, if any, is the .path
+    messages give); one that cannot seek (standard input, a pipe) is read
+    whole first. A file object passed in is left open.
+
     Raises FileNotFoundError / IsADirectoryError / OSError for a file that
     cannot be read, ValueError for one that is not a WAV this reader takes
     (both checked when it is opened)."""
 
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        self._f = open(self.path, "rb")
+    def __init__(self, source):
+        if hasattr(source, "read"):
+            self.path = str(getattr(source, "name", "<stream>"))
+            seekable = getattr(source, "seekable", lambda: False)()
+            self._f = source if seekable else io.BytesIO(source.read())
+            self._owned = not seekable
+        else:
+            self.path = os.fspath(source)
+            self._f, self._owned = open(self.path, "rb"), True
         try:
             self._parse_header()
         except BaseException:
-            self._f.close()
+            self.close()
             raise
         self._left = self.n_frames
 
     def _parse_header(self):
         f, path = self._f, self.path
-        size_of_file = os.fstat(f.fileno()).st_size
+        size_of_file = f.seek(0, os.SEEK_END)
+        f.seek(0)
         head = f.read(12)
         if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
             raise ValueError(f"{path}: not a WAV file (RIFF/WAVE); convert it, e.g. with sox, or use keyword_spotter")
@@ -95,7 +107,8 @@ class WavReader:
         return _decode(raw, self._tag, self.channels, self._bits)
 
     def close(self):
-        self._f.close()
+        if self._owned:
+            self._f.close()
 
     def __enter__(self):
         return self
@@ -105,12 +118,14 @@ class WavReader:
 
 
 def open_wav(path):
-    """A WavReader on path (see WavReader): for reading a long file in blocks."""
+    """A WavReader on path, or on a binary file object (see WavReader): for
+    reading a long file in blocks."""
     return WavReader(path)
 
 
 def read_wav(path):
-    """(samples, sample_rate, n_frames): samples is mono float32, the whole file.
+    """(samples, sample_rate, n_frames): samples is mono float32, the whole file
+    (path: or a binary file object, as for open_wav).
 
     Raises FileNotFoundError / IsADirectoryError / OSError for a file that
     cannot be read, ValueError for one that is not a WAV this reader takes."""

@@ -297,6 +297,54 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   return true;
 }
 
+// Labels: one per class, none empty, none repeated (a repeated label would
+// report every detection of the second under the first's name).
+bool read_labels(const fb::Model* m, const HParams& hp, ModelInfo* info, LoadError* err) {
+  const auto* labels = m->labels();
+  if (int64_t(labels->size()) != hp.n_classes) {
+    return err->set(Status::bad_model, "file has " + std::to_string(labels->size()) + " labels for " +
+                                           std::to_string(hp.n_classes) + " classes");
+  }
+  std::map<std::string, flatbuffers::uoffset_t> first;
+  for (flatbuffers::uoffset_t i = 0; i < labels->size(); ++i) {
+    const auto* s = labels->Get(i);
+    if (!s || s->size() == 0) return err->set(Status::bad_model, "label " + std::to_string(i) + " is empty");
+    const auto seen = first.emplace(s->str(), i);
+    if (!seen.second) {
+      return err->set(Status::bad_model, "label '" + s->str() + "' appears twice (labels " +
+                                             std::to_string(seen.first->second) + " and " + std::to_string(i) + ")");
+    }
+    info->labels.push_back(s->str());
+  }
+  return true;
+}
+
+// The stored detection defaults, in the ranges Detector::create takes: a
+// stored threshold of 0 would load, then fail every scan that gives no option.
+bool read_detection(const fb::Detection* d, const HParams& hp, ModelInfo* info, LoadError* err) {
+  if (!d) return true;
+  if (d->thresholds() && d->thresholds()->size() > 0) {
+    if (int64_t(d->thresholds()->size()) != hp.n_classes) {
+      return err->set(Status::bad_model, "detection thresholds: " + std::to_string(d->thresholds()->size()) +
+                                             " values for " + std::to_string(hp.n_classes) + " labels");
+    }
+    for (flatbuffers::uoffset_t i = 0; i < d->thresholds()->size(); ++i) {
+      const float t = d->thresholds()->Get(i);
+      if (!(t > 0.0f && t <= 1.0f)) {  // NaN too
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", double(t));
+        return err->set(Status::bad_model, "detection threshold of label '" + info->labels[i] + "' is " + value +
+                                               "; thresholds must be in (0, 1]");
+      }
+      info->detection.thresholds.push_back(t);
+    }
+  }
+  info->detection.smoothing_hops = d->smoothing_hops();
+  info->detection.refractory_ms = d->refractory_ms();
+  return check_range(err, "detection smoothing_hops", d->smoothing_hops(), 1, 1024) &&
+         check_range(err, "detection refractory_ms", d->refractory_ms(), 0, 600000);
+}
+
 void load_norm(TensorTable& tt, const std::string& prefix, const HParams& hp, NormWeights* n, LoadError* err) {
   const int64_t d = hp.embed_dim;
   n->type = hp.norm_type;
@@ -426,34 +474,7 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
       !(std::isfinite(info.input_mean) && std::isfinite(info.input_std) && info.input_std >= 0.0f)) {
     return err->set(Status::bad_model, "input scaling has a non-finite mean or a negative std");
   }
-  const auto* labels = m->labels();
-  if (int64_t(labels->size()) != hp.n_classes) {
-    return err->set(Status::bad_model, "file has " + std::to_string(labels->size()) + " labels for " +
-                                           std::to_string(hp.n_classes) + " classes");
-  }
-  for (flatbuffers::uoffset_t i = 0; i < labels->size(); ++i) {
-    const auto* s = labels->Get(i);
-    if (!s || s->size() == 0) return err->set(Status::bad_model, "label " + std::to_string(i) + " is empty");
-    info.labels.push_back(s->str());
-  }
-  if (const fb::Detection* d = m->detection()) {
-    if (d->thresholds() && d->thresholds()->size() > 0) {
-      if (int64_t(d->thresholds()->size()) != hp.n_classes) {
-        return err->set(Status::bad_model, "detection thresholds: " + std::to_string(d->thresholds()->size()) +
-                                               " values for " + std::to_string(hp.n_classes) + " labels");
-      }
-      for (float t : *d->thresholds()) {
-        if (!(t >= 0.0f && t <= 1.0f)) return err->set(Status::bad_model, "detection threshold outside [0, 1]");
-        info.detection.thresholds.push_back(t);
-      }
-    }
-    info.detection.smoothing_hops = d->smoothing_hops();
-    info.detection.refractory_ms = d->refractory_ms();
-    if (!check_range(err, "detection smoothing_hops", d->smoothing_hops(), 1, 1024) ||
-        !check_range(err, "detection refractory_ms", d->refractory_ms(), 0, 600000)) {
-      return false;
-    }
-  }
+  if (!read_labels(m, hp, &info, err) || !read_detection(m->detection(), hp, &info, err)) return false;
   if (const fb::Provenance* p = m->provenance()) {
     if (p->converter_version()) info.converter_version = p->converter_version()->str();
     if (p->source_sha256()) info.source_sha256 = p->source_sha256()->str();

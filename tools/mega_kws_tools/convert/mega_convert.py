@@ -11,6 +11,7 @@ conversion never leaves a half-written model behind.
 import argparse
 import hashlib
 import math
+import numbers
 import os
 import re
 import sys
@@ -115,6 +116,56 @@ def _offset_vector(builder, offsets):
     for off in reversed(offsets):
         builder.PrependUOffsetTRelative(off)
     return builder.EndVector()
+
+
+# The detector's ranges (runtime/src/detector.cpp), which the loader enforces too.
+SMOOTHING_HOPS_RANGE = (1, 1024)
+REFRACTORY_MS_RANGE = (0, 600000)
+
+
+def check_labels(labels):
+    """Labels the runtime loads: each non-empty, without surrounding spaces,
+    and distinct (a repeated one would name every detection of the second
+    after the first)."""
+    first = {}
+    for i, label in enumerate(labels):
+        if not label or label != label.strip():
+            raise ConvertError(f"label {i} is empty or has surrounding spaces ({label!r})")
+        if label in first:
+            raise ConvertError(f"label '{label}' appears twice (labels {first[label]} and {i}): labels must be "
+                               "distinct")
+        first[label] = i
+
+
+def _in_range(name, value, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        raise ConvertError(f"{name} = {value!r} is not an integer in [{lo}, {hi}]")
+
+
+def check_detection(detection, labels):
+    """Detection defaults the runtime's detector takes (None: none stored):
+    a JSON-like object with thresholds (one per label, each in (0, 1]),
+    smoothing_hops and refractory_ms in the detector's ranges."""
+    if detection is None:
+        return
+    if not isinstance(detection, dict):
+        raise ConvertError("must be a JSON object "
+                           '{"thresholds": [...], "smoothing_hops": N, "refractory_ms": MS}')
+    unknown = sorted(set(detection) - {"thresholds", "smoothing_hops", "refractory_ms"})
+    if unknown:
+        raise ConvertError(f"unknown key '{unknown[0]}' (known: thresholds, smoothing_hops, refractory_ms)")
+    thresholds = detection.get("thresholds", [])
+    if not isinstance(thresholds, (list, tuple)):
+        raise ConvertError(f"thresholds must be a list (one per label), not {thresholds!r}")
+    if thresholds and len(thresholds) != len(labels):
+        raise ConvertError(f"{len(thresholds)} thresholds for {len(labels)} labels")
+    for label, t in zip(labels, thresholds):
+        number = isinstance(t, numbers.Real) and not isinstance(t, bool)  # NumPy's too
+        if not (number and 0.0 < t <= 1.0):  # False for NaN
+            raise ConvertError(f"threshold of label '{label}' is {t if number else repr(t)}; thresholds must be "
+                               "in (0, 1]")
+    _in_range("smoothing_hops", detection.get("smoothing_hops", 1), *SMOOTHING_HOPS_RANGE)
+    _in_range("refractory_ms", detection.get("refractory_ms", 1000), *REFRACTORY_MS_RANGE)
 
 
 def _model_tensors(model, labels, fp16):
@@ -233,6 +284,11 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     the (name, array) list just before it is written.
     """
     cfg = model.cfg
+    check_labels(labels)
+    try:
+        check_detection(detection, labels)
+    except ConvertError as e:
+        raise ConvertError(f"detection defaults: {e}") from None
     tensors = _model_tensors(model, labels, fp16)
     st_input = self_test_input(cfg)
     model.input_mean, model.input_std = input_mean, input_std
@@ -360,16 +416,16 @@ def main(argv=None) -> int:
         labels = args.labels.split(",") if args.labels else list(extra.get("labels", []))
         if not labels:
             raise ConvertError("--labels is required for this checkpoint (labels are not stored in it)")
-        if any(not x or x != x.strip() for x in labels) or len(set(labels)) != len(labels):
-            raise ConvertError("--labels must be distinct, non-empty names without surrounding spaces")
-        detection = extra.get("detection")
+        check_labels(labels)
+        detection, source = extra.get("detection"), "the checkpoint's detection defaults"
         if args.detection:
             import json
             with open(args.detection) as f:
-                detection = json.load(f)
-            thr = detection.get("thresholds", [])
-            if thr and (len(thr) != len(labels) or not all(0 < float(t) <= 1 for t in thr)):
-                raise ConvertError(f"--detection: need {len(labels)} thresholds in (0, 1]")
+                detection, source = json.load(f), f"--detection {args.detection}"
+        try:  # named by where they came from
+            check_detection(detection, labels)
+        except ConvertError as e:
+            raise ConvertError(f"{source}: {e}") from None
         data, logits = build_model_file(
             model, labels, input_mean=args.input_mean, input_std=args.input_std, fp16=args.fp16,
             source_sha256=sha256_of(args.checkpoint), source_format=fmt, notes=args.notes,
