@@ -2,7 +2,9 @@
 // detector (the path listen takes, stream_pipeline.h), one line per detection.
 // Several files: each gets a fresh session and detector, and its name on
 // every line; a bad file is reported and the others are still scanned. "-":
-// standard input (a WAV stream or raw s16le mono at 16 kHz, stdin_audio.h).
+// standard input (any container libsndfile decodes from a stream, or raw
+// s16le mono at 16 kHz, stdin_audio.h). SIGINT or SIGTERM stops the scan
+// after the summary of what was scanned, and exits as the signal's 128 + N.
 #include <cstdio>
 #include <string>
 
@@ -10,6 +12,7 @@
 #include "commands.h"
 #include "file_source.h"
 #include "model_setup.h"
+#include "stop_signals.h"
 #include "stream_pipeline.h"
 
 namespace kws {
@@ -39,7 +42,7 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
   auto det = make_detector(*m, p);
   if (!s || !det) return s ? kExitUsage : kExitModel;
   std::string err;
-  auto in = FileSource::open(path, hp.sample_rate, &err);
+  auto in = FileSource::open(path, hp.sample_rate, &err, StopSignals::flag());
   if (!in) {
     std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), err.c_str());
     return kExitFailed;
@@ -50,13 +53,14 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
     return kExitFailed;
   }
   PrintDetections out(*m, p, several ? &path : nullptr);
-  switch (pipeline->run(StreamOptions(), out)) {
+  StreamOptions opts;
+  opts.stop = StopSignals::flag();
+  switch (pipeline->run(opts, out)) {
     case StreamEnd::ended:
     case StreamEnd::stopped:
       break;
     case StreamEnd::source_failed:
-      std::fprintf(stderr, "keyword_spotter: %s: %s (after %.3f s)\n", path.c_str(), in->error().c_str(),
-                   double(in->frames_read()) / hp.sample_rate);
+      std::fprintf(stderr, "keyword_spotter: %s: %s\n", path.c_str(), in->error().c_str());  // it says where
       return kExitFailed;
     case StreamEnd::inference_failed:
       std::fprintf(stderr, "keyword_spotter: %s: inference failed: %s\n", path.c_str(),
@@ -81,6 +85,7 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
 }  // namespace
 
 int cmd_scan(const Params& p) {
+  StopSignals signals;
   auto m = load_model(p);
   if (!m) return kExitModel;
   if (!m->streamable()) {
@@ -90,10 +95,12 @@ int cmd_scan(const Params& p) {
   }
   int rc = kExitOk;
   for (const std::string& path : p.files) {
+    if (*StopSignals::flag()) break;
     const int file_rc = scan_file(m, p, path);
     if (file_rc == kExitUsage || file_rc == kExitModel) return file_rc;  // the options, not the file
     if (file_rc != kExitOk) rc = file_rc;
   }
+  if (*StopSignals::flag()) return 128 + *StopSignals::flag();  // as if the signal had ended it, after the summary
   return rc;
 }
 
