@@ -28,12 +28,9 @@ bool container_magic(const uint8_t* p, size_t n) {
 
 size_t StdinAudio::read_fd(uint8_t* p, size_t n) {
   size_t got = 0;
-  while (got < n && !ended_ && !interrupted_) {
+  while (got < n && !ended_ && !(interrupted_ = stop_ && *stop_)) {
     const ssize_t r = ::read(fd_, p + got, n - got);
-    if (r < 0 && errno == EINTR) {
-      interrupted_ = stop_ && *stop_;
-      continue;
-    }
+    if (r < 0 && errno == EINTR) continue;  // a stop signal ends the loop
     if (r < 0) {
       read_error_ = std::string("cannot read standard input: ") + std::strerror(errno);
       ended_ = true;
@@ -63,7 +60,7 @@ SNDFILE* StdinAudio::open_sndfile(SF_INFO* sfi, std::string* error) {
   SNDFILE* f = sf_open_virtual(&vio, SFM_READ, sfi, this);
   keeping_ = false;  // from here on, forward only
   if (!f) {
-    *error = interrupted_ ? "stopped" : !read_error_.empty() ? read_error_
+    *error = interrupted_ ? "stopped by a signal while reading the header" : !read_error_.empty() ? read_error_
                                       : std::string("not a readable audio stream (") + sf_strerror(nullptr) + ")";
   }
   return f;
@@ -151,14 +148,12 @@ int64_t StdinAudio::read_raw(float* out, int64_t max_frames, std::string* error)
       got = std::min(want - have_, kept_.size() - size_t(pos_));
       std::memcpy(raw_.data() + have_, kept_.data() + pos_, got);
     } else {
-      ssize_t r;
-      do {
+      ssize_t r = -1;
+      errno = EINTR;
+      while (r < 0 && errno == EINTR && !(interrupted_ = stop_ && *stop_)) {
         r = ::read(fd_, raw_.data() + have_, want - have_);
-      } while (r < 0 && errno == EINTR && !(stop_ && *stop_));
-      if (r < 0 && errno == EINTR) {
-        interrupted_ = true;
-        return 0;
       }
+      if (interrupted_) return 0;
       if (r < 0) {
         *error = std::string("cannot read standard input: ") + std::strerror(errno);
         return -1;
