@@ -26,11 +26,16 @@ bool container_magic(const uint8_t* p, size_t n) {
 
 }  // namespace
 
+bool StdinAudio::stopped() {
+  if (stop_ && *stop_) interrupted_ = true;
+  return interrupted_;
+}
+
 size_t StdinAudio::read_fd(uint8_t* p, size_t n) {
   size_t got = 0;
-  while (got < n && !ended_ && !(interrupted_ = stop_ && *stop_)) {
+  while (got < n && !ended_ && !stopped()) {
     const ssize_t r = ::read(fd_, p + got, n - got);
-    if (r < 0 && errno == EINTR) continue;  // a stop signal ends the loop
+    if (r < 0 && errno == EINTR) continue;  // stopped() tells a stop signal from another
     if (r < 0) {
       read_error_ = std::string("cannot read standard input: ") + std::strerror(errno);
       ended_ = true;
@@ -59,11 +64,15 @@ SNDFILE* StdinAudio::open_sndfile(SF_INFO* sfi, std::string* error) {
   *sfi = SF_INFO();
   SNDFILE* f = sf_open_virtual(&vio, SFM_READ, sfi, this);
   keeping_ = false;  // from here on, forward only
-  if (!f) {
-    *error = interrupted_ ? "stopped by a signal while reading the header" : !read_error_.empty() ? read_error_
-                                      : std::string("not a readable audio stream (") + sf_strerror(nullptr) + ")";
+  if (f) return f;
+  if (interrupted_) {
+    *error = "stopped by a signal while reading the header";
+  } else if (!read_error_.empty()) {
+    *error = read_error_;
+  } else {
+    *error = std::string("not a readable audio stream (") + sf_strerror(nullptr) + ")";
   }
-  return f;
+  return nullptr;
 }
 
 // The length of a pipe is not known: as far as libsndfile can tell, the file
@@ -148,12 +157,11 @@ int64_t StdinAudio::read_raw(float* out, int64_t max_frames, std::string* error)
       got = std::min(want - have_, kept_.size() - size_t(pos_));
       std::memcpy(raw_.data() + have_, kept_.data() + pos_, got);
     } else {
-      ssize_t r = -1;
-      errno = EINTR;
-      while (r < 0 && errno == EINTR && !(interrupted_ = stop_ && *stop_)) {
+      ssize_t r;
+      do {
+        if (stopped()) return 0;
         r = ::read(fd_, raw_.data() + have_, want - have_);
-      }
-      if (interrupted_) return 0;
+      } while (r < 0 && errno == EINTR);
       if (r < 0) {
         *error = std::string("cannot read standard input: ") + std::strerror(errno);
         return -1;

@@ -50,6 +50,7 @@ class StdinAudio {
   static sf_count_t vio_seek(sf_count_t offset, int whence, void* self);
   static sf_count_t vio_read(void* ptr, sf_count_t count, void* self);
   static sf_count_t vio_tell(void* self);
+  bool stopped();                                // a stop signal has come (then interrupted_)
   size_t read_fd(uint8_t* p, size_t n);          // until n bytes, the end, an error or a stop
   bool skip_to(int64_t offset);                  // forward on the pipe to offset (read and kept or dropped)
   size_t read_at_pos(uint8_t* p, size_t n);
