@@ -240,6 +240,34 @@ TEST(Resampler, BlocksGiveWhatOneCallGivesAndTheTailIsKept) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f) << i;
 }
 
+// A word in a source that ends inside a chunk: the chunk is completed with
+// silence, but the detection is timed no later than the end of the audio
+// (0.156 s of "yes" was reported at 0.250 s, the end of the padded chunk).
+TEST(StreamPipeline, ADetectionAtTheEndIsTimedNoLaterThanTheAudio) {
+  std::vector<float> yes;
+  kws::AudioInfo info;
+  std::string err;
+  ASSERT_TRUE(kws::read_audio_file(std::string(MEGA_SAMPLES) + "/yes.wav", 16000, 60.0, &yes, &info, &err)) << err;
+  const std::vector<float> x(yes.begin() + 3200, yes.begin() + 3200 + 2496);  // 0.2 s in, 0.156 s long
+  Rig r = make_rig();
+  const mega::HParams& hp = r.model->hparams();
+  ASSERT_NE(int64_t(x.size()) % hp.chunk_samples(), 0);
+  struct Times : kws::StreamObserver {
+    explicit Times(const mega::HParams& h) : hp(h) {}
+    void on_detection(int64_t end_sample, const mega::Detection& d) override {
+      times.push_back(mega::Detector::event_time_s(d, end_sample, hp.chunk_samples(), hp.sample_rate));
+    }
+    const mega::HParams& hp;
+    std::vector<double> times;
+  } out(hp);
+  MemorySource src(x, 1, 16000.0, 500);
+  auto p = kws::StreamPipeline::create(src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  EXPECT_EQ(p->run(kws::StreamOptions(), out), kws::StreamEnd::ended);
+  ASSERT_FALSE(out.times.empty());
+  for (double t : out.times) EXPECT_LE(t, double(x.size()) / hp.sample_rate);
+}
+
 TEST(StreamPipeline, StopsAtTheSampleLimitWithoutPadding) {
   Rig r = make_rig();
   MemorySource src(commands(), 1, 16000.0, 500);

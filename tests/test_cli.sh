@@ -392,6 +392,67 @@ rc=$?
 [ "$rc" -eq 1 ] && grep -q "ended early" "$T/err" && pass "a WAV stream cut short: exit 1" || { fail "cut WAV stream: exit $rc"; cat "$T/err"; }
 expect_rc 1 "empty standard input" -- "$KS" scan -m "$DEMO" - </dev/null
 expect_in "$T/err" "no audio on standard input" "empty standard input message"
+# Issue 85 item 3: "-" decodes what a file of the same format gives (libsndfile
+# on the pipe), the same lines and summary, for every container sox writes;
+# sox writing to the pipe itself puts a placeholder length in its header
+for f in s16.wav:-b16 f32.wav:-efloating-point:-b32 f64.wav:-efloating-point:-b64 st.flac st.ogg st.aiff st.au; do
+  name=${f%%:*}
+  opts=$(echo "${f#"$name"}" | tr ':' ' ')
+  sox "$src" $opts "$T/pipe_$name" || { fail "sox could not write $name"; continue; }
+  "$KS" scan -m "$MODEL" "$T/pipe_$name" >"$T/file.txt" 2>&1
+  cat "$T/pipe_$name" | "$KS" scan -m "$MODEL" - >"$T/pipe.txt" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && cmp -s "$T/file.txt" "$T/pipe.txt" && grep -q "	stop	" "$T/pipe.txt"; then
+    pass "cat $name | scan -: what the file gives"
+  else
+    fail "cat $name | scan -: exit $rc"; diff "$T/file.txt" "$T/pipe.txt"
+  fi
+  sox "$src" $opts -t "${name##*.}" - 2>/dev/null | "$KS" scan -m "$MODEL" - >"$T/pipe.txt" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] && cmp -s "$T/file.txt" "$T/pipe.txt" && pass "sox -t ${name##*.} - | scan -: what the file gives" ||
+    { fail "sox -t ${name##*.} - | scan -: exit $rc"; diff "$T/file.txt" "$T/pipe.txt"; }
+done
+# two fmt chunks: refused on the pipe as on disk, for the same reason
+{ head -c 36 "$T/pipe_s16.wav"; tail -c +13 "$T/pipe_s16.wav" | head -c 24; tail -c +37 "$T/pipe_s16.wav"; } >"$T/twofmt.wav"
+expect_rc 1 "a WAV file with two fmt chunks" -- "$KS" scan -m "$MODEL" "$T/twofmt.wav"
+why=$(sed -n 's/.*(\(.*\))$/\1/p' "$T/err")
+expect_rc 1 "a WAV stream with two fmt chunks" -- sh -c 'cat "$1" | "$2" scan -m "$3" -' sh "$T/twofmt.wav" "$KS" "$MODEL"
+[ -n "$why" ] && expect_in "$T/err" "($why)" "two fmt chunks: the stream refused for the file's reason" ||
+  fail "two fmt chunks: no reason given for the file"
+[ "$(wc -l <"$T/err")" -eq 1 ] && pass "two fmt chunks: one line" || fail "two fmt chunks: $(wc -l <"$T/err") lines"
+# a container's magic and then nothing it can decode: one line, exit 1 (was noise, exit 0)
+for magic in fLaC OggS .snd FORM; do
+  ( printf '%s' "$magic"; head -c 20000 /dev/urandom ) | "$KS" scan -m "$MODEL" - >"$T/out" 2>"$T/err"
+  rc=$?
+  [ "$rc" -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && [ ! -s "$T/out" ] && pass "'$magic' and garbage: refused in one line" ||
+    { fail "'$magic' and garbage: exit $rc"; cat "$T/err"; }
+done
+# Issue 85 item 11: SIGTERM while scan - waits on its pipe: the summary, then exit 143
+mkfifo "$T/fifo"
+"$KS" scan -m "$MODEL" - <"$T/fifo" >"$T/out" 2>"$T/err" &
+kspid=$!
+exec 3>"$T/fifo"
+sox "$src" -t raw - >&3
+sleep 1
+kill -TERM "$kspid"
+wait "$kspid"
+rc=$?
+exec 3>&-
+[ "$rc" -eq 143 ] && grep -q "^scanned [0-9.]* s: " "$T/err" && pass "SIGTERM during scan -: summary, exit 143" ||
+  { fail "SIGTERM during scan -: exit $rc"; cat "$T/err"; }
+# a word in the last, partial chunk is timed at the end of the audio, not of the chunk's silence
+sox "$ROOT/samples/yes.wav" "$T/small.wav" trim 0.2 0.156
+expect_rc 0 "scan of 0.156 s" -- "$KS" scan -m "$MODEL" "$T/small.wav"
+expect_in "$T/out" "	yes	" "scan of 0.156 s: the word is found"
+awk -F'\t' '$1 > 0.156 { bad = 1 } END { exit bad }' "$T/out" && pass "scan of 0.156 s: no detection after its end" ||
+  { fail "scan of 0.156 s: a detection after its end"; cat "$T/out"; }
+# the NaN message says where the bad sample is, not where the scan had got to
+expect_rc 1 "scan of a NaN file, again" -- "$KS" scan -m "$MODEL" "$T/nan.wav"
+expect_in "$T/err" "sample 100 (at 0.006 s) is not a finite number" "the NaN message: the sample and its time"
+expect_not_in "$T/err" "(after" "the NaN message: no 'after 0.000 s'"
+# classify says when it clips samples, in scan's words
+expect_rc 0 "classify of float audio beyond full scale" -- "$KS" classify -m "$MODEL" "$T/loud.wav"
+expect_in "$T/err" "loud.wav: 16000 samples beyond full scale clipped" "classify reports the clipped samples"
 expect_rc 2 "scan needs a streaming model" -- "$KS" scan -m "$FIX/tiny_bi.mega" "$src"
 expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 # per-keyword thresholds by label: the others keep the model's

@@ -14,7 +14,8 @@
 #   g. inference slower than the device (test-only KWS_TEST_CONSUMER_DELAY_MS):
 #      the dropped frames are counted and reported, exit 0 after SIGTERM;
 #   h. a device that opens but never delivers a frame (ALSA file PCM on a FIFO
-#      nobody writes to): exit 4 within seconds, saying so;
+#      nobody writes to): exit 4 within seconds, saying so, and the summary
+#      says that no audio came;
 #   i. a device whose open never returns (the same FIFO without a writer):
 #      exit 4 within seconds.
 # Only stdout is checked for detections (ALSA and JACK print noise on stderr).
@@ -362,6 +363,12 @@ CONF
   PIDS+=("$!")
   fifo_listen h "no audio from the device within" "device never delivers"
   kill "${PIDS[-1]}" 2>/dev/null
+  # no frame came: the summary must not claim "first audio 0.00 s after start" (issue 85 item 11)
+  if grep -aq "^no audio came from the device; " "$T/h.err" && ! grep -aq "first audio" "$T/h.err"; then
+    pass "h: the summary says that no audio came"
+  else
+    fail "h: the summary claims audio that never came"; grep -a "audio" "$T/h.err" | tail -3
+  fi
   # i. no writer at all: opening the FIFO blocks inside ALSA
   fifo_listen i "did not finish within" "device open never returns"
 fi

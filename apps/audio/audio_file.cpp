@@ -72,6 +72,46 @@ bool supported(const AudioInfo& info, std::string* error) {
   return true;
 }
 
+// The bytes per sample of the PCM and float encodings; 0 for the others.
+int sample_bytes(int format) {
+  switch (format & SF_FORMAT_SUBMASK) {
+    case SF_FORMAT_PCM_S8: case SF_FORMAT_PCM_U8: return 1;
+    case SF_FORMAT_PCM_16: return 2;
+    case SF_FORMAT_PCM_24: return 3;
+    case SF_FORMAT_PCM_32: case SF_FORMAT_FLOAT: return 4;
+    case SF_FORMAT_DOUBLE: return 8;
+    default: return 0;
+  }
+}
+
+// What libsndfile opened, checked alike for a file and for standard input.
+// stream: a pipe, whose header may announce a length its writer could not
+// know yet (2 GiB or more: sox puts 0x7F000000 bytes in an AIFF header,
+// arecord and others 2 or 4 GiB in a WAV one), and whose real length
+// libsndfile cannot compare with the header.
+bool check_opened(SNDFILE* f, const SF_INFO& sfi, bool stream, AudioInfo* info, std::string* error) {
+  info->sample_rate = sfi.samplerate;
+  info->channels = sfi.channels;
+  info->frames = sfi.frames;
+  info->format = format_name(sfi.format);
+  info->length_known = sfi.frames != SF_COUNT_MAX;  // libsndfile's "unknown"
+  if (stream && info->length_known && sfi.channels > 0) {
+    const double bytes = double(sfi.frames) * sfi.channels * sample_bytes(sfi.format);
+    info->length_known = bytes < double(0x7F000000u);
+  }
+  if (!info->length_known) info->frames = 0;
+  if (info->length_known && sfi.frames <= 0) {
+    *error = stream ? "no audio on standard input (its header announces 0 frames)" : "no audio in the file (0 frames)";
+    return false;
+  }
+  if (!supported(*info, error)) return false;
+  if (data_cut_short(f, error)) return false;
+  // A whole Ogg file has a last page that gives its length; without it the
+  // file was cut. (A stream's last page is not looked for.)
+  info->cut_if_unknown_length = !stream && (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG;
+  return true;
+}
+
 // Opens and checks a file; shared by the whole-file and streaming readers.
 SndFile open_checked(const std::string& path, AudioInfo* info, std::string* error) {
   SndFile none(nullptr, sf_close);
@@ -95,28 +135,15 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
     *error = std::string("not a readable audio file (") + sf_strerror(nullptr) + ")";
     return none;
   }
-  info->sample_rate = sfi.samplerate;
-  info->channels = sfi.channels;
-  info->frames = sfi.frames;
-  info->format = format_name(sfi.format);
-  info->length_known = sfi.frames != SF_COUNT_MAX;  // libsndfile's "unknown"
-  if (!info->length_known) info->frames = 0;
-  if (info->length_known && sfi.frames <= 0) {
-    *error = "no audio in the file (0 frames)";
-    return none;
-  }
-  if (!supported(*info, error)) return none;
-  if (data_cut_short(f.get(), error)) return none;
-  // A whole Ogg file has a last page that gives its length; without it the file was cut.
-  info->cut_if_unknown_length = (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG;
+  if (!check_opened(f.get(), sfi, false, info, error)) return none;
   return f;
 }
 
 }  // namespace
 
 struct AudioFileStream::Impl {
+  std::unique_ptr<StdinAudio> pipe;  // "-": file reads from it, or it is raw (file null)
   SndFile file{nullptr, sf_close};
-  std::unique_ptr<StdinAudio> pipe;  // instead of file, for "-"
   std::unique_ptr<Resampler> resampler;  // null: the file is at the wanted rate
   AudioInfo info;
   std::vector<float> inter, pending;  // pending: mono input not yet consumed by the resampler
@@ -124,15 +151,26 @@ struct AudioFileStream::Impl {
   int64_t frames_read = 0;
   bool eof = false, done = false;
 
+  std::string seconds(int64_t frame) const {
+    char at[32];
+    std::snprintf(at, sizeof at, "%.3f s", double(frame) / info.sample_rate);
+    return at;
+  }
+
   // Reads the next block of mono input into pending; false on error.
+  // Interrupted by a stop signal: true, with nothing read, and not the end.
   bool fill(std::string* error) {
     const int ch = info.channels;
     const sf_count_t got = file ? sf_readf_float(file.get(), inter.data(), kBlockFrames)
-                                : pipe->read(inter.data(), kBlockFrames, error);
-    if (got < 0) {
-      if (file) *error = sf_strerror(file.get());
+                                : pipe->read_raw(inter.data(), kBlockFrames, error);
+    const bool pipe_failed = pipe && file && !pipe->read_error().empty();  // inside libsndfile's read
+    if (got < 0 || pipe_failed) {
+      if (pipe_failed) *error = pipe->read_error();
+      else if (file) *error = sf_strerror(file.get());
+      *error += " (after " + seconds(frames_read) + ")";
       return false;
     }
+    if (got == 0 && pipe && pipe->interrupted()) return true;  // stopped: neither the end nor an error
     if (got == 0) {
       eof = true;
       if (!info.length_known) {
@@ -148,8 +186,8 @@ struct AudioFileStream::Impl {
           return false;
         }
       } else if (frames_read < info.frames) {
-        *error = "file is truncated: the header announces " + std::to_string(info.frames) + " frames, only " +
-                 std::to_string(frames_read) + " could be read";
+        *error = (pipe ? "standard input ended early" : "file is truncated") + std::string(": the header announces ") +
+                 std::to_string(info.frames) + " frames, only " + std::to_string(frames_read) + " could be read";
         return false;
       }
       pending.clear();
@@ -161,9 +199,8 @@ struct AudioFileStream::Impl {
     mix_to_mono(inter.data(), ch, size_t(got), pending.data());
     for (sf_count_t i = 0; i < got; ++i) {
       if (!std::isfinite(pending[size_t(i)])) {
-        char at[64];
-        std::snprintf(at, sizeof at, "%.3f s", double(frames_read + i) / info.sample_rate);
-        *error = "sample " + std::to_string(frames_read + i) + " (at " + at + ") is not a finite number (NaN or Inf)";
+        *error = "sample " + std::to_string(frames_read + i) + " (at " + seconds(frames_read + i) +
+                 ") is not a finite number (NaN or Inf)";
         return false;
       }
     }
@@ -173,19 +210,24 @@ struct AudioFileStream::Impl {
 };
 
 std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, int32_t want_rate, AudioInfo* info,
-                                                       std::string* error) {
+                                                       std::string* error, const volatile std::sig_atomic_t* stop) {
   std::unique_ptr<AudioFileStream> s(new AudioFileStream());
   s->impl_ = std::make_unique<Impl>();
   Impl& im = *s->impl_;
   if (path == kStdinPath) {
-    im.pipe = std::make_unique<StdinAudio>();
+    im.pipe = std::make_unique<StdinAudio>(0, stop);
     if (!im.pipe->open(error)) return nullptr;
-    im.info.sample_rate = im.pipe->sample_rate();
-    im.info.channels = im.pipe->channels();
-    im.info.format = im.pipe->format();
-    im.info.length_known = false;
-    im.info.frames = 0;
-    if (!supported(im.info, error)) return nullptr;
+    if (im.pipe->container()) {
+      SF_INFO sfi;
+      im.file.reset(im.pipe->open_sndfile(&sfi, error));
+      if (!im.file || !check_opened(im.file.get(), sfi, true, &im.info, error)) return nullptr;
+    } else {
+      im.info.sample_rate = StdinAudio::kRawRate;
+      im.info.channels = 1;
+      im.info.format = "raw s16le mono 16000 Hz";
+      im.info.length_known = false;
+      im.info.frames = 0;
+    }
   } else {
     im.file = open_checked(path, &im.info, error);
     if (!im.file) return nullptr;
@@ -204,12 +246,15 @@ AudioFileStream::~AudioFileStream() = default;
 
 const AudioInfo& AudioFileStream::info() const { return impl_->info; }
 
+bool AudioFileStream::interrupted() const { return impl_->pipe && impl_->pipe->interrupted(); }
+
 int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
   Impl& im = *impl_;
   int64_t written = 0;
   while (written < max && !im.done) {
     if (im.pending_off >= im.pending.size() && !im.eof) {
       if (!im.fill(error)) return -1;
+      if (interrupted() && im.pending.size() == im.pending_off) break;
     }
     const long avail = long(im.pending.size() - im.pending_off);
     if (!im.resampler) {

@@ -3,6 +3,7 @@
 // to bring any file to mono at the model's rate.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,19 +29,23 @@ struct AudioInfo {
 bool read_audio_file(const std::string& path, int32_t want_rate, double max_seconds, std::vector<float>* samples,
                      AudioInfo* info, std::string* error);
 
-// The path that means standard input: a WAV stream or raw s16le mono at
-// 16 kHz (stdin_audio.h).
+// The path that means standard input: any container libsndfile decodes from
+// a stream (WAV, AIFF, AU, FLAC, Ogg, ...), or raw s16le mono at 16 kHz
+// (stdin_audio.h).
 constexpr const char* kStdinPath = "-";
 
 // Streams a file of any length in blocks, as mono at want_rate, with bounded
 // memory (scan); or standard input (kStdinPath). read() returns the samples
-// written (0 at the end, -1 on error with *error set).
+// written (0 at the end, -1 on error with *error set). stop (standard input):
+// a stop signal's flag; once it is set, a read waiting on the pipe returns
+// what it has, and interrupted() says so.
 class AudioFileStream {
  public:
   static std::unique_ptr<AudioFileStream> open(const std::string& path, int32_t want_rate, AudioInfo* info,
-                                               std::string* error);
+                                               std::string* error, const volatile std::sig_atomic_t* stop = nullptr);
   ~AudioFileStream();
   int64_t read(float* out, int64_t max, std::string* error);
+  bool interrupted() const;  // a stop signal came while reading standard input
   const AudioInfo& info() const;
 
  private:

@@ -4,9 +4,10 @@
 
 namespace kws {
 
-std::unique_ptr<FileSource> FileSource::open(const std::string& path, int32_t rate, std::string* error) {
+std::unique_ptr<FileSource> FileSource::open(const std::string& path, int32_t rate, std::string* error,
+                                             const volatile std::sig_atomic_t* stop) {
   AudioInfo info;
-  auto in = AudioFileStream::open(path, rate, &info, error);
+  auto in = AudioFileStream::open(path, rate, &info, error, stop);
   if (!in) return nullptr;
   return std::unique_ptr<FileSource>(new FileSource(std::move(in), rate, info));
 }
@@ -19,7 +20,7 @@ SourceState FileSource::poll() {
   const int64_t n = in_->read(block_.data(), int64_t(block_.size()), &error_);
   if (n < 0) {
     state_ = SourceState::failed;
-  } else if (n == 0) {
+  } else if (n == 0 && !in_->interrupted()) {  // interrupted: still running, the consumer sees its stop flag
     state_ = SourceState::ended;
   } else {
     ring_.write(block_.data(), size_t(n));  // fits: the ring is empty and holds a block

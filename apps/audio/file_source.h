@@ -2,6 +2,7 @@
 // by AudioFileStream, a block at a time, on the consumer's thread.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,8 +15,11 @@ namespace kws {
 
 class FileSource : public AudioSource {
  public:
-  // Null, with *error set, when the file cannot be opened as audio.
-  static std::unique_ptr<FileSource> open(const std::string& path, int32_t rate, std::string* error);
+  // Null, with *error set, when the file cannot be opened as audio. stop:
+  // the flag StreamOptions::stop points to, for standard input, whose reads
+  // wait on the pipe (see AudioFileStream).
+  static std::unique_ptr<FileSource> open(const std::string& path, int32_t rate, std::string* error,
+                                          const volatile std::sig_atomic_t* stop = nullptr);
 
   AudioFormat format() const override { return {1, double(rate_)}; }
   SpscRing<float>& ring() override { return ring_; }

@@ -10,173 +10,175 @@ namespace kws {
 
 namespace {
 
-constexpr uint16_t kPcm = 1, kFloat = 3, kExtensible = 0xFFFE;
+constexpr size_t kProbeBytes = 12;
+constexpr size_t kRawBlockBytes = 8192;
 
-uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
-uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
-
-// A data chunk of these sizes is a header written before the length was
-// known (arecord, sox and others writing to a pipe): read to the end.
-bool unknown_length(uint32_t size) { return size == 0 || size >= 0x7FFFF000u; }
+// The first bytes of the containers handed to libsndfile; anything else is raw.
+bool container_magic(const uint8_t* p, size_t n) {
+  static const char* const kMagic[] = {"RIFF", "RIFX", "RF64", "BW64", "riff", "FORM", ".snd", "dns.",
+                                       "fLaC", "OggS", "caff", "ID3"};
+  for (const char* m : kMagic) {
+    const size_t len = std::strlen(m);
+    if (n >= len && std::memcmp(p, m, len) == 0) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
-bool StdinAudio::read_exact(uint8_t* p, size_t n, size_t* got, std::string* error) {
-  *got = 0;
-  while (*got < n) {
-    const ssize_t r = ::read(fd_, p + *got, n - *got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      *error = std::string("cannot read standard input: ") + std::strerror(errno);
-      return false;
-    }
-    if (r == 0) break;
-    *got += size_t(r);
-  }
-  return true;
+bool StdinAudio::stopped() {
+  if (stop_ && *stop_) interrupted_ = true;
+  return interrupted_;
 }
 
-bool StdinAudio::skip(uint64_t n, std::string* error) {
-  uint8_t buf[4096];
-  while (n > 0) {
-    size_t got = 0;
-    const size_t want = size_t(std::min<uint64_t>(n, sizeof buf));
-    if (!read_exact(buf, want, &got, error)) return false;
-    if (got < want) {
-      *error = "the WAV stream ends inside its header";
-      return false;
+size_t StdinAudio::read_fd(uint8_t* p, size_t n) {
+  size_t got = 0;
+  while (got < n && !ended_ && !stopped()) {
+    const ssize_t r = ::read(fd_, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;  // stopped() tells a stop signal from another
+    if (r < 0) {
+      read_error_ = std::string("cannot read standard input: ") + std::strerror(errno);
+      ended_ = true;
+    } else if (r == 0) {
+      ended_ = true;
     }
-    n -= got;
+    got += size_t(std::max<ssize_t>(r, 0));
   }
-  return true;
+  in_ += int64_t(got);
+  return got;
 }
 
 bool StdinAudio::open(std::string* error) {
-  uint8_t head[12];
-  size_t got = 0;
-  if (!read_exact(head, sizeof head, &got, error)) return false;
-  if (got < 4 || std::memcmp(head, "RIFF", 4) != 0) {  // raw: what was read is audio
-    bytes_.assign(head, head + got);
-    have_ = got;
-    return true;
-  }
-  if (got < 12 || std::memcmp(head + 8, "WAVE", 4) != 0) {
-    *error = "standard input starts with RIFF but is not a WAV stream";
+  kept_.resize(kProbeBytes);
+  kept_.resize(read_fd(kept_.data(), kProbeBytes));
+  if (!read_error_.empty()) {
+    *error = read_error_;
     return false;
   }
-  bool have_fmt = false;
-  uint16_t tag = 0, bits = 0;
-  for (;;) {
-    uint8_t ch[8];
-    if (!read_exact(ch, sizeof ch, &got, error)) return false;
-    if (got < sizeof ch) {
-      *error = "the WAV stream has no data chunk";
-      return false;
-    }
-    const uint32_t size = le32(ch + 4);
-    if (std::memcmp(ch, "data", 4) == 0) {
-      if (!have_fmt) {
-        *error = "the WAV stream has its data before its fmt chunk";
-        return false;
-      }
-      declared_ = remaining_ = unknown_length(size) ? -1 : int64_t(size);
-      break;
-    }
-    if (std::memcmp(ch, "fmt ", 4) != 0) {  // LIST, fact, ...: not needed
-      if (!skip(uint64_t(size) + (size & 1u), error)) return false;
-      continue;
-    }
-    uint8_t fmt[64] = {};
-    if (size < 16 || size > sizeof fmt) {
-      *error = "the WAV stream has a malformed fmt chunk (" + std::to_string(size) + " bytes)";
-      return false;
-    }
-    if (!read_exact(fmt, size + (size & 1u), &got, error)) return false;
-    if (got < size) {
-      *error = "the WAV stream ends inside its header";
-      return false;
-    }
-    tag = le16(fmt);
-    channels_ = le16(fmt + 2);
-    rate_ = int32_t(le32(fmt + 4));
-    bits = le16(fmt + 14);
-    if (tag == kExtensible && size >= 26) tag = le16(fmt + 24);
-    have_fmt = true;
-  }
-  if (tag == kPcm && bits == 8) {
-    enc_ = Encoding::u8;
-  } else if (tag == kPcm && bits == 16) {
-    enc_ = Encoding::s16;
-  } else if (tag == kPcm && bits == 24) {
-    enc_ = Encoding::s24;
-  } else if (tag == kPcm && bits == 32) {
-    enc_ = Encoding::s32;
-  } else if (tag == kFloat && bits == 32) {
-    enc_ = Encoding::f32;
-  } else {
-    *error = "unsupported WAV stream encoding (format " + std::to_string(tag) + ", " + std::to_string(bits) +
-             " bits): use PCM 8/16/24/32-bit or float 32-bit";
-    return false;
-  }
-  sample_bytes_ = bits / 8;
-  format_ = std::string("WAV stream, ") + (tag == kFloat ? "float " : "PCM ") + std::to_string(bits) + " bit";
+  container_ = container_magic(kept_.data(), kept_.size());
   return true;
 }
 
-int64_t StdinAudio::read(float* out, int64_t max_frames, std::string* error) {
-  if (channels_ < 1 || max_frames < 1) return 0;
-  const size_t frame_bytes = size_t(channels_) * size_t(sample_bytes_);
-  const size_t want = size_t(max_frames) * frame_bytes;
-  if (bytes_.size() < want) bytes_.resize(want);
-  // one read() at a time, until a whole frame is there: a live pipe is passed on as it comes
-  while (have_ < frame_bytes && !ended_) {
-    size_t room = want - have_;
-    if (remaining_ >= 0) room = size_t(std::min<int64_t>(int64_t(room), remaining_));
-    if (room == 0) {
-      ended_ = true;
-      break;
-    }
-    const ssize_t r = ::read(fd_, bytes_.data() + have_, room);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      *error = std::string("cannot read standard input: ") + std::strerror(errno);
-      return -1;
-    }
-    if (r == 0) {
-      ended_ = true;
-      break;
-    }
-    have_ += size_t(r);
-    if (remaining_ >= 0) remaining_ -= r;
+SNDFILE* StdinAudio::open_sndfile(SF_INFO* sfi, std::string* error) {
+  static SF_VIRTUAL_IO vio = {vio_filelen, vio_seek, vio_read, nullptr, vio_tell};
+  *sfi = SF_INFO();
+  SNDFILE* f = sf_open_virtual(&vio, SFM_READ, sfi, this);
+  keeping_ = false;  // from here on, forward only
+  if (f) return f;
+  if (interrupted_) {
+    *error = "stopped by a signal while reading the header";
+  } else if (!read_error_.empty()) {
+    *error = read_error_;
+  } else {
+    *error = std::string("not a readable audio stream (") + sf_strerror(nullptr) + ")";
   }
-  const size_t n_frames = std::min(have_ / frame_bytes, size_t(max_frames));
-  if (n_frames == 0) {
-    if (remaining_ > 0) {
-      *error = "standard input ended early: the WAV header announces " + std::to_string(declared_) +
-               " bytes of audio, only " + std::to_string(declared_ - remaining_) + " came";
-      return -1;
+  return nullptr;
+}
+
+// The length of a pipe is not known: as far as libsndfile can tell, the file
+// goes on, and it reads the header's announced length.
+sf_count_t StdinAudio::vio_filelen(void*) { return SF_COUNT_MAX; }
+
+sf_count_t StdinAudio::vio_tell(void* self) { return static_cast<StdinAudio*>(self)->pos_; }
+
+sf_count_t StdinAudio::vio_seek(sf_count_t offset, int whence, void* self) {
+  StdinAudio& s = *static_cast<StdinAudio*>(self);
+  // Only noted here; the bytes are skipped when a read needs them. (SEEK_END
+  // goes past anything that will come: reads there find the end.)
+  if (whence == SEEK_SET) s.pos_ = offset;
+  if (whence == SEEK_CUR) s.pos_ += offset;
+  if (whence == SEEK_END) s.pos_ = SF_COUNT_MAX;
+  return s.pos_;
+}
+
+sf_count_t StdinAudio::vio_read(void* ptr, sf_count_t count, void* self) {
+  return sf_count_t(static_cast<StdinAudio*>(self)->read_at_pos(static_cast<uint8_t*>(ptr), size_t(count)));
+}
+
+bool StdinAudio::skip_to(int64_t offset) {
+  // While the header is read, a skip within kHeaderBytes is read and kept (a
+  // short stream's data chunk, skipped to see what follows it, as in a
+  // file); a longer one (a long or endless stream's data) is not done: the
+  // stream seems to end there, which ends libsndfile's header.
+  if (keeping_ && offset > int64_t(kHeaderBytes)) return false;
+  uint8_t sink[4096];
+  while (in_ < offset && !ended_ && !interrupted_) {
+    if (keeping_) {
+      const size_t n = size_t(offset - in_);
+      const size_t at = kept_.size();
+      kept_.resize(at + n);
+      kept_.resize(at + read_fd(kept_.data() + at, n));
+    } else {
+      read_fd(sink, size_t(std::min<int64_t>(offset - in_, int64_t(sizeof sink))));
     }
-    return 0;  // the end (a partial last frame is dropped)
   }
-  const size_t n = n_frames * size_t(channels_);
-  const uint8_t* b = bytes_.data();
-  for (size_t i = 0; i < n; ++i, b += sample_bytes_) {
-    switch (enc_) {
-      case Encoding::u8: out[i] = (float(b[0]) - 128.0f) / 128.0f; break;
-      case Encoding::s16: out[i] = float(int16_t(le16(b))) / 32768.0f; break;
-      case Encoding::s24: out[i] = float(int32_t(uint32_t(b[0]) << 8 | uint32_t(b[1]) << 16 | uint32_t(b[2]) << 24) >> 8) / 8388608.0f; break;
-      case Encoding::s32: out[i] = float(double(int32_t(le32(b))) / 2147483648.0); break;
-      case Encoding::f32: {
-        const uint32_t u = le32(b);
-        std::memcpy(&out[i], &u, sizeof u);
-        break;
+  return in_ == offset;
+}
+
+size_t StdinAudio::read_at_pos(uint8_t* p, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    if (pos_ < int64_t(kept_.size())) {  // again, from the bytes kept
+      const size_t k = std::min(n - done, kept_.size() - size_t(pos_));
+      std::memcpy(p + done, kept_.data() + pos_, k);
+      done += k;
+      pos_ += int64_t(k);
+      continue;
+    }
+    if (pos_ < in_) break;  // behind the pipe and no longer kept: cannot go back
+    if (!keeping_ && !kept_.empty()) std::vector<uint8_t>().swap(kept_);  // read past: constant memory from here
+    if (pos_ > in_ && !skip_to(pos_)) break;
+    size_t got;
+    if (keeping_ && kept_.size() + (n - done) <= kHeaderBytes) {
+      kept_.resize(in_ + (n - done));
+      got = read_fd(kept_.data() + pos_, n - done);
+      kept_.resize(size_t(in_));
+      std::memcpy(p + done, kept_.data() + pos_, got);
+    } else {
+      keeping_ = false;  // past the limit: nothing more is kept
+      got = read_fd(p + done, n - done);
+    }
+    done += got;
+    pos_ += int64_t(got);
+    if (got == 0) break;  // the end, an error or a stop
+  }
+  return done;
+}
+
+int64_t StdinAudio::read_raw(float* out, int64_t max_frames, std::string* error) {
+  if (max_frames < 1) return 0;
+  const size_t want = std::min(size_t(max_frames) * 2, kRawBlockBytes);
+  if (raw_.size() < want) raw_.resize(want);
+  // first the probed bytes, then one read() at a time, until a whole frame is
+  // there: a live pipe is passed on as it comes
+  while (have_ < 2) {
+    size_t got;
+    if (pos_ < int64_t(kept_.size())) {
+      got = std::min(want - have_, kept_.size() - size_t(pos_));
+      std::memcpy(raw_.data() + have_, kept_.data() + pos_, got);
+    } else {
+      ssize_t r;
+      do {
+        if (stopped()) return 0;
+        r = ::read(fd_, raw_.data() + have_, want - have_);
+      } while (r < 0 && errno == EINTR);
+      if (r < 0) {
+        *error = std::string("cannot read standard input: ") + std::strerror(errno);
+        return -1;
       }
+      if (r == 0) return 0;  // the end (a partial last frame is dropped)
+      got = size_t(r);
     }
+    have_ += got;
+    pos_ += int64_t(got);
   }
-  const size_t used = n_frames * frame_bytes;
-  std::memmove(bytes_.data(), bytes_.data() + used, have_ - used);
-  have_ -= used;
-  return int64_t(n_frames);
+  const size_t n = std::min(have_ / 2, size_t(max_frames));
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = float(int16_t(uint16_t(raw_[2 * i] | raw_[2 * i + 1] << 8))) / 32768.0f;
+  }
+  std::memmove(raw_.data(), raw_.data() + 2 * n, have_ - 2 * n);
+  have_ -= 2 * n;
+  return int64_t(n);
 }
 
 }  // namespace kws

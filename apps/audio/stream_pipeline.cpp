@@ -107,9 +107,19 @@ StreamPipeline::Fed StreamPipeline::feed(const float* x, int64_t n, const Stream
 void StreamPipeline::on_chunk(const mega::ChunkResult& r, StreamObserver& observer) {
   ++stats_.n_chunks;
   observer.on_chunk(r);
-  if (!detector_.update(r.logits, &detection_)) return;
+  if (detector_.update(r.logits, &detection_)) report(r.end_sample, observer);
+}
+
+// After the end of the source, the event hop of a detection can end in the
+// silence that completed the last chunk: it is reported at the end of the
+// audio instead (mega::Detector::event_time_s's event end, moved back).
+void StreamPipeline::report(int64_t end_sample, StreamObserver& observer) {
   ++stats_.n_detections;
-  observer.on_detection(r.end_sample, detection_);
+  if (audio_end_ >= 0) {
+    const int64_t event_end = end_sample - (detection_.hop_index - detection_.event_hop) * int64_t(zeros_.size());
+    if (event_end > audio_end_) end_sample -= event_end - audio_end_;
+  }
+  observer.on_detection(end_sample, detection_);
 }
 
 // The end of the source: its last partial chunk is completed with silence,
@@ -120,6 +130,7 @@ StreamEnd StreamPipeline::finish(StreamObserver& observer) {
   const int64_t tail = (cs - stats_.samples % cs) % cs;
   const int64_t detections_before = stats_.n_detections;
   int64_t last_end = stats_.samples;
+  audio_end_ = stats_.samples;
   if (tail > 0) {
     status_ = session_.push_all(zeros_.data(), tail, [&](const mega::ChunkResult& r) {
       last_end = r.end_sample;
@@ -127,10 +138,7 @@ StreamEnd StreamPipeline::finish(StreamObserver& observer) {
     });
     if (status_ != mega::Status::ok) return StreamEnd::inference_failed;
   }
-  if (stats_.n_detections == detections_before && detector_.finish(&detection_)) {
-    ++stats_.n_detections;
-    observer.on_detection(last_end, detection_);
-  }
+  if (stats_.n_detections == detections_before && detector_.finish(&detection_)) report(last_end, observer);
   return StreamEnd::ended;
 }
 

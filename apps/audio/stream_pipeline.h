@@ -32,7 +32,9 @@ class StreamObserver {
   virtual void on_audio(const float* /*mono*/, size_t /*n*/) {}
   // Every chunk the session completes, before the detector sees it.
   virtual void on_chunk(const mega::ChunkResult& /*r*/) {}
-  // end_sample: model-rate samples consumed when the firing chunk completed.
+  // end_sample: model-rate samples consumed when the firing chunk completed;
+  // at the end of the source, moved back so that the detection's event ends
+  // no later than the audio (not in the silence that completed its last chunk).
   virtual void on_detection(int64_t end_sample, const mega::Detection& d) = 0;
   // Once per pass of the loop (each block, or every few ms while a live source is quiet).
   virtual void on_tick(Clock::time_point /*now*/) {}
@@ -82,6 +84,7 @@ class StreamPipeline {
   Fed consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer);
   Fed feed(const float* x, int64_t n, const StreamOptions& opts, StreamObserver& observer);
   void on_chunk(const mega::ChunkResult& r, StreamObserver& observer);
+  void report(int64_t end_sample, StreamObserver& observer);  // detection_
   StreamEnd finish(StreamObserver& observer);
 
   AudioSource& source_;
@@ -91,6 +94,7 @@ class StreamPipeline {
   std::unique_ptr<Resampler> resampler_;  // null: the source is at the model's rate
   std::vector<float> raw_, mono_, resampled_, zeros_;
   mega::Detection detection_;
+  int64_t audio_end_ = -1;  // model-rate samples of audio, once the source has ended
   StreamStats stats_;
   mega::Status status_ = mega::Status::ok;
   std::string error_;

@@ -32,9 +32,10 @@ struct Command {
 const Command kCommands[] = {
     {"classify", kClassify, " FILE...", "classify audio clips (any format libsndfile reads, any rate, mono or stereo)"},
     {"scan", kScan, " FILE...",
-     "stream recordings of any length and print each keyword detection; FILE '-' is standard input: a WAV "
-     "stream (RIFF header), or else raw signed 16-bit little-endian mono at 16 kHz "
-     "(arecord -f S16_LE -r 16000 | keyword_spotter scan -)"},
+     "stream recordings of any length and print each keyword detection; FILE '-' is standard input: a stream "
+     "with a header libsndfile decodes (WAV, AIFF, AU, FLAC, Ogg, CAF, ...: what its file gives), or else raw "
+     "signed 16-bit little-endian mono at 16 kHz (arecord -f S16_LE -r 16000 | keyword_spotter scan -); "
+     "SIGINT/SIGTERM: the summary, then exit 130/143"},
     {"listen", kListen, "", "spot keywords live on a microphone (PortAudio)"},
     {"devices", kDevices, "", "list audio input devices"},
     {"info", kInfo, "", "print the model's metadata"},

@@ -122,9 +122,16 @@ int cmd_classify(const Params& p) {
     AudioInfo ai;
     std::string err;
     ClipResult r;
+    const int64_t clipped_before = s->stats().n_clamped_samples;  // counted since the session was made
     if (read_audio_file(path, hp.sample_rate, max_seconds, &audio, &ai, &err)) {
       const mega::Status st = classify_samples(*s, p, audio, &r);
       if (st != mega::Status::ok) err = mega::status_name(st);
+    }
+    // as scan says it: the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
+    const long long clipped = static_cast<long long>(s->stats().n_clamped_samples - clipped_before);
+    if (err.empty() && clipped > 0) {
+      if (progress) std::fprintf(stderr, "\r\033[K");
+      std::fprintf(stderr, "keyword_spotter: %s: %lld samples beyond full scale clipped\n", path.c_str(), clipped);
     }
     if (progress) std::fprintf(stderr, "\r\033[K");
     if (!err.empty()) {

@@ -2,8 +2,10 @@
 // detector (the path listen takes, stream_pipeline.h), one line per detection.
 // Several files: each gets a fresh session and detector, and its name on
 // every line (every JSON object names its file, even when there is one); a
-// bad file is reported and the others are still scanned. "-":
-// standard input (a WAV stream or raw s16le mono at 16 kHz, stdin_audio.h).
+// bad file is reported and the others are still scanned. "-": standard input
+// (any container libsndfile decodes from a stream, or raw s16le mono at
+// 16 kHz, stdin_audio.h). SIGINT or SIGTERM stops the scan after the summary
+// of what was scanned, and exits as the signal's 128 + N.
 #include <cstdio>
 #include <string>
 
@@ -11,6 +13,7 @@
 #include "commands.h"
 #include "file_source.h"
 #include "model_setup.h"
+#include "stop_signals.h"
 #include "stream_pipeline.h"
 
 namespace kws {
@@ -48,20 +51,19 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
   auto det = make_detector(*m, p);
   if (!s || !det) return s ? kExitUsage : kExitModel;
   std::string err;
-  auto in = FileSource::open(path, hp.sample_rate, &err);
+  auto in = FileSource::open(path, hp.sample_rate, &err, StopSignals::flag());
   if (!in) return file_failed(p, path, err);
   auto pipeline = StreamPipeline::create(*in, *s, *det, &err);
   if (!pipeline) return file_failed(p, path, err);
   PrintDetections out(*m, p, path);
-  switch (pipeline->run(StreamOptions(), out)) {
+  StreamOptions opts;
+  opts.stop = StopSignals::flag();
+  switch (pipeline->run(opts, out)) {
     case StreamEnd::ended:
     case StreamEnd::stopped:
       break;
-    case StreamEnd::source_failed: {
-      char after[64];
-      std::snprintf(after, sizeof after, " (after %.3f s)", double(in->frames_read()) / hp.sample_rate);
-      return file_failed(p, path, in->error() + after);
-    }
+    case StreamEnd::source_failed:
+      return file_failed(p, path, in->error());  // it says where
     case StreamEnd::inference_failed:
       return file_failed(p, path, std::string("inference failed: ") + mega::status_name(pipeline->status()));
     case StreamEnd::resampler_failed:
@@ -86,6 +88,7 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
 }  // namespace
 
 int cmd_scan(const Params& p) {
+  StopSignals signals;
   auto m = load_model(p);
   if (!m) return kExitModel;
   if (!m->streamable()) {
@@ -95,10 +98,12 @@ int cmd_scan(const Params& p) {
   }
   int rc = kExitOk;
   for (const std::string& path : p.files) {
+    if (*StopSignals::flag()) break;
     const int file_rc = scan_file(m, p, path);
     if (file_rc == kExitUsage || file_rc == kExitModel) return file_rc;  // the options, not the file
     if (file_rc != kExitOk) rc = file_rc;
   }
+  if (*StopSignals::flag()) return 128 + *StopSignals::flag();  // as if the signal had ended it, after the summary
   return rc;
 }
 

@@ -112,10 +112,16 @@ void ListenReport::print_summary(const mega::StreamStats& hygiene) const {
                double(s.samples) / model_rate_, (long long)s.n_chunks, (long long)s.n_detections,
                (unsigned long long)mic_.overflow_frames(), (long long)hygiene.n_nonfinite_samples,
                (long long)hygiene.n_clamped_samples);
+  // "first audio 0.00 s" would claim audio that never came
+  if (mic_.got_audio()) {
+    std::fprintf(stderr, "first audio %.2f s after start; ", mic_.first_audio_s());
+  } else {
+    std::fprintf(stderr, "no audio came from the device; ");
+  }
   std::fprintf(stderr,
-               "first audio %.2f s after start; inference %.1f ms mean, %.1f ms max per %.1f ms chunk; "
+               "inference %.1f ms mean, %.1f ms max per %.1f ms chunk; "
                "lag behind capture %.1f ms mean, %.1f ms max; %llu host overflows\n",
-               mic_.first_audio_s(), s.n_chunks ? 1000.0 * s.infer_total_s / double(s.n_chunks) : 0.0,
+               s.n_chunks ? 1000.0 * s.infer_total_s / double(s.n_chunks) : 0.0,
                1000.0 * s.infer_max_s, chunk_ms, s.n_chunks ? 1000.0 * lag_total_s_ / double(s.n_chunks) : 0.0,
                1000.0 * lag_max_s_, (unsigned long long)mic_.host_overflows());
   std::fflush(stderr);
