@@ -154,29 +154,17 @@ namespace {
 void drop_alsa_message(const char*, int, const char*, int, const char*, ...) {}
 void drop_jack_message(const char*) {}
 
-// A library's symbol: from the library itself if it is loaded (a program
-// that dlopen()ed PortAudio with RTLD_LOCAL, as Python's ctypes does, has it
-// outside the global scope), else from the global scope.
-void* library_symbol(const char* library, const char* name) {
-  if (void* h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD)) {
-    void* f = dlsym(h, name);
-    dlclose(h);  // NOLOAD took a reference of its own
-    if (f) return f;
-  }
-  return dlsym(RTLD_DEFAULT, name);
-}
-
 }  // namespace
 
 void set_audio_library_messages(bool show) {
   if (show) return;
   using AlsaHandler = void (*)(const char*, int, const char*, int, const char*, ...);
   using JackHandler = void (*)(const char*);
-  if (void* f = library_symbol("libasound.so.2", "snd_lib_error_set_handler")) {
+  if (void* f = dlsym(RTLD_DEFAULT, "snd_lib_error_set_handler")) {
     reinterpret_cast<int (*)(AlsaHandler)>(f)(&drop_alsa_message);
   }
   for (const char* name : {"jack_set_error_function", "jack_set_info_function"}) {
-    if (void* f = library_symbol("libjack.so.0", name)) reinterpret_cast<void (*)(JackHandler)>(f)(&drop_jack_message);
+    if (void* f = dlsym(RTLD_DEFAULT, name)) reinterpret_cast<void (*)(JackHandler)>(f)(&drop_jack_message);
   }
 }
 
