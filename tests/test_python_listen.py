@@ -32,12 +32,15 @@ import time
 
 import pytest
 
+import mega_kws  # python/ is on the path (pytest.ini)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
 COMMANDS = os.path.join(ROOT, "samples", "commands.wav")  # yes stop go left no
 WORDS = ["yes", "stop", "go", "left", "no"]
-LIBRARY = os.environ.get("MEGA_KWS_LIBRARY", os.path.join(ROOT, "build", "libmega_kws.so"))
+os.environ.setdefault("MEGA_KWS_LIBRARY", os.path.join(ROOT, "build", "libmega_kws.so"))
+LIBRARY = os.environ["MEGA_KWS_LIBRARY"]
 NOISE = ("ALSA lib", "Cannot", "jack", "Jack", "JackShm")
 
 
@@ -288,3 +291,51 @@ def test_without_the_microphone_library_an_oserror_says_so(env):
     out, err = _finish(_child(env, program, DEMO))
     assert out.startswith("cannot load libmega_kws_audio, the microphone library"), out + err
     assert "/nonexistent/libmega_kws_audio.so.0" in out
+
+
+STALLED = r"""
+import sys, time
+import mega_kws
+mic = mega_kws.listen(sys.argv[1], device="default")
+t0 = time.monotonic()
+try:
+    for d in mic:
+        pass
+except mega_kws.MegaError as e:
+    print(e.status.name, repr(mic), e.message, flush=True)
+print("returned after %.1f s" % (time.monotonic() - t0), flush=True)
+"""
+
+
+def test_a_device_that_never_delivers_is_an_error_not_a_hang(env, tmp_path):
+    """The ALSA file PCM reading a FIFO that a writer holds open and never
+    writes to (test_listen.sh h): the device opens, starts and delivers
+    nothing; PortAudio's capture thread is stuck in a read, so closing the
+    stream does not return either. The iteration must end with DEVICE and
+    the program go on."""
+    fifo = tmp_path / "mic.fifo"
+    os.mkfifo(fifo)
+    conf = tmp_path / "fifomic.conf"
+    conf.write_text('pcm.!default { type plug; slave { pcm { type file; slave.pcm { type null }; file "/dev/null"\n'
+                    f'  infile "{fifo}"; format "raw" }} format FLOAT_LE rate 16000 channels 1 }} }}\n')
+    writer = os.open(fifo, os.O_RDWR)  # a writer that writes nothing (O_RDWR: the open does not wait for a reader)
+    try:
+        out, err = _finish(_child(dict(env, ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{conf}"), STALLED, DEMO), 40)
+    finally:
+        os.close(writer)
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("DEVICE Microphone(closed) "), out + err[-2000:]
+    assert "no audio from the device within 5 s" in lines[0]
+    assert float(lines[1].split()[2]) < 15, lines[1]
+
+
+def test_bad_arguments_are_refused_before_any_device_opens():
+    with pytest.raises(TypeError, match="device must be a name"):
+        mega_kws.listen(DEMO, device=1.5)
+    with pytest.raises(mega_kws.InvalidArgumentError, match="device index must be >= 0"):
+        mega_kws.listen(DEMO, device=-1)
+    with pytest.raises(mega_kws.InvalidArgumentError, match="threshold"):  # the Detector's own checks
+        mega_kws.listen(DEMO, threshold=2)
+    with pytest.raises(mega_kws.MegaError) as e:
+        mega_kws.listen(os.path.join(HERE, "fixtures", "data", "tiny_bi.mega"))
+    assert e.value.status == mega_kws.Status.NOT_STREAMABLE and "bidirectional" in e.value.message

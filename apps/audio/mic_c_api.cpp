@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "audio_devices.h"
 #include "c_api_handles.h"
@@ -24,8 +26,12 @@ namespace {
 
 thread_local std::string g_error;
 
-// PortAudio's initialization, termination and device opening are not thread-safe.
-std::mutex g_portaudio;
+// PortAudio's initialization, termination and device opening are not
+// thread-safe. Timed: a close left to finish in the background (close_source)
+// may hold it for as long as the wedged device blocks.
+std::timed_mutex g_portaudio;
+constexpr auto kLockWait = std::chrono::seconds(5);
+constexpr auto kCloseWait = std::chrono::seconds(3);  // stopping a device; past it the close goes on in the background
 
 constexpr const char* kNoInputDevices = "no audio input devices (is there a sound card, and a sound server running?)";
 constexpr int32_t kQueueCapacity = 16;  // detections one read may make: the refractory time keeps it to one or two
@@ -35,6 +41,46 @@ mega_status fail(mega_status* status, mega_status s, const std::string& why) {
   g_error = why;
   if (status) *status = s;
   return s;
+}
+
+// PortAudio's lock, or false after kLockWait (a wedged device's close still holds it).
+bool lock_portaudio(std::unique_lock<std::timed_mutex>* lock, mega_status* status) {
+  *lock = std::unique_lock<std::timed_mutex>(g_portaudio, std::defer_lock);
+  if (lock->try_lock_for(kLockWait)) return true;
+  fail(status, MEGA_ERR_DEVICE, "the audio system is still busy closing a device that stopped responding");
+  return false;
+}
+
+// Stops and closes the device (abort: at once, for a broken one) on a thread
+// of its own, waiting kCloseWait for it: PortAudio has no timeouts, and a
+// device stuck in a read (a wedged driver or server) blocks the close too.
+// The library cannot exit the process as keyword_spotter's watchdog does; it
+// leaves such a close to finish in the background instead of hanging.
+void close_source(std::unique_ptr<kws::MicSource> source, bool abort) {
+  struct Closing {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto closing = std::make_shared<Closing>();
+  std::thread t([closing, abort, mic = source.release()] {
+    {
+      std::lock_guard<std::timed_mutex> lock(g_portaudio);
+      mic->close(abort);
+      delete mic;  // the capture's ring lives until the stream is closed
+    }
+    std::lock_guard<std::mutex> lock(closing->mutex);
+    closing->done = true;
+    closing->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(closing->mutex);
+  const bool done = closing->cv.wait_for(lock, kCloseWait, [&] { return closing->done; });
+  lock.unlock();
+  if (done) {
+    t.join();
+  } else {
+    t.detach();
+  }
 }
 
 // The pipeline's observer for one read: queues the detections, and stops
@@ -88,9 +134,7 @@ struct mega_mic {
   explicit mega_mic(std::shared_ptr<const mega::Model> m) : model(m), collector(std::move(m)) {}
   ~mega_mic() {
     pipeline.reset();
-    std::lock_guard<std::mutex> lock(g_portaudio);
-    if (source) source->close(failed);  // abort a broken device at once
-    source.reset();
+    if (source) close_source(std::move(source), failed);
   }
 
   std::shared_ptr<const mega::Model> model;
@@ -148,7 +192,8 @@ mega_status mega_audio_input_devices(mega_audio_device* out, int32_t capacity, i
       return fail(nullptr, MEGA_ERR_INVALID_ARGUMENT, "n_devices is NULL, or capacity < 0, or out NULL with capacity > 0");
     }
     *n_devices = 0;
-    std::lock_guard<std::mutex> lock(g_portaudio);
+    std::unique_lock<std::timed_mutex> lock;
+    if (!lock_portaudio(&lock, nullptr)) return MEGA_ERR_DEVICE;
     setenv("JACK_NO_START_SERVER", "1", 0);  // listing must not start a JACK server
     const PaError e = Pa_Initialize();
     if (e != paNoError) return fail(nullptr, MEGA_ERR_DEVICE, std::string("cannot initialize PortAudio: ") + Pa_GetErrorText(e));
@@ -209,7 +254,8 @@ mega_mic* mega_mic_open(mega_session* session, mega_detector* detector, const me
     std::unique_ptr<mega_mic> m(new mega_mic(detector->model));
     std::string err;
     bool not_found = false;
-    std::lock_guard<std::mutex> lock(g_portaudio);
+    std::unique_lock<std::timed_mutex> lock;
+    if (!lock_portaudio(&lock, status)) return nullptr;
     m->source = kws::MicSource::open(o.device ? o.device : "", model.hparams().sample_rate, kNoInputDevices, &err,
                                      &not_found);
     if (!m->source) return fail(status, not_found ? MEGA_ERR_NO_DEVICE : MEGA_ERR_DEVICE, err), nullptr;

@@ -92,7 +92,7 @@ def _audio_error(status):
 @dataclasses.dataclass(frozen=True)
 class InputDevice:
     """An audio input device (mega_audio_device)."""
-    index: int         # what listen(device=str(index)) opens
+    index: int         # what listen(device=index) opens
     name: str          # what listen(device=...) matches, case-insensitively, in part
     host_api: str
     max_input_channels: int

@@ -27,8 +27,10 @@
  * started, or fails or stops delivering audio while it is read;
  * MEGA_ERR_NOT_STREAMABLE for a bidirectional model; MEGA_ERR_INVALID_ARGUMENT
  * for bad arguments or options. PortAudio has no timeouts of its own: a
- * wedged sound server can block mega_mic_open or mega_mic_close (a missing
- * one cannot: that fails at once). */
+ * wedged driver or sound server can block mega_mic_open (a missing one
+ * cannot: that fails at once); mega_mic_close waits 3 s for such a device
+ * and then leaves its close to finish in the background (the next open or
+ * listing waits up to 5 s for it, then fails with MEGA_ERR_DEVICE). */
 #ifndef MEGA_KWS_AUDIO_H
 #define MEGA_KWS_AUDIO_H
 
@@ -105,7 +107,8 @@ mega_status mega_mic_stats(const mega_mic* mic, double* seconds, int64_t* n_drop
  * (the model's, or a rate that is resampled). name: valid until close. */
 mega_status mega_mic_device(const mega_mic* mic, int32_t* index, const char** name, double* sample_rate);
 
-/* Stops the capture, closes the device and frees everything (NULL: nothing). */
+/* Stops the capture, closes the device and frees everything (NULL: nothing);
+ * returns within about 3 s even when the device does not respond. */
 void mega_mic_close(mega_mic* mic);
 
 #ifdef __cplusplus
