@@ -10,7 +10,8 @@
 #   runtime  libmega_kws.so.N (and the CUDA module)      -> libmega-kwsN
 #   dev      headers, CMake package, pkg-config file     -> libmega-kws-dev
 #   cli      keyword_spotter, mega_rtf, mega-convert, the demo model, the
-#            sample clips, the documentation             -> mega-kws
+#            sample clips, the documentation, libmega_kws_audio.so.N (the
+#            microphone's C API: PortAudio, as the CLI)  -> mega-kws
 #   python   the Python package mega_kws                 -> python3-mega-kws
 include(CMakePackageConfigHelpers)
 
@@ -39,6 +40,13 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mega_kws.pc DESTINATION ${CMAKE_INSTAL
 
 if(MEGA_BUILD_APPS)
   install(TARGETS keyword_spotter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+endif()
+# The microphone's C API (mega/mega_kws_audio.h, header with the others): with
+# the CLI, which brings PortAudio too, so that libmega-kwsN needs none. Not in
+# the exported CMake package (libmega-kws-dev would name a file of mega-kws).
+if(TARGET mega_kws_audio)
+  set_target_properties(mega_kws_audio PROPERTIES INSTALL_RPATH "$ORIGIN")  # libmega_kws beside it, in any prefix
+  install(TARGETS mega_kws_audio LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT cli NAMELINK_COMPONENT cli)
 endif()
 if(TARGET mega_rtf)
   install(TARGETS mega_rtf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)

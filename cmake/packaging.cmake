@@ -7,7 +7,7 @@
 #
 #   libmega-kwsN      libmega_kws.so.N (and libmega_kws_cuda.so with MEGA_CUDA)
 #   libmega-kws-dev   headers, CMake package MegaKWS, mega_kws.pc
-#   mega-kws          keyword_spotter, mega_rtf, mega-convert, demo model, samples
+#   mega-kws          keyword_spotter, mega_rtf, mega-convert, demo model, samples, libmega_kws_audio.so.N
 #   python3-mega-kws  the Python package mega_kws (finds the library and model above)
 #
 # Dependencies on Debian's libraries (libopenblas0, libsndfile1,

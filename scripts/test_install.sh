@@ -7,8 +7,9 @@
 #    detections the installed keyword_spotter scan prints, byte for byte; so
 #    must the README's ten-line C example;
 #  - the installed Python package (lib/python3/dist-packages/mega_kws) imports
-#    and finds the installed library by itself, and python3 -m mega_kws scan
-#    prints the same detections too;
+#    and finds the installed library by itself (and the microphone's,
+#    libmega_kws_audio), and python3 -m mega_kws scan prints the same
+#    detections too;
 #  - a C++ program against the installed C++ headers (mega/engine.hpp);
 #  - the installed CLI classifies an installed sample with the installed model;
 #  - the installed converter (bin/mega-convert) converts a checkpoint that the
@@ -89,6 +90,15 @@ assert mega_kws.library_path().startswith(sys.argv[2]), mega_kws.library_path()
 m = mega_kws.Model(mega_kws.default_model_path())
 print("Python package: %s, %d labels, library %s" % (mega_kws.__file__, m.n_classes, mega_kws.library_path()))
 ' "$PYDIR" "$P/")
+# mega_kws.listen's library (libmega_kws_audio), found beside the installed libmega_kws by itself; listing
+# the inputs needs no sound card (none: an empty list)
+(cd "$T" && env -u MEGA_KWS_LIBRARY -u MEGA_KWS_AUDIO_LIBRARY PYTHONPATH="$PYDIR" PYTHONDONTWRITEBYTECODE=1 \
+   /usr/bin/python3 -c '
+import sys, mega_kws, mega_kws._listen as mic
+n = len(mega_kws.devices())
+assert mic.audio_lib()._name.startswith(sys.argv[1]), mic.audio_lib()._name
+print("Python microphone library: %s, %d input device(s)" % (mic.audio_lib()._name, n))
+' "$P/")
 (cd "$T" && env -u MEGA_KWS_LIBRARY -u MEGA_KWS_MODEL PYTHONPATH="$PYDIR" PYTHONDONTWRITEBYTECODE=1 \
    /usr/bin/python3 -m mega_kws scan "$ROOT/samples/commands.wav") > "$T/py.txt"
 cmp "$T/scan.txt" "$T/py.txt" || { echo "python3 -m mega_kws scan differs from keyword_spotter scan:";

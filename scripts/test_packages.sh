@@ -89,6 +89,8 @@ contains "$LIBPKG" "usr/$LIBDIR/libmega_kws.so.$SOVERSION"
 contains libmega-kws-dev "usr/$LIBDIR/libmega_kws.so" usr/include/mega/mega_kws.h \
   "usr/$LIBDIR/cmake/MegaKWS/MegaKWSConfig.cmake" "usr/$LIBDIR/pkgconfig/mega_kws.pc"
 contains mega-kws usr/bin/keyword_spotter usr/share/mega_kws/models/sc10-demo.mega usr/share/mega_kws/samples/yes.wav
+contains mega-kws "usr/$LIBDIR/libmega_kws_audio.so.$SOVERSION"  # mega_kws.listen's; the header is -dev's
+contains libmega-kws-dev usr/include/mega/mega_kws_audio.h
 contains python3-mega-kws usr/lib/python3/dist-packages/mega_kws/__init__.py \
   usr/lib/python3/dist-packages/mega_kws/_config.py
 # each package's license (DEP-5 copyright) and changelog, whose first entry is this version

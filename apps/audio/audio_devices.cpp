@@ -33,54 +33,78 @@ int count_input_devices() {
   return n;
 }
 
-// One line per input device; '*' marks the default input.
-void print_input_devices(FILE* out, bool json) {
-  const PaDeviceIndex def = Pa_GetDefaultInputDevice();
-  const PaDeviceIndex n = Pa_GetDeviceCount();
-  int api_width = 8;
-  for (PaDeviceIndex i = 0; i < n; ++i) {
-    const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
-    if (is_input(d)) api_width = std::max(api_width, int(std::strlen(host_api_name(d))));
-  }
-  if (!json) std::fprintf(out, "    idx  inputs  default rate  %-*s  name\n", api_width, "host API");
-  for (PaDeviceIndex i = 0; i < n; ++i) {
-    const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
-    if (!is_input(d)) continue;
-    const char* name = d->name ? d->name : "";
-    if (json) {
-      std::fprintf(out,
-                   "{\"index\": %d, \"name\": \"%s\", \"host_api\": \"%s\", \"max_input_channels\": %d, "
-                   "\"default_sample_rate\": %.0f, \"default\": %s}\n",
-                   int(i), json_escape(name).c_str(), json_escape(host_api_name(d)).c_str(), d->maxInputChannels,
-                   d->defaultSampleRate, i == def ? "true" : "false");
-    } else {
-      std::fprintf(out, "  %c %3d  %6d  %9.0f Hz  %-*s  %s\n", i == def ? '*' : ' ', int(i), d->maxInputChannels,
-                   d->defaultSampleRate, api_width, host_api_name(d), name);
-    }
-  }
-  if (!json) std::fprintf(out, "  (* = default input)\n");
-}
-
 namespace {
 
-void print_device_error_list(const char* why) {
-  if (count_input_devices() == 0) {  // one line: the usual case on a machine without sound
-    std::fprintf(stderr, "keyword_spotter: %s: %s\n", why, kNoInputDevices);
-  } else {
-    std::fprintf(stderr, "keyword_spotter: %s\n", why);
-    std::fprintf(stderr, "input devices:\n");
-    print_input_devices(stderr, false);
+// printf into a std::string (device names are short; a long one is cut).
+template <typename... Args>
+void append(std::string* out, const char* fmt, Args... args) {
+  char line[512];
+  std::snprintf(line, sizeof line, fmt, args...);
+  *out += line;
+}
+
+int host_api_width() {
+  int w = 8;
+  for (PaDeviceIndex i = 0, n = Pa_GetDeviceCount(); i < n; ++i) {
+    const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
+    if (is_input(d)) w = std::max(w, int(std::strlen(host_api_name(d))));
   }
+  return w;
 }
 
 }  // namespace
 
-PaDeviceIndex find_input_device(const std::string& want) {
+std::string input_devices_table() {
+  const PaDeviceIndex def = Pa_GetDefaultInputDevice();
+  const int api_width = host_api_width();
+  std::string out;
+  append(&out, "    idx  inputs  default rate  %-*s  name\n", api_width, "host API");
+  for (PaDeviceIndex i = 0, n = Pa_GetDeviceCount(); i < n; ++i) {
+    const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
+    if (!is_input(d)) continue;
+    append(&out, "  %c %3d  %6d  %9.0f Hz  %-*s  %s\n", i == def ? '*' : ' ', int(i), d->maxInputChannels,
+           d->defaultSampleRate, api_width, host_api_name(d), d->name ? d->name : "");
+  }
+  out += "  (* = default input)\n";
+  return out;
+}
+
+void print_input_devices(FILE* out, bool json) {
+  if (!json) {
+    std::fputs(input_devices_table().c_str(), out);
+    return;
+  }
+  const PaDeviceIndex def = Pa_GetDefaultInputDevice();
+  for (PaDeviceIndex i = 0, n = Pa_GetDeviceCount(); i < n; ++i) {
+    const PaDeviceInfo* d = Pa_GetDeviceInfo(i);
+    if (!is_input(d)) continue;
+    std::fprintf(out,
+                 "{\"index\": %d, \"name\": \"%s\", \"host_api\": \"%s\", \"max_input_channels\": %d, "
+                 "\"default_sample_rate\": %.0f, \"default\": %s}\n",
+                 int(i), json_escape(d->name ? d->name : "").c_str(), json_escape(host_api_name(d)).c_str(),
+                 d->maxInputChannels, d->defaultSampleRate, i == def ? "true" : "false");
+  }
+}
+
+namespace {
+
+// Why, and the devices there are: one line when there are none (the usual case on a machine without sound).
+std::string device_error(const std::string& why, const char* no_devices) {
+  if (count_input_devices() == 0) return why + ": " + no_devices;
+  std::string table = input_devices_table();
+  table.pop_back();  // the caller ends the message
+  return why + "\ninput devices:\n" + table;
+}
+
+}  // namespace
+
+PaDeviceIndex find_input_device(const std::string& want, const char* no_devices, std::string* error,
+                                std::string* note) {
   const PaDeviceIndex n = Pa_GetDeviceCount();
   if (want.empty()) {
     const PaDeviceIndex def = Pa_GetDefaultInputDevice();
     if (def == paNoDevice || !is_input(Pa_GetDeviceInfo(def))) {
-      print_device_error_list("there is no default input device");
+      *error = device_error("there is no default input device", no_devices);
       return paNoDevice;
     }
     return def;
@@ -88,8 +112,7 @@ PaDeviceIndex find_input_device(const std::string& want) {
   if (std::all_of(want.begin(), want.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     const long idx = want.size() <= 9 ? std::strtol(want.c_str(), nullptr, 10) : -1;
     if (idx < 0 || idx >= long(n) || !is_input(Pa_GetDeviceInfo(PaDeviceIndex(idx)))) {
-      const std::string why = "device " + want + " is not an input device";
-      print_device_error_list(why.c_str());
+      *error = device_error("device " + want + " is not an input device", no_devices);
       return paNoDevice;
     }
     return PaDeviceIndex(idx);
@@ -111,13 +134,12 @@ PaDeviceIndex find_input_device(const std::string& want) {
     if (n_matches++ == 0) found = i;
   }
   if (found == paNoDevice) {
-    const std::string why = "no input device matches '" + want + "'";
-    print_device_error_list(why.c_str());
+    *error = device_error("no input device matches '" + want + "'", no_devices);
     return paNoDevice;
   }
   if (n_matches > 1) {
-    std::fprintf(stderr, "keyword_spotter: %d input devices match '%s'; using the first, %d '%s'\n", n_matches,
-                 want.c_str(), int(found), Pa_GetDeviceInfo(found)->name);
+    *note = std::to_string(n_matches) + " input devices match '" + want + "'; using the first, " +
+            std::to_string(int(found)) + " '" + Pa_GetDeviceInfo(found)->name + "'";
   }
   return found;
 }

@@ -81,29 +81,45 @@ MicSource::MicSource() = default;
 
 MicSource::~MicSource() { close(false); }
 
-std::unique_ptr<MicSource> MicSource::open(const std::string& want, int32_t model_rate) {
+namespace {
+
+std::string pa_failure(const char* what, PaError e) { return std::string(what) + ": " + Pa_GetErrorText(e); }
+
+// "device 3 'name' (ALSA)"
+std::string describe_device(int dev, const std::string& name, const std::string& host_api) {
+  return "device " + std::to_string(dev) + " '" + name + "' (" + host_api + ")";
+}
+
+}  // namespace
+
+std::unique_ptr<MicSource> MicSource::open(const std::string& want, int32_t model_rate, const char* no_devices,
+                                           std::string* error, bool* not_found) {
   // A keyword spotter must not start a JACK server as a side effect.
   setenv("JACK_NO_START_SERVER", "1", 0);
   std::unique_ptr<MicSource> mic(new MicSource());  // its destructor terminates PortAudio on every early return
   PaError e = Pa_Initialize();
   if (e != paNoError) {
-    std::fprintf(stderr, "keyword_spotter: cannot initialize PortAudio: %s\n", Pa_GetErrorText(e));
+    *error = pa_failure("cannot initialize PortAudio", e);
     return nullptr;
   }
   mic->pa_initialized_ = true;
   if (Pa_GetDeviceCount() < 0) {
-    std::fprintf(stderr, "keyword_spotter: cannot list audio devices: %s\n", Pa_GetErrorText(Pa_GetDeviceCount()));
+    *error = pa_failure("cannot list audio devices", Pa_GetDeviceCount());
     return nullptr;
   }
-  const PaDeviceIndex dev = find_input_device(want);
+  const PaDeviceIndex dev = find_input_device(want, no_devices, error, &mic->note_);
+  if (not_found) *not_found = dev == paNoDevice;
   if (dev == paNoDevice) return nullptr;
   const PaDeviceInfo* info = Pa_GetDeviceInfo(dev);  // owned by PortAudio: gone after Pa_Terminate
   mic->device_ = int(dev);
   mic->device_name_ = info->name ? info->name : "";
   mic->host_api_ = host_api_name(info);
+  const std::string device = describe_device(mic->device_, mic->device_name_, mic->host_api_);
   if (!choose_format(dev, double(model_rate), &mic->format_, &e)) {
-    std::fprintf(stderr, "keyword_spotter: device %d '%s' cannot capture float32 audio at %d or %.0f Hz: %s\n",
-                 int(dev), info->name, model_rate, info->defaultSampleRate, Pa_GetErrorText(e));
+    char rates[96];
+    std::snprintf(rates, sizeof rates, " cannot capture float32 audio at %d or %.0f Hz", int(model_rate),
+                  info->defaultSampleRate);
+    *error = pa_failure((device + rates).c_str(), e);
     return nullptr;
   }
   mic->cap_.reset(new Capture(size_t(kRingSeconds * mic->format_.rate), mic->format_.channels));
@@ -112,20 +128,18 @@ std::unique_ptr<MicSource> MicSource::open(const std::string& want, int32_t mode
                     &Capture::on_frames, mic->cap_.get());
   if (e != paNoError) {
     mic->stream_ = nullptr;
-    std::fprintf(stderr, "keyword_spotter: cannot open device %d '%s' (%s): %s\n", int(dev), info->name,
-                 host_api_name(info), Pa_GetErrorText(e));
+    *error = pa_failure(("cannot open " + device).c_str(), e);
     return nullptr;
   }
   Pa_SetStreamFinishedCallback(mic->stream_, &Capture::on_finished);
   return mic;
 }
 
-bool MicSource::start() {
+bool MicSource::start(std::string* error) {
   started_ = last_progress_ = last_check_ = Clock::now();
   const PaError e = Pa_StartStream(stream_);
   if (e != paNoError) {
-    std::fprintf(stderr, "keyword_spotter: cannot start device %d '%s' (%s): %s\n", device_, device_name_.c_str(),
-                 host_api_.c_str(), Pa_GetErrorText(e));
+    *error = pa_failure(("cannot start " + describe_device(device_, device_name_, host_api_)).c_str(), e);
     return false;
   }
   return true;

@@ -22,14 +22,18 @@ class MicSource : public AudioSource {
   // find_input_device) for audio at model_rate: mono at that rate if the
   // device can, else two channels (averaged downstream), else the device's
   // default rate (resampled downstream; PortAudio never resamples). On
-  // failure prints why and returns null (a device error). Everything the
-  // capture needs is allocated here. Guard it with a Watchdog: a hung sound
-  // server blocks PortAudio.
-  static std::unique_ptr<MicSource> open(const std::string& want, int32_t model_rate);
+  // failure returns null (a device error) with *error saying why (no_devices:
+  // what to say when there is no input device at all, see
+  // find_input_device) and *not_found (if given) true when no device is
+  // there or matches `want`. Everything the capture needs is allocated here.
+  // Nothing is printed. Guard it with a Watchdog: a hung sound server blocks
+  // PortAudio.
+  static std::unique_ptr<MicSource> open(const std::string& want, int32_t model_rate, const char* no_devices,
+                                         std::string* error, bool* not_found = nullptr);
   ~MicSource() override;
 
-  // Starts the capture; prints why not.
-  bool start();
+  // Starts the capture; false with *error saying why not.
+  bool start(std::string* error);
   // Stops the capture (abort: at once, for a broken device), closes the
   // stream and terminates PortAudio. Guard it with a Watchdog too.
   void close(bool abort);
@@ -43,6 +47,8 @@ class MicSource : public AudioSource {
   int device() const { return device_; }
   const std::string& device_name() const { return device_name_; }
   const std::string& host_api() const { return host_api_; }
+  // Which device was taken when several names matched (find_input_device); else empty.
+  const std::string& note() const { return note_; }
   double input_latency_s() const;
   uint64_t frames_in() const;       // frames the device delivered (kept or dropped)
   uint64_t overflow_frames() const;  // frames dropped because the ring was full
@@ -60,7 +66,7 @@ class MicSource : public AudioSource {
   bool pa_initialized_ = false;
   AudioFormat format_;
   int device_ = -1;
-  std::string device_name_, host_api_;
+  std::string device_name_, host_api_, note_;
   SourceState state_ = SourceState::running;
   std::string error_;
   // the device's progress, as poll() sees it

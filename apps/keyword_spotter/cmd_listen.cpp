@@ -64,10 +64,14 @@ int cmd_listen(const Params& p) {
   std::optional<Watchdog> watchdog;
   watchdog.emplace(kStartTimeout, kExitDevice, "opening the audio device");
   set_audio_library_messages(p.verbose);
-  std::unique_ptr<MicSource> mic = MicSource::open(p.device, model_rate);
-  if (!mic) return kExitDevice;
-  // Everything the loop needs is allocated before the capture starts.
   std::string err;
+  std::unique_ptr<MicSource> mic = MicSource::open(p.device, model_rate, kNoInputDevices, &err);
+  if (!mic) {
+    std::fprintf(stderr, "keyword_spotter: %s\n", err.c_str());
+    return kExitDevice;
+  }
+  if (!mic->note().empty()) std::fprintf(stderr, "keyword_spotter: %s\n", mic->note().c_str());
+  // Everything the loop needs is allocated before the capture starts.
   auto pipeline = StreamPipeline::create(*mic, *session, *detector, &err);
   if (!pipeline) {
     std::fprintf(stderr, "keyword_spotter: %s\n", err.c_str());
@@ -75,7 +79,10 @@ int cmd_listen(const Params& p) {
   }
   ListenReport report(m, p, *mic, *pipeline);
   if (*StopSignals::flag()) return kExitOk;  // interrupted while loading
-  if (!mic->start()) return kExitDevice;
+  if (!mic->start(&err)) {
+    std::fprintf(stderr, "keyword_spotter: %s\n", err.c_str());
+    return kExitDevice;
+  }
   watchdog.reset();
   report.print_start();
 

@@ -638,3 +638,9 @@ def scan_file(path, model=None, backend="cpu", threads=1, stats=None, **detector
         if stats is not None:
             stats.update(s.stats)
         return found, w.n_frames / w.sample_rate
+
+
+# The microphone (libmega_kws_audio), last: it builds on the classes above.
+from ._listen import InputDevice, Microphone, devices, listen  # noqa: E402
+
+__all__ += ["listen", "devices", "Microphone", "InputDevice"]

@@ -8,25 +8,7 @@
 #include <new>
 #include <string>
 
-#include "mega/detector.hpp"
-#include "mega/engine.hpp"
-#include "mega/mega.hpp"
-
-struct mega_model {
-  std::shared_ptr<const mega::Model> model;
-};
-
-// Every C session is an engine (mega/engine.hpp) on the backend its options name.
-struct mega_session {
-  std::unique_ptr<mega::Engine> session;
-  int64_t n_pending = 0;  // samples consumed since the last completed chunk (mega_session_detect_flush)
-};
-
-struct mega_detector {
-  std::shared_ptr<const mega::Model> model;  // keeps the label texts alive
-  std::unique_ptr<mega::Detector> detector;
-  mega::DetectorConfig config;
-};
+#include "c_api_handles.h"
 
 namespace {
 
