@@ -76,6 +76,8 @@ foreach(pair runtime:${MEGA_DEB_LIB} dev:libmega-kws-dev cli:mega-kws python:pyt
 endforeach()
 install(FILES ${MEGA_DEB_DIR}/libmega-kws.lintian-overrides DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
         RENAME ${MEGA_DEB_LIB} COMPONENT runtime)
+install(FILES ${MEGA_DEB_DIR}/mega-kws.lintian-overrides DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+        RENAME mega-kws COMPONENT cli)
 
 find_program(MEGA_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(MEGA_DPKG_SHLIBDEPS AND NOT CMAKE_CROSSCOMPILING)
@@ -106,6 +108,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${MEGA_DEB_LIB_DEPENDS}")
 string(REGEX REPLACE ", $" "" CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS}")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # DEBIAN/shlibs of libmega-kwsN, for packages linking it
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${MEGA_DEB_DIR}/triggers)  # ldconfig after install and removal
+set(CPACK_DEBIAN_CLI_PACKAGE_CONTROL_EXTRA ${MEGA_DEB_DIR}/triggers)  # mega-kws carries libmega_kws_audio.so.N
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libmega-kws-dev)
