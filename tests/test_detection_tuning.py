@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LABELS = ["yes", "no", "_silence_", "_unknown_"]
 HOP_S = 0.25
+STARTS = [(0, 4)]  # one recording, with a 1 s window's warm-up (4 hops)
 
 
 def recording(seed=1, hops=2000):
@@ -41,17 +42,17 @@ def recording(seed=1, hops=2000):
 def test_per_keyword_thresholds_meet_the_limit_and_beat_one_threshold():
     probs, keywords, free = recording()
     limit = 2.0  # per keyword-free hour: in 0.07 keyword-free hours, no false alarm at all
-    key, smoothing, thresholds, r = td.pick_per_keyword(probs, LABELS, HOP_S, keywords, free, limit)
+    key, smoothing, thresholds, r = td.pick_per_keyword(probs, STARTS, LABELS, HOP_S, keywords, free, limit)
     assert key[0] == 1 and r["fa_per_hour_keyword_free"] <= limit
     assert thresholds[2:] == [1.0, 1.0]  # labels that never fire
     assert all(0 < t <= 1 for t in thresholds)
     assert thresholds[0] > 0.93 > 0.6 >= thresholds[1]  # yes above its spikes, no at or below its level
     # the stored thresholds give the score reported
-    again = td.run_detector(probs, LABELS, np.array(thresholds), smoothing,
+    again = td.run_detector(probs, STARTS, LABELS, np.array(thresholds), smoothing,
                             td.refractory_in_hops(1000, HOP_S), HOP_S, keywords, free)
     assert again["recall"] == r["recall"] and again["false_alarms"] == r["false_alarms"]
     # one shared threshold must stay above the spikes and so loses every quiet 'no'
-    _, _, _, shared = td.tune(probs, LABELS, HOP_S, keywords, free, limit)
+    _, _, _, shared = td.tune(probs, STARTS, LABELS, HOP_S, keywords, free, limit)
     assert r["recall"] == pytest.approx(1.0) and shared["recall"] <= 0.5 + 1e-9
 
 
@@ -62,17 +63,38 @@ def test_no_default_below_even_odds():
     no = LABELS.index("no")
     quiet = probs[:, no] > 0.5
     probs[quiet] = [0.05, 0.45, 0.05, 0.45]
-    key, smoothing, thresholds, r = td.pick_per_keyword(probs, LABELS, HOP_S, keywords, free, 2.0)
+    key, smoothing, thresholds, r = td.pick_per_keyword(probs, STARTS, LABELS, HOP_S, keywords, free, 2.0)
     assert min(thresholds) >= td.MIN_DEFAULT and thresholds[no] > 0.45
     assert r["recall"] == pytest.approx(0.5)  # the loud 'yes' only
-    rows = td.sweep(probs, LABELS, HOP_S, keywords, free)
+    rows = td.sweep(probs, STARTS, LABELS, HOP_S, keywords, free)
     assert min(thr for _, thr, _ in rows) < td.MIN_DEFAULT  # the curve still sees the low end
     assert td.pick(rows, 1000.0)[2] >= td.MIN_DEFAULT
 
 
+def test_each_pooled_recording_has_its_warm_up_and_detections_are_timed_when_heard():
+    # two recordings back to back, each opening with a 'yes' spike while the model's window
+    # fills: the runtime scans each as its own stream and ignores the spike in its warm-up
+    probs, keywords, free = recording(hops=200)
+    probs[:3] = [0.97, 0.01, 0.01, 0.01]
+    length = len(probs) * HOP_S
+    probs = np.concatenate([probs, probs])
+    keywords += [(a + length, b + length, l) for a, b, l in keywords]
+    free += [(a + length, b + length) for a, b in free]
+    th = np.full(4, 0.95)  # above the keyword-free stretch's 0.93 spikes
+
+    def run(starts):
+        return td.run_detector(probs, starts, LABELS, th, 3, 4, HOP_S, keywords, free)
+    both = run([(0, 4), (200, 4)])
+    assert both["false_alarms"] == 0 and both["detected"] == len(keywords) // 2, both  # every loud 'yes'
+    assert run([(0, 4)])["false_alarm_list"] == [(length + HOP_S, "yes")]  # one stream: the second spike fires
+    # without a warm-up each spike fires at its third hop; it is timed at the end of its first,
+    # as keyword_spotter scan reports time_s
+    assert run([(0, 0), (200, 0)])["false_alarm_list"] == [(HOP_S, "yes"), (length + HOP_S, "yes")]
+
+
 def test_trade_off_is_the_upper_left_frontier():
     probs, keywords, free = recording()
-    rows = td.sweep(probs, LABELS, HOP_S, keywords, free)
+    rows = td.sweep(probs, STARTS, LABELS, HOP_S, keywords, free)
     key, smoothing, thr, r = td.pick(rows, 5.0)
     setting = {"thresholds": [thr] * 4, "smoothing_hops": smoothing}
     t = td.trade_off(rows, r, setting)
@@ -90,7 +112,7 @@ def test_trade_off_is_the_upper_left_frontier():
 def test_plot_card_draws_both_pictures(tmp_path):
     pytest.importorskip("matplotlib", reason="python3-matplotlib (scripts/setup.sh installs it)")
     probs, keywords, free = recording()
-    rows = td.sweep(probs, LABELS, HOP_S, keywords, free)
+    rows = td.sweep(probs, STARTS, LABELS, HOP_S, keywords, free)
     key, smoothing, thr, r = td.pick(rows, 5.0)
     curve = td.trade_off(rows, r, {"thresholds": [thr] * 4, "smoothing_hops": smoothing})
     with open(tmp_path / "curve.json", "w") as f:

@@ -92,6 +92,7 @@ def test_each_half_of_one_recording_pooled_twice_is_that_recording(recording, mo
         assert np.array_equal(half[0], once[0]), "posteriors of a half differ"
         assert rounded(half[1]) == rounded(once[1]), half[1]
         assert rounded(half[2]) == rounded(once[2]), half[2]
+        assert half[3] == once[3] == [(0, model.cfg.window_chunks)], half[3]  # its own warm-up
 
 
 def test_the_false_alarm_report_names_recording_stretch_and_clip_heard(recording):

@@ -11,9 +11,11 @@ over all their keyword-free time together.
 
 Streaming posteriors come from the PyTorch reference (features of a causal
 model over the whole stream equal the streamed ones); the detector is the
-runtime's (streamscore.detect). Picks, among thresholds (0.50-0.995; steps
-of 0.005 from 0.90; the sweep drawn for the model card's curve starts at
-0.30) x smoothing (1-6 hops), the one with the best recall
+runtime's (streamscore.detect_streams: each recording its own stream, with
+the model's window as its warm-up; a detection timed at the end of the hop
+the word was heard in, as keyword_spotter scan times it). Picks, among
+thresholds (0.50-0.995; steps of 0.005 from 0.90; the sweep drawn for the
+model card's curve starts at 0.30) x smoothing (1-6 hops), the one with the best recall
 whose false alarms on keyword-free stretches stay under the limit (ties:
 fewer false alarms, then the higher threshold). If none stays under it, the
 one with the fewest false alarms there (ties: the best recall), with a
@@ -72,21 +74,26 @@ def recording_starts(streams, chunk_samples, hop_s):
 def pooled_posteriors(model, streams, hop_s):
     """Posteriors of several recordings back to back, with their labels'
     keywords and keyword-free stretches shifted to match: [(wav, csv)] ->
-    (probs, keywords, free)."""
-    all_probs, keywords, free = [], [], []
+    (probs, keywords, free, starts); starts: [(first hop, warm-up hops)] of
+    each recording (streamscore.detect_streams), the warm-up the model's window
+    in chunks, as the runtime's detector takes it from the .mega file."""
+    all_probs, keywords, free, starts = [], [], [], []
     for (wav, csv_path), (offset, _) in zip(streams, recording_starts(streams, model.cfg.chunk_samples, hop_s)):
+        starts.append((sum(len(p) for p in all_probs), model.cfg.window_chunks))
         all_probs.append(stream_posteriors(model, read_wav(wav).astype(np.float32) / 32768.0))
         kws, fr = streamscore.read_stream_labels(csv_path)
         keywords += [(a + offset, b + offset, l) for a, b, l in kws]
         free += [(a + offset, b + offset) for a, b in fr]
-    return np.concatenate(all_probs), keywords, free
+    return np.concatenate(all_probs), keywords, free, starts
 
 
-def run_detector(probs, labels, thresholds, smoothing, refractory_hops, hop_s, keywords, free):
-    """The runtime's detector over posteriors, scored against a recording's labels."""
+def run_detector(probs, starts, labels, thresholds, smoothing, refractory_hops, hop_s, keywords, free):
+    """The runtime's detector over posteriors (recordings starting at `starts`,
+    see pooled_posteriors), scored against their labels; each detection timed
+    as the runtime reports it, at the end of the hop the word was heard in."""
     can_fire = np.array([not l.startswith("_") for l in labels])
-    dets = streamscore.detect(probs, thresholds, smoothing, refractory_hops, can_fire)
-    return streamscore.score([((h + 1) * hop_s, labels[l]) for h, l, _ in dets], keywords, free)
+    dets = streamscore.detect_streams(probs, starts, thresholds, smoothing, refractory_hops, can_fire)
+    return streamscore.score([((e + 1) * hop_s, labels[l]) for _, l, _, e in dets], keywords, free)
 
 
 def refractory_in_hops(refractory_ms, hop_s):
@@ -104,14 +111,14 @@ THRESHOLDS = np.round(np.concatenate([np.arange(0.30, 0.899, 0.02), np.arange(0.
 SMOOTHINGS = range(1, 7)  # hops averaged: up to 1.5 s at a 250 ms hop, which delays a detection by up to 1.25 s
 
 
-def sweep(probs, labels, hop_s, keywords, free, refractory_ms=1000, verbose=False):
+def sweep(probs, starts, labels, hop_s, keywords, free, refractory_ms=1000, verbose=False):
     """Every setting of the search (smoothing x threshold) with its score:
-    [(smoothing, threshold, score)]."""
+    [(smoothing, threshold, score)]. probs, starts: pooled_posteriors'."""
     refr = refractory_in_hops(refractory_ms, hop_s)
     rows = []
     for smoothing in SMOOTHINGS:
         for thr in THRESHOLDS:
-            r = run_detector(probs, labels, np.full(len(labels), thr), smoothing, refr, hop_s, keywords, free)
+            r = run_detector(probs, starts, labels, np.full(len(labels), thr), smoothing, refr, hop_s, keywords, free)
             if verbose:
                 print(f"smoothing {smoothing} threshold {thr:g}: recall {r['recall']:.3f}, false alarms "
                       f"{r['false_alarms']} ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)")
@@ -136,12 +143,12 @@ def pick(rows, max_fa_per_hour):
     return best
 
 
-def tune(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
+def tune(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000, verbose=False):
     """pick() over a sweep(): the tuned setting for one limit."""
-    return pick(sweep(probs, labels, hop_s, keywords, free, refractory_ms, verbose), max_fa_per_hour)
+    return pick(sweep(probs, starts, labels, hop_s, keywords, free, refractory_ms, verbose), max_fa_per_hour)
 
 
-def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000):
+def tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000):
     """Greedy per-keyword thresholds at one smoothing: from every keyword off,
     repeatedly lower the one keyword's threshold (on THRESHOLDS, not below
     MIN_DEFAULT) that gains
@@ -149,7 +156,7 @@ def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoo
     (thresholds, score)."""
     refr = refractory_in_hops(refractory_ms, hop_s)
     th = np.full(len(labels), 1.01)  # above any posterior: nothing fires
-    cur = run_detector(probs, labels, th, smoothing, refr, hop_s, keywords, free)
+    cur = run_detector(probs, starts, labels, th, smoothing, refr, hop_s, keywords, free)
     while True:
         best = None
         for k, label in enumerate(labels):
@@ -158,7 +165,7 @@ def tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoo
             for t in THRESHOLDS[(THRESHOLDS < th[k] - 1e-9) & (THRESHOLDS >= MIN_DEFAULT)]:
                 trial = th.copy()
                 trial[k] = t
-                r = run_detector(probs, labels, trial, smoothing, refr, hop_s, keywords, free)
+                r = run_detector(probs, starts, labels, trial, smoothing, refr, hop_s, keywords, free)
                 if r["fa_per_hour_keyword_free"] > max_fa_per_hour or r["recall"] <= cur["recall"]:
                     continue
                 key = (r["recall"], -r["false_alarms"], t)
@@ -187,7 +194,7 @@ def trade_off(rows, chosen, setting):
                        "smoothing_hops": setting["smoothing_hops"]}}
 
 
-def pick_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
+def pick_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
     """tune_per_keyword at every smoothing; the one with the best recall under
     the limit (ties: fewer false alarms, then less smoothing). Returns (key,
     smoothing, thresholds as a list for the model file, score); a keyword the
@@ -195,7 +202,8 @@ def pick_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, refr
     that never fire ('_...') 1.0."""
     best = None
     for smoothing in SMOOTHINGS:
-        th, r = tune_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms)
+        th, r = tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing,
+                                 refractory_ms)
         ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
         key = (int(ok), r["recall"], -r["false_alarms"], -smoothing)
         print(f"smoothing {smoothing}: per-keyword recall {r['recall']:.3f}, {r['false_alarms']} false alarms "
@@ -208,32 +216,37 @@ def pick_per_keyword(probs, labels, hop_s, keywords, free, max_fa_per_hour, refr
     return key, smoothing, thresholds, r
 
 
-def split_recording(probs, keywords, free, hop_s, at_hop):
+def split_recording(probs, keywords, free, starts, hop_s, at_hop):
     """A recording's posteriors and labels cut at one hop: two (probs,
-    keywords, free), each timed from its own start. A keyword goes with the
-    half its onset is in; a keyword-free stretch is cut in two."""
+    keywords, free, starts), each timed from its own start. A keyword goes with
+    the half its onset is in; a keyword-free stretch is cut in two; a
+    recording cut in two starts the second half without a warm-up (the
+    model's window is already full there)."""
     t = at_hop * hop_s
-    first = (probs[:at_hop], [k for k in keywords if k[0] < t], [(a, min(b, t)) for a, b in free if a < t])
+    first = (probs[:at_hop], [k for k in keywords if k[0] < t], [(a, min(b, t)) for a, b in free if a < t],
+             [(h, w) for h, w in starts if h < at_hop])
+    later = [(h - at_hop, w) for h, w in starts if h >= at_hop]
     second = (probs[at_hop:], [(a - t, b - t, l) for a, b, l in keywords if a >= t],
-              [(max(a, t) - t, b - t) for a, b in free if b > t])
+              [(max(a, t) - t, b - t) for a, b in free if b > t],
+              later if later and later[0][0] == 0 else [(0, 0)] + later)
     return first, second
 
 
-def holdout_check(probs, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms):
+def holdout_check(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms):
     """Tune on each half of the recording, score on the other (--holdout-check)."""
     refr = refractory_in_hops(refractory_ms, hop_s)
-    halves = split_recording(probs, keywords, free, hop_s, len(probs) // 2)
+    halves = split_recording(probs, keywords, free, starts, hop_s, len(probs) // 2)
     names = ("first half", "second half")
     print(f"tuned at <= {max_fa_per_hour:g} false alarms per keyword-free hour on one half, scored on the other:")
     print("| tuned on | one threshold: setting; recall, false alarms per hour on the other half "
           "| per keyword: thresholds; recall, false alarms per hour on the other half |")
     print("|---|---|---|")
     for i in (0, 1):
-        (p_a, k_a, f_a), (p_b, k_b, f_b) = halves[i], halves[1 - i]
-        _, sm, thr, _ = tune(p_a, labels, hop_s, k_a, f_a, max_fa_per_hour, refractory_ms)
-        one = run_detector(p_b, labels, np.full(len(labels), thr), sm, refr, hop_s, k_b, f_b)
-        th, _ = tune_per_keyword(p_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms)
-        per = run_detector(p_b, labels, th, sm, refr, hop_s, k_b, f_b)
+        (p_a, k_a, f_a, s_a), (p_b, k_b, f_b, s_b) = halves[i], halves[1 - i]
+        _, sm, thr, _ = tune(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, refractory_ms)
+        one = run_detector(p_b, s_b, labels, np.full(len(labels), thr), sm, refr, hop_s, k_b, f_b)
+        th, _ = tune_per_keyword(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms)
+        per = run_detector(p_b, s_b, labels, th, sm, refr, hop_s, k_b, f_b)
         setting = " ".join(f"{l} {t:g}" if t <= 1 else f"{l} off" for l, t in zip(labels, th) if not l.startswith("_"))
         print(f"| {names[i]} | {thr:g}, smoothing {sm}; {100 * one['recall']:.1f}%, "
               f"{one['fa_per_hour_keyword_free']:.1f} | {setting}; {100 * per['recall']:.1f}%, "
@@ -309,11 +322,12 @@ def main() -> int:
     labels = extra["labels"]
     cfg = model.cfg
     hop_s = cfg.chunk_samples / cfg.sample_rate
-    probs, keywords, free = pooled_posteriors(model, list(zip(args.stream, args.labels)), hop_s)
+    probs, keywords, free, starts = pooled_posteriors(model, list(zip(args.stream, args.labels)), hop_s)
     if args.holdout_check:
-        holdout_check(probs, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms)
+        holdout_check(probs, starts, labels, hop_s, keywords, free, args.max_fa_per_hour, args.refractory_ms)
         return 0
-    rows = sweep(probs, labels, hop_s, keywords, free, args.refractory_ms, verbose=not (args.curve or args.false_alarms))
+    rows = sweep(probs, starts, labels, hop_s, keywords, free, args.refractory_ms,
+                 verbose=not (args.curve or args.false_alarms))
     if args.curve:
         for limit in CURVE_LIMITS:
             key, smoothing, thr, r = pick(rows, limit)
@@ -325,8 +339,8 @@ def main() -> int:
     key, smoothing, thr, r = pick(rows, args.max_fa_per_hour)
     thresholds = [round(thr, 4)] * len(labels)
     if args.per_keyword:
-        key, smoothing, thresholds, r = pick_per_keyword(probs, labels, hop_s, keywords, free, args.max_fa_per_hour,
-                                                         args.refractory_ms)
+        key, smoothing, thresholds, r = pick_per_keyword(probs, starts, labels, hop_s, keywords, free,
+                                                         args.max_fa_per_hour, args.refractory_ms)
         thr = min(t for t, l in zip(thresholds, labels) if not l.startswith("_"))
     if args.false_alarms:
         print(f"at threshold {thr:g}, smoothing {smoothing} (tuned for <= {args.max_fa_per_hour:g} per "

@@ -305,7 +305,8 @@ def validate(cfg: TrainConfig, run: Run, data: Data, log):
             probs = tune_detection.stream_posteriors(model, data.stream[0])
             model.train()
             hop_s = model.cfg.chunk_samples / model.cfg.sample_rate
-            tuned, smoothing, thr, r = tune_detection.tune(probs, data.train.labels, hop_s, data.stream[1],
+            starts = [(0, model.cfg.window_chunks)]  # one recording; the model's window is its warm-up
+            tuned, smoothing, thr, r = tune_detection.tune(probs, starts, data.train.labels, hop_s, data.stream[1],
                                                            data.stream[2], cfg.val_max_fa)
             # (limit met, recall there or else minus the false-alarm rate, accuracy)
             key = [float(tuned[0]), float(tuned[1]), acc]
