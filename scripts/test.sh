@@ -25,6 +25,7 @@ t0=$SECONDS
 bash scripts/test_packages.sh build
 echo "Debian packages: $((SECONDS - t0)) s"
 /usr/bin/python3 scripts/check_readme_paths.py --build build README.md   # every path the README names
+/usr/bin/python3 scripts/check_readme_outputs.py --build build README.md # every keyword_spotter output it shows
 bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI parity under qemu
 
 # The CUDA backend's tests on the CPU stand-in for the CUDA runtime and cuBLAS

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Every keyword_spotter command the README shows with its output prints that
+output: in each fenced block, a line `$ ./build/keyword_spotter ...` followed
+by lines up to the next `$ ` or the end of the block is run from the
+repository root (./build/ replaced by BUILD_DIR, stdout and stderr together,
+as a terminal shows them) and its output compared line by line. Commands
+shown without output (a microphone, a file the reader supplies) and other
+programs (mega_rtf's timings differ on every run) are not run.
+
+Usage: check_readme_outputs.py [--build BUILD_DIR] [README]   (defaults: build, README.md)
+Prints each command whose output differs, with both outputs; exit 1 if any, else 0.
+"""
+
+import argparse
+import difflib
+import os
+import subprocess
+import sys
+
+PROGRAM = "./build/keyword_spotter "
+
+
+def shown_commands(text):
+    """(line number, command, expected output lines) for each command with output."""
+    out = []
+    fenced = False
+    current = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            if current:
+                out.append(current)
+            current = None
+            continue
+        if not fenced:
+            continue
+        if line.startswith("$ "):
+            if current:
+                out.append(current)
+            cmd = line[2:]
+            current = (n, cmd, []) if cmd.startswith(PROGRAM) else None
+        elif current:
+            current[2].append(line)
+    return [c for c in out if c[2]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("readme", nargs="?", default="README.md")
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.abspath(a.readme))
+    with open(a.readme, encoding="utf-8") as f:
+        commands = shown_commands(f.read())
+    failed = 0
+    for n, cmd, expected in commands:
+        run = cmd.replace("./build/", os.path.join(os.path.abspath(a.build), ""), 1)
+        p = subprocess.run(["bash", "-c", f"{{ {run}\n}} 2>&1"], cwd=root, stdout=subprocess.PIPE, text=True,
+                           stdin=subprocess.DEVNULL)
+        got = p.stdout.splitlines()
+        if got != expected:
+            failed += 1
+            print(f"{a.readme}:{n}: `{cmd}` prints other than the README shows:")
+            sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(
+                expected, got, "README", "now", lineterm=""))
+    print(f"check_readme_outputs: {len(commands)} command(s) with output, {failed} differ")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
