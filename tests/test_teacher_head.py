@@ -159,3 +159,59 @@ def test_head_keeps_an_early_step_when_validation_gets_worse(tmp_path):
     first_best = next(h for h in history if h["key"] == max(g["key"] for g in history))
     assert best["step"] == first_best["step"] < 60  # the first of the best, not the last step
     assert head.load_head(os.path.join(out, "best.pt"))[1]["step"] == best["step"]
+
+
+def embedding_like_graph(time_pads=(0, 0)):
+    """A small graph shaped as the teacher's embedding graph: input windows [B, 76, 32, 1]
+    reshaped, a convolution of stride 8 frames and reach 76, one over the 32 bands, reshaped to
+    [B, 1, 1, 96]. With time_pads the first convolution pads time, and a pass over the whole
+    melspectrogram no longer equals the windows."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from mega_kws_tools.teacher import graph
+    w1 = RNG.standard_normal((4, 1, 76, 1)).astype(np.float32) / 8
+    w2 = RNG.standard_normal((96, 4, 1, 32)).astype(np.float32) / 8
+    weights = [numpy_helper.from_array(v, n) for v, n in (
+        (w1, "w1"), (w2, "w2"), (np.array([-1, 1, 76, 32], np.int64), "in_shape"),
+        (np.array([-1, 1, 1, 96], np.int64), "out_shape"))]
+    nodes = [helper.make_node("Reshape", ["input_1", "in_shape"], ["x"]),
+             helper.make_node("Conv", ["x", "w1"], ["h"], kernel_shape=[76, 1], strides=[8, 1],
+                              pads=[time_pads[0], 0, time_pads[1], 0]),
+             helper.make_node("LeakyRelu", ["h"], ["r"], alpha=0.2),
+             helper.make_node("Conv", ["r", "w2"], ["y"], kernel_shape=[1, 32]),
+             helper.make_node("Reshape", ["y", "out_shape"], ["out"])]
+    model = helper.make_model(helper.make_graph(
+        nodes, "small", [helper.make_tensor_value_info("input_1", TensorProto.FLOAT, [None, 76, 32, 1])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [None, 1, 1, 96])], weights),
+        opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    return graph.from_proto(model.graph)
+
+
+class StubTeacher:
+    """Teacher's embedding half over a small graph; the melspectrogram a fixed function of the audio."""
+
+    def __init__(self, g):
+        from mega_kws_tools.teacher import torch_port
+        self.embedding = torch_port.PortedGraph(g)
+
+    def melspectrogram(self, audio):
+        frames = (audio.shape[1] - 512) // 160 + 1
+        return torch.stack([audio[:, i * 160:i * 160 + 512].reshape(audio.shape[0], 32, 16).std(dim=2)
+                            for i in range(frames)], dim=1) / 1000
+
+    def __call__(self, audio):
+        from mega_kws_tools.teacher.features import Teacher
+        return Teacher.embed(self, self.melspectrogram(audio))
+
+
+def test_one_pass_equals_the_windows_only_when_time_is_unpadded():
+    audio = torch.from_numpy(RNG.standard_normal((3, CONTEXT_SAMPLES)).astype(np.float32) * 3000)
+    teacher = StubTeacher(embedding_like_graph())
+    fast = embed_cache.StepEmbedder(teacher)
+    assert fast(audio).shape == (3, N_STEPS, 96)
+    assert embed_cache.check_steps(fast, teacher, audio) < 1e-5
+    padded = StubTeacher(embedding_like_graph(time_pads=(4, 4)))
+    with pytest.raises(ValueError, match="differ from the windowed"):
+        embed_cache.check_steps(embed_cache.StepEmbedder(padded), padded, audio)
