@@ -15,4 +15,5 @@ in PyTorch.
               context), computed once into resumable shards
   head        a small classifier over those embeddings for the demo model's
               12 labels (issue 83 item 3), kept on real validation speakers
+  compare     the head beside the bundled model, judge by judge
 """
