@@ -1,0 +1,52 @@
+#!/bin/bash
+# The teacher classifier (issue 83 item 3; docs/models.md, "Teacher classifier"):
+# the teacher's embeddings of the project's training data and of the real
+# validation judges, a head over them kept on real validation speakers only,
+# and the head beside the bundled model on each judge, scored the same way.
+#
+#   [CACHE=DIR] teacher_head.sh RUN_DIR [SEED]
+#
+# Needs the data of continue_real.sh stages 1-2b under WORK (real_sc, so762,
+# so762kw, cathykw), the teacher's files (python3 -m
+# mega_kws_tools.teacher.fetch, into work/teacher) and build/keyword_spotter.
+# Makes its own small synthetic set of training voices. Every stage skips what
+# is made (the caches resume shard by shard); heavy stages run at nice 19.
+set -euo pipefail
+RUN=$1 SEED=${2:-83}
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/real_data.sh"
+cd "$ROOT"
+CACHE=${CACHE:-$WORK/data/tcache}
+SYNT=$WORK/data/syntc
+NICE="nice -n 19"
+EMBED="$NICE $PY -m mega_kws_tools.teacher.embed_cache --threads 2 --batch 32"
+# synthetic training voices: 120 clips of each keyword, so on/off/go (a few real clips each) are heard
+[ -f "$SYNT/README.txt" ] || $NICE $PY -m mega_kws_tools.data.make_sc10 --out "$SYNT" --seed 71 --only-split training \
+  --per-word 120 --unknown 500 --near-miss 300 --silence 150 --babble-words 100 --jobs 2 --festival pipe
+# 1. the judges: real validation speakers, whole
+$EMBED --data "$REAL" --split validation --out "$CACHE/real-val"
+$EMBED --data "$SO/clips" --split validation --out "$CACHE/so-val"
+$EMBED --data "$SOKW" --split validation --out "$CACHE/sokw-val"
+# 2. training speakers and voices, at most N clips a folder (the time of the teacher on this CPU)
+$EMBED --data "$REAL" --split training --max-per-folder 120 --seed 1 --out "$CACHE/real-train"
+$EMBED --data "$SO/clips" --split training --max-per-folder 400 --seed 2 --out "$CACHE/so-train"
+$EMBED --data "$SOKW" --split training --max-per-folder 60 --seed 3 --out "$CACHE/sokw-train"
+$EMBED --data "$CATHY" --split training --max-per-folder 40 --seed 5 --out "$CACHE/cathy-train"
+$EMBED --data "$SYNT" --split training --max-per-folder 120 --seed 4 --out "$CACHE/syn-train"
+# 3. the head, its checkpoint chosen on the real validation speakers' clips, windows and cuts
+mkdir -p "$RUN"
+[ -f "$RUN/best.pt" ] || $NICE $PY -m mega_kws_tools.teacher.head train --out "$RUN" --seed "$SEED" --threads 2 \
+  --train "$CACHE/real-train" --train "$CACHE/so-train" --train "$CACHE/sokw-train" --train "$CACHE/cathy-train" \
+  --train "$CACHE/syn-train" --val "$CACHE/real-val" --val "$CACHE/so-val" --val "$CACHE/sokw-val" | tee "$RUN/train.log"
+# 4. each judge: the head on its cache, the bundled model with the runtime (evaluate.py), side by side
+JUDGES=()
+for j in "real-val:$REAL:real validation speakers' clips" "so-val:$SO/clips:running speech windows" \
+         "sokw-val:$SOKW:keywords inside sentences"; do
+  IFS=: read -r name data title <<< "$j"
+  $PY -m mega_kws_tools.teacher.head eval --checkpoint "$RUN/best.pt" --cache "$CACHE/$name" \
+    --json-out "$RUN/head-$name.json" > /dev/null
+  [ -f "$RUN/bundled-$name.json" ] || $NICE $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" \
+    --model "$ROOT/models/sc10-demo.mega" --data "$data" --split validation --json-out "$RUN/bundled-$name.json" > /dev/null
+  JUDGES+=(--judge "$title" "$RUN/bundled-$name.json" "$RUN/head-$name.json")
+done
+$PY -m mega_kws_tools.teacher.compare "${JUDGES[@]}" | tee "$RUN/table.md"
