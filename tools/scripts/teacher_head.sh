@@ -18,15 +18,20 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT"
 CACHE=${CACHE:-$WORK/data/tcache}
 SYNT=$WORK/data/syntc
+SYNTEST=$WORK/data/syntest83
 NICE="nice -n 19"
 EMBED="$NICE $PY -m mega_kws_tools.teacher.embed_cache --threads 2 --batch 32"
 # synthetic training voices: 120 clips of each keyword, so on/off/go (a few real clips each) are heard
 [ -f "$SYNT/README.txt" ] || $NICE $PY -m mega_kws_tools.data.make_sc10 --out "$SYNT" --seed 71 --only-split training \
   --per-word 120 --unknown 500 --near-miss 300 --silence 150 --babble-words 100 --jobs 2 --festival pipe
-# 1. the judges: real validation speakers, whole
+# synthetic test voices (a secondary judge, never trained on or selected with): a small set
+[ -f "$SYNTEST/README.txt" ] || $NICE $PY -m mega_kws_tools.data.make_sc10 --out "$SYNTEST" --seed 72 --only-split testing \
+  --per-word 30 --unknown 120 --near-miss 80 --silence 30 --babble-words 50 --jobs 1 --festival pipe
+# 1. the judges: real validation speakers, whole, and the synthetic test voices
 $EMBED --data "$REAL" --split validation --out "$CACHE/real-val"
 $EMBED --data "$SO/clips" --split validation --out "$CACHE/so-val"
 $EMBED --data "$SOKW" --split validation --out "$CACHE/sokw-val"
+$EMBED --data "$SYNTEST" --split testing --out "$CACHE/syn-test"
 # 2. training speakers and voices, at most N clips a folder (the time of the teacher on this CPU)
 $EMBED --data "$REAL" --split training --max-per-folder 120 --seed 1 --out "$CACHE/real-train"
 $EMBED --data "$SO/clips" --split training --max-per-folder 400 --seed 2 --out "$CACHE/so-train"
@@ -40,13 +45,13 @@ mkdir -p "$RUN"
   --train "$CACHE/syn-train" --val "$CACHE/real-val" --val "$CACHE/so-val" --val "$CACHE/sokw-val" | tee "$RUN/train.log"
 # 4. each judge: the head on its cache, the bundled model with the runtime (evaluate.py), side by side
 JUDGES=()
-for j in "real-val:$REAL:real validation speakers' clips" "so-val:$SO/clips:running speech windows" \
-         "sokw-val:$SOKW:keywords inside sentences"; do
-  IFS=: read -r name data title <<< "$j"
+for j in "real-val:$REAL:real validation speakers' clips:validation" "so-val:$SO/clips:running speech windows:validation" \
+         "sokw-val:$SOKW:keywords inside sentences:validation" "syn-test:$SYNTEST:synthetic test voices:testing"; do
+  IFS=: read -r name data title split <<< "$j"
   $PY -m mega_kws_tools.teacher.head eval --checkpoint "$RUN/best.pt" --cache "$CACHE/$name" \
     --json-out "$RUN/head-$name.json" > /dev/null
   [ -f "$RUN/bundled-$name.json" ] || $NICE $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" \
-    --model "$ROOT/models/sc10-demo.mega" --data "$data" --split validation --json-out "$RUN/bundled-$name.json" > /dev/null
+    --model "$ROOT/models/sc10-demo.mega" --data "$data" --split "$split" --json-out "$RUN/bundled-$name.json" > /dev/null
   JUDGES+=(--judge "$title" "$RUN/bundled-$name.json" "$RUN/head-$name.json")
 done
 $PY -m mega_kws_tools.teacher.compare "${JUDGES[@]}" | tee "$RUN/table.md"

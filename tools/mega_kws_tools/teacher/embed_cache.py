@@ -140,8 +140,8 @@ def load_cache(folder: str):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="a Speech Commands-layout folder")
-    ap.add_argument("--split", required=True, choices=["training", "validation"],
-                    help="never testing: the testing split is used for nothing")
+    ap.add_argument("--split", required=True, choices=["training", "validation", "testing"],
+                    help="testing: only a synthetic set's test voices, a judge (make_sc10 --only-split testing)")
     ap.add_argument("--out", required=True, help="the cache folder (resumable)")
     ap.add_argument("--max-per-folder", type=int, default=0, help="at most N clips of each folder (0: all)")
     ap.add_argument("--seed", type=int, default=0, help="the draw of --max-per-folder")
