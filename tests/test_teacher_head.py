@@ -226,6 +226,8 @@ def test_compare_reads_both_results_the_same_way(tmp_path, capsys):
     mine = head.scores([yes, yes, yes, unk, unk, unk], truth)
     # an other word called _silence_ is rejected too
     assert compare.figures(bundled["clips"]) == {"yes": (1, 3), "keywords": (1, 3), "rejected": (2, 3)}
+    bundled["clips"]["keywords_at_rejection"] = {"0.90": {"keyword_accuracy": 0.5, "unknown_bias": -1.0}, "0.95": None}
+    mine["keywords_at_rejection"] = {"0.90": {"keyword_accuracy": 0.75, "unknown_bias": 2.0}, "0.95": None}
     paths = [str(tmp_path / n) for n in ("a.json", "b.json", "c.json")]
     for p, r in zip(paths, (bundled, mine, head.scores([yes], [yes]))):
         json.dump(r, open(p, "w"))
@@ -233,5 +235,7 @@ def test_compare_reads_both_results_the_same_way(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| **real: keywords right** | 33.3% (1/3) | 100.0% (3/3) |" in out
     assert "| **real: non-keywords rejected** | 66.7% (2/3) | 100.0% (3/3) |" in out
+    assert "are rejected (a bias on _unknown_, analysis only) | 50.0% (bias -1.00) | 75.0% (bias +2.00) |" in out
+    assert ">= 95%" not in out  # a level neither reaches has no row
     with pytest.raises(SystemExit, match="do not count the same clips"):
         compare.main(["--judge", "real", paths[0], paths[2]])

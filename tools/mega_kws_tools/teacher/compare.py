@@ -4,7 +4,8 @@ Markdown table (issue 83, item 3; docs/models.md, "Teacher classifier").
 Each judge is a pair of JSON files for the same clips: the bundled model's
 from evaluate.py (--json-out; its "clips" part) and the head's from
 `head eval --json-out`. Every figure is counted from the two confusion
-matrices, so both are read the same way.
+matrices, so both are read the same way; the rows at equal rejection are
+evaluate.py's rejection_tradeoff of each one's logits.
 
 Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.compare --judge NAME BUNDLED.json HEAD.json [--judge ...]
@@ -12,6 +13,8 @@ Usage (from the repository root, PYTHONPATH=tools):
 
 import argparse
 import json
+
+AT_REJECTION = ("0.90", "0.95")  # evaluate.py's levels shown in the table
 
 
 def load(path):
@@ -47,6 +50,12 @@ def rows(name, bundled, head):
                 for k in a if k not in ("keywords", "rejected")]
     if a["rejected"][1]:
         out.append(f"| **{name}: non-keywords rejected** | {cell(a['rejected'])} | {cell(b['rejected'])} |")
+    for level in AT_REJECTION:
+        at = [(r.get("keywords_at_rejection") or {}).get(level) for r in (bundled, head)]
+        if all(at):
+            out.append(f"| {name}: keywords right where >= {float(level):.0%} of non-keywords are rejected "
+                       f"(a bias on _unknown_, analysis only) | "
+                       + " | ".join(f"{x['keyword_accuracy']:.1%} (bias {x['unknown_bias']:+.2f})" for x in at) + " |")
     return out
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from mega_kws_tools.data.layout import KEYWORDS, SILENCE, UNKNOWN, folder_label
+from mega_kws_tools.evaluation.evaluate import rejection_tradeoff
 from mega_kws_tools.teacher.embed_cache import N_STEPS, load_cache
 
 LABELS = KEYWORDS + [SILENCE, UNKNOWN]  # the order of models/sc10-demo.mega (keyword_spotter info)
@@ -176,7 +177,10 @@ def main(argv=None):
     x, y = load_sets([args.cache], ck["labels"])
     if not len(y):
         sys.exit(f"head eval: {args.cache} has no clips of the head's labels")
-    result = scores(predict(model, x).argmax(axis=1), y, ck["labels"])
+    logits = predict(model, x)
+    result = scores(logits.argmax(axis=1), y, ck["labels"])
+    # evaluate.py's analysis at equal rejection: a bias on the _unknown_ logit, no model change
+    result["keywords_at_rejection"] = rejection_tradeoff(logits.tolist(), y.tolist(), list(ck["labels"]))
     print(json.dumps({k: result[k] for k in ("clips", "keyword_accuracy", "per_label", "rejected")}))
     if args.json_out:
         with open(args.json_out, "w") as f:
