@@ -239,3 +239,11 @@ def test_compare_reads_both_results_the_same_way(tmp_path, capsys):
     assert ">= 95%" not in out  # a level neither reaches has no row
     with pytest.raises(SystemExit, match="do not count the same clips"):
         compare.main(["--judge", "real", paths[0], paths[2]])
+
+
+def test_balanced_draw_gives_unknown_its_share():
+    unk = len(head.LABELS) - 1
+    y = np.array([0] * 1000 + [1] * 10 + [unk] * 50)
+    drawn = y[head.balanced_draw(y, len(head.LABELS), np.random.default_rng(0), 4000, unknown_share=0.5)]
+    assert abs(np.mean(drawn == unk) - 0.5) < 0.04
+    assert abs(np.mean(drawn == 0) - 0.25) < 0.04 and abs(np.mean(drawn == 1) - 0.25) < 0.04

@@ -38,9 +38,10 @@ $EMBED --data "$SO/clips" --split training --max-per-folder 400 --seed 2 --out "
 $EMBED --data "$SOKW" --split training --max-per-folder 60 --seed 3 --out "$CACHE/sokw-train"
 $EMBED --data "$CATHY" --split training --max-per-folder 40 --seed 5 --out "$CACHE/cathy-train"
 $EMBED --data "$SYNT" --split training --max-per-folder 120 --seed 4 --out "$CACHE/syn-train"
-# 3. the head, its checkpoint chosen on the real validation speakers' clips, windows and cuts
+# 3. the head, its checkpoint chosen on the real validation speakers' clips, windows and cuts (history.json:
+#    written when it ends; one thread: two only wait on each other on a busy machine)
 mkdir -p "$RUN"
-[ -f "$RUN/best.pt" ] || $NICE $PY -m mega_kws_tools.teacher.head train --out "$RUN" --seed "$SEED" --threads 2 \
+[ -f "$RUN/history.json" ] || $NICE $PY -m mega_kws_tools.teacher.head train --out "$RUN" --seed "$SEED" --threads 1 \
   --train "$CACHE/real-train" --train "$CACHE/so-train" --train "$CACHE/sokw-train" --train "$CACHE/cathy-train" \
   --train "$CACHE/syn-train" --val "$CACHE/real-val" --val "$CACHE/so-val" --val "$CACHE/sokw-val" | tee "$RUN/train.log"
 # 4. each judge: the head on its cache, the bundled model with the runtime (evaluate.py), side by side

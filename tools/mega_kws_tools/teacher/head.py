@@ -97,15 +97,21 @@ def selection_key(result):
     return float(np.mean(list(result["per_label"].values())))
 
 
-def balanced_draw(y, n_labels, rng, batch):
-    """`batch` indices into y, each label equally likely (labels without clips never drawn)."""
+def balanced_draw(y, n_labels, rng, batch, unknown_share=0.0):
+    """`batch` indices into y, each label equally likely (labels without clips never drawn); with
+    unknown_share > 0, _unknown_ (the last label) that share of the draws and the others the rest."""
     counts = np.bincount(y, minlength=n_labels)
-    p = 1.0 / counts[y]
+    share = (counts > 0).astype(np.float64)
+    if unknown_share > 0 and counts[-1]:
+        share[-1] = 0
+        share *= (1 - unknown_share) / share.sum()
+        share[-1] = unknown_share
+    p = share[y] / counts[y]
     return rng.choice(len(y), batch, p=p / p.sum())
 
 
 def train(x, y, val_x, val_y, out, steps=3000, batch=256, lr=1e-3, weight_decay=1e-2, seed=83, width=128,
-          dropout=0.3, eval_every=100, log=print):
+          dropout=0.3, eval_every=100, unknown_share=0.0, log=print):
     """Trains a Head; writes out/best.pt (the best validation key) and out/history.json.
     Returns the best checkpoint's dict."""
     torch.manual_seed(seed)
@@ -118,7 +124,7 @@ def train(x, y, val_x, val_y, out, steps=3000, batch=256, lr=1e-3, weight_decay=
     os.makedirs(out, exist_ok=True)
     for step in range(1, steps + 1):
         model.train()
-        i = torch.from_numpy(balanced_draw(y, len(LABELS), rng, batch))
+        i = torch.from_numpy(balanced_draw(y, len(LABELS), rng, batch, unknown_share))
         loss = torch.nn.functional.cross_entropy(model(xt[i]), yt[i])
         opt.zero_grad()
         loss.backward()
@@ -133,7 +139,8 @@ def train(x, y, val_x, val_y, out, steps=3000, batch=256, lr=1e-3, weight_decay=
             f"{result['keyword_accuracy']:.4f}, {time.time() - t0:.0f} s", flush=True)
         if best is None or key > best["key"]:
             best = {"state": {k: v.clone() for k, v in model.state_dict().items()}, "labels": LABELS, "step": step, "key": key,
-                    "config": {"width": width, "dropout": dropout, "seed": seed, "steps": steps, "lr": lr}}
+                    "config": {"width": width, "dropout": dropout, "seed": seed, "steps": steps, "lr": lr,
+                               "unknown_share": unknown_share}}
             torch.save(best, os.path.join(out, "best.pt"))
     with open(os.path.join(out, "history.json"), "w") as f:
         json.dump(history, f, indent=1)
@@ -157,7 +164,7 @@ def main(argv=None):
     t.add_argument("--out", required=True)
     for name, kind, default in (("steps", int, 3000), ("batch", int, 256), ("lr", float, 1e-3), ("seed", int, 83),
                                 ("width", int, 128), ("dropout", float, 0.3), ("eval-every", int, 100),
-                                ("threads", int, 1)):
+                                ("threads", int, 1), ("unknown-share", float, 0.0)):
         t.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
     e = sub.add_parser("eval", help="a kept head's figures on one cache")
     e.add_argument("--checkpoint", required=True)
@@ -171,7 +178,7 @@ def main(argv=None):
         print(f"training on {len(y)} clips ({dict(zip(LABELS, np.bincount(y, minlength=len(LABELS)).tolist()))}), "
               f"validating on {len(vy)}", flush=True)
         train(x, y, vx, vy, args.out, args.steps, args.batch, args.lr, seed=args.seed, width=args.width,
-              dropout=args.dropout, eval_every=args.eval_every)
+              dropout=args.dropout, eval_every=args.eval_every, unknown_share=args.unknown_share)
         return
     model, ck = load_head(args.checkpoint)
     x, y = load_sets([args.cache], ck["labels"])
