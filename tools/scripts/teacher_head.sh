@@ -4,8 +4,12 @@
 # validation judges, a head over them kept on real validation speakers only,
 # and the head beside the bundled model on each judge, scored the same way.
 #
-#   [CACHE=DIR] teacher_head.sh RUN_DIR [SEED]
+#   [CACHE=DIR] [ALL=1] [UNKNOWN_SHARE=P] teacher_head.sh RUN_DIR [SEED]
 #
+# ALL=1 trains on every training clip of the real Speech Commands speakers and
+# every speechocean762 training window (else at most 120 a word and 400
+# windows); UNKNOWN_SHARE draws _unknown_ that share of each batch (else each
+# label equally often).
 # Needs the data of continue_real.sh stages 1-2b under WORK (real_sc, so762,
 # so762kw, cathykw), the teacher's files (python3 -m
 # mega_kws_tools.teacher.fetch, into work/teacher) and build/keyword_spotter.
@@ -33,8 +37,15 @@ $EMBED --data "$SO/clips" --split validation --out "$CACHE/so-val"
 $EMBED --data "$SOKW" --split validation --out "$CACHE/sokw-val"
 $EMBED --data "$SYNTEST" --split testing --out "$CACHE/syn-test"
 # 2. training speakers and voices, at most N clips a folder (the time of the teacher on this CPU)
-$EMBED --data "$REAL" --split training --max-per-folder 120 --seed 1 --out "$CACHE/real-train"
-$EMBED --data "$SO/clips" --split training --max-per-folder 400 --seed 2 --out "$CACHE/so-train"
+if [ "${ALL:-0}" = 1 ]; then
+  REAL_TRAIN=real-train-all SO_TRAIN=so-train-all
+  $EMBED --data "$REAL" --split training --out "$CACHE/$REAL_TRAIN"
+  $EMBED --data "$SO/clips" --split training --out "$CACHE/$SO_TRAIN"
+else
+  REAL_TRAIN=real-train SO_TRAIN=so-train
+  $EMBED --data "$REAL" --split training --max-per-folder 120 --seed 1 --out "$CACHE/$REAL_TRAIN"
+  $EMBED --data "$SO/clips" --split training --max-per-folder 400 --seed 2 --out "$CACHE/$SO_TRAIN"
+fi
 $EMBED --data "$SOKW" --split training --max-per-folder 60 --seed 3 --out "$CACHE/sokw-train"
 $EMBED --data "$CATHY" --split training --max-per-folder 40 --seed 5 --out "$CACHE/cathy-train"
 $EMBED --data "$SYNT" --split training --max-per-folder 120 --seed 4 --out "$CACHE/syn-train"
@@ -42,7 +53,7 @@ $EMBED --data "$SYNT" --split training --max-per-folder 120 --seed 4 --out "$CAC
 #    written when it ends; one thread: two only wait on each other on a busy machine)
 mkdir -p "$RUN"
 [ -f "$RUN/history.json" ] || $NICE $PY -m mega_kws_tools.teacher.head train --out "$RUN" --seed "$SEED" --threads 1 \
-  --train "$CACHE/real-train" --train "$CACHE/so-train" --train "$CACHE/sokw-train" --train "$CACHE/cathy-train" \
+  --unknown-share "${UNKNOWN_SHARE:-0}" --train "$CACHE/$REAL_TRAIN" --train "$CACHE/$SO_TRAIN" --train "$CACHE/sokw-train" --train "$CACHE/cathy-train" \
   --train "$CACHE/syn-train" --val "$CACHE/real-val" --val "$CACHE/so-val" --val "$CACHE/sokw-val" | tee "$RUN/train.log"
 # 4. each judge: the head on its cache, the bundled model with the runtime (evaluate.py), side by side
 JUDGES=()
