@@ -247,3 +247,21 @@ def test_balanced_draw_gives_unknown_its_share():
     drawn = y[head.balanced_draw(y, len(head.LABELS), np.random.default_rng(0), 4000, unknown_share=0.5)]
     assert abs(np.mean(drawn == unk) - 0.5) < 0.04
     assert abs(np.mean(drawn == 0) - 0.25) < 0.04 and abs(np.mean(drawn == 1) - 0.25) < 0.04
+
+
+def test_eval_pools_several_caches(clip_folder, tmp_path, capsys):
+    torch.set_num_threads(1)
+    x, y, vx, vy = blobs_and_validation(RNG)
+    run = str(tmp_path / "run")
+    head.train(x, y, vx, vy, run, steps=5, batch=16, eval_every=5, log=lambda *a, **k: None)
+    caches = []
+    for split in ("training", "validation"):
+        caches.append(str(tmp_path / split))
+        embed_cache.embed_clips(fake_embed, clip_folder, embed_cache.split_clips(clip_folder, split), caches[-1],
+                                log=lambda *a, **k: None)
+    out = str(tmp_path / "eval.json")
+    head.main(["eval", "--checkpoint", os.path.join(run, "best.pt"), "--cache", caches[0], "--cache", caches[1],
+               "--json-out", out])
+    r = json.load(open(out))
+    assert r["clips"] == 7 + 2 and r["label_clips"] == {"yes": 3 + 1, "_unknown_": 4 + 1}
+    assert set(r["keywords_at_rejection"]) == {"0.70", "0.80", "0.90", "0.95"}

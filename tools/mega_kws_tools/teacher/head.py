@@ -16,7 +16,7 @@ choose anything.
 Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.head train --train CACHE [--train CACHE ...] --val CACHE [...]
          --out RUN [--steps 3000] [--batch 256] [--lr 1e-3] [--seed 83]
-  python3 -m mega_kws_tools.teacher.head eval --checkpoint RUN/best.pt --cache CACHE [--json-out F]
+  python3 -m mega_kws_tools.teacher.head eval --checkpoint RUN/best.pt --cache CACHE [--cache ...] [--json-out F]
 """
 
 import argparse
@@ -168,7 +168,7 @@ def main(argv=None):
         t.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
     e = sub.add_parser("eval", help="a kept head's figures on one cache")
     e.add_argument("--checkpoint", required=True)
-    e.add_argument("--cache", required=True)
+    e.add_argument("--cache", action="append", required=True, help="a cache folder; several are pooled")
     e.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.command == "train":
@@ -181,7 +181,7 @@ def main(argv=None):
               dropout=args.dropout, eval_every=args.eval_every, unknown_share=args.unknown_share)
         return
     model, ck = load_head(args.checkpoint)
-    x, y = load_sets([args.cache], ck["labels"])
+    x, y = load_sets(args.cache, ck["labels"])
     if not len(y):
         sys.exit(f"head eval: {args.cache} has no clips of the head's labels")
     logits = predict(model, x)
