@@ -66,4 +66,22 @@ for j in "real-val:$REAL:real validation speakers' clips:validation" "so-val:$SO
     --model "$ROOT/models/sc10-demo.mega" --data "$data" --split "$split" --json-out "$RUN/bundled-$name.json" > /dev/null
   JUDGES+=(--judge "$title" "$RUN/bundled-$name.json" "$RUN/head-$name.json")
 done
+# 5. keywords inside sentences against running speech of the same speakers, pooled (one folder of links:
+#    the cuts and the windows), so both are read at equal rejection of running speech
+SENT=$WORK/data/sentval
+if [ ! -f "$SENT/validation_list.txt" ]; then
+  rm -rf "$SENT.part" && mkdir -p "$SENT.part"
+  for src in "$SO/clips" "$SOKW"; do
+    while read -r f; do
+      mkdir -p "$SENT.part/$(dirname "$f")" && ln -s "$src/$f" "$SENT.part/$f"
+    done < "$src/validation_list.txt"
+    cat "$src/validation_list.txt" >> "$SENT.part/validation_list.txt"
+  done
+  touch "$SENT.part/testing_list.txt" && mv "$SENT.part" "$SENT"
+fi
+$PY -m mega_kws_tools.teacher.head eval --checkpoint "$RUN/best.pt" --cache "$CACHE/sokw-val" --cache "$CACHE/so-val" \
+  --json-out "$RUN/head-sent-val.json" > /dev/null
+[ -f "$RUN/bundled-sent-val.json" ] || $NICE $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" \
+  --model "$ROOT/models/sc10-demo.mega" --data "$SENT" --split validation --json-out "$RUN/bundled-sent-val.json" > /dev/null
+JUDGES+=(--judge "sentence cuts and running speech pooled" "$RUN/bundled-sent-val.json" "$RUN/head-sent-val.json")
 $PY -m mega_kws_tools.teacher.compare "${JUDGES[@]}" | tee "$RUN/table.md"
