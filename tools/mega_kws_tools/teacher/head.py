@@ -5,7 +5,8 @@ openWakeWord-style: the 16 embedding steps of a clip (embed_cache) flattened
 to 1,536 values -> 128 -> 128 -> the demo model's 12 labels, each hidden layer
 Linear, LayerNorm, ReLU, dropout. Trained with AdamW on cached embeddings,
 batches drawn class-balanced (each label equally often), so the few real
-on/off/go clips weigh as much as the thousands of other words.
+on/off/go clips weigh as much as the thousands of other words (--unknown-share:
+_unknown_ a fixed share of each batch instead).
 
 The checkpoint kept (RUN/best.pt) is the one with the best validation key:
 the mean, over the labels that have validation clips, of the share of that
@@ -15,7 +16,7 @@ choose anything.
 
 Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.head train --train CACHE [--train CACHE ...] --val CACHE [...]
-         --out RUN [--steps 3000] [--batch 256] [--lr 1e-3] [--seed 83]
+         --out RUN [--steps 3000] [--batch 256] [--lr 1e-3] [--seed 83] [--unknown-share P]
   python3 -m mega_kws_tools.teacher.head eval --checkpoint RUN/best.pt --cache CACHE [--cache ...] [--json-out F]
 """
 
