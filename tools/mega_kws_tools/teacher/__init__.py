@@ -11,4 +11,9 @@ in PyTorch.
               and windowed as openWakeWord does
   port_check  the port against the numpy evaluator, node by node, on real
               and synthetic audio
+  embed_cache a clip folder's embeddings (16 steps, each clip ending a 2 s
+              context), computed once into resumable shards
+  head        a small classifier over those embeddings for the demo model's
+              12 labels (issue 83 item 3), kept on real validation speakers
+  compare     the head beside the bundled model, judge by judge
 """
