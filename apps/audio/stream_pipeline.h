@@ -1,7 +1,8 @@
 // The one streaming path from any audio source to the detections:
 //
 //   source's ring -> channels averaged -> resampled to the model's rate (when
-//   the source's rate differs) -> session (chunks) -> detector -> observer
+//   the source's rate differs) -> keyword stream (the session's chunks, the
+//   detector, the end of the stream: mega/keyword_stream.hpp) -> observer
 //
 // scan (a file) and listen (the microphone) both run it; what differs is the
 // source and what the command prints (its StreamObserver). Everything is
@@ -19,23 +20,18 @@
 #include "resampler.h"
 #include "mega/detector.hpp"
 #include "mega/engine.hpp"
+#include "mega/keyword_stream.hpp"
 
 namespace kws {
 
 using Clock = std::chrono::steady_clock;
 
-// What the command sees of the stream, on the consumer's thread.
-class StreamObserver {
+// What the command sees of the stream, on the consumer's thread: the keyword
+// stream's chunks and detections (mega::DetectionSink), and the audio.
+class StreamObserver : public mega::DetectionSink {
  public:
-  virtual ~StreamObserver() = default;
   // Mono frames at the source's rate, as they leave the ring.
   virtual void on_audio(const float* /*mono*/, size_t /*n*/) {}
-  // Every chunk the session completes, before the detector sees it.
-  virtual void on_chunk(const mega::ChunkResult& /*r*/) {}
-  // end_sample: model-rate samples consumed when the firing chunk completed;
-  // at the end of the source, moved back so that the detection's event ends
-  // no later than the audio (not in the silence that completed its last chunk).
-  virtual void on_detection(int64_t end_sample, const mega::Detection& d) = 0;
   // Once per pass of the loop (each block, or every few ms while a live source is quiet).
   virtual void on_tick(Clock::time_point /*now*/) {}
 };
@@ -47,7 +43,7 @@ struct StreamOptions {
 };
 
 enum class StreamEnd {
-  ended,             // the source ended; its last partial chunk was completed with silence
+  ended,             // the source ended, and the keyword stream was flushed
   stopped,           // *stop, or max_samples reached
   source_failed,     // the source's error()
   inference_failed,  // status()
@@ -83,18 +79,32 @@ class StreamPipeline {
   StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector);
   Fed consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer);
   Fed feed(const float* x, int64_t n, const StreamOptions& opts, StreamObserver& observer);
-  void on_chunk(const mega::ChunkResult& r, StreamObserver& observer);
-  void report(int64_t end_sample, StreamObserver& observer);  // detection_
   StreamEnd finish(StreamObserver& observer);
 
+  // The keyword stream's chunks and detections, counted, on to the observer.
+  class Counted final : public mega::DetectionSink {
+   public:
+    Counted(StreamStats& stats, StreamObserver& observer) : stats_(stats), observer_(observer) {}
+    void on_chunk(const mega::ChunkResult& r) override {
+      ++stats_.n_chunks;
+      observer_.on_chunk(r);
+    }
+    void on_detection(int64_t end_sample, const mega::Detection& d) override {
+      ++stats_.n_detections;
+      observer_.on_detection(end_sample, d);
+    }
+
+   private:
+    StreamStats& stats_;
+    StreamObserver& observer_;
+  };
+
   AudioSource& source_;
-  mega::Engine& session_;
+  mega::KeywordStream stream_;
   mega::Detector& detector_;
   AudioFormat format_;
   std::unique_ptr<Resampler> resampler_;  // null: the source is at the model's rate
-  std::vector<float> raw_, mono_, resampled_, zeros_;
-  mega::Detection detection_;
-  int64_t audio_end_ = -1;  // model-rate samples of audio, once the source has ended
+  std::vector<float> raw_, mono_, resampled_;
   StreamStats stats_;
   mega::Status status_ = mega::Status::ok;
   std::string error_;
