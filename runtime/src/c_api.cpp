@@ -95,11 +95,10 @@ mega_session* mega_session_create_with_options(const mega_model* model, const me
     if (options) o = *options;
     std::string backend = o.backend ? o.backend : "cpu";
     if (backend == "auto") backend = mega::default_backend();
-    if (!model || (backend != "cpu" && backend != "cuda") || o.n_threads < 1 || o.n_threads > 16 ||
-        (o.fp16 != 0 && o.fp16 != 1) || o.device < 0) {
-      g_load_error = !model ? "null model"
-                     : backend != "cpu" && backend != "cuda"
-                         ? "unknown backend '" + backend + "' (cpu, cuda or auto)"
+    const bool known = backend == "cpu" || backend == "reference" || backend == "cuda";
+    if (!model || !known || o.n_threads < 1 || o.n_threads > 16 || (o.fp16 != 0 && o.fp16 != 1) || o.device < 0) {
+      g_load_error = !model  ? "null model"
+                     : !known ? "unknown backend '" + backend + "' (cpu, reference, cuda or auto)"
                          : "bad session option (n_threads 1..16, fp16 0 or 1, device >= 0)";
       set_status(status, MEGA_ERR_INVALID_ARGUMENT);
       return nullptr;

@@ -69,7 +69,8 @@ mega_session* mega_session_create(const mega_model* model, mega_status* status);
 /* Session options. Fill them with mega_session_options_init() first: later
  * versions may add fields at the end. */
 typedef struct mega_session_options {
-  const char* backend; /* "cpu", "cuda" (NVIDIA GPU), or "auto": cuda when built in and a
+  const char* backend; /* "cpu", "reference" (the scalar reference kernels, for checking),
+                          "cuda" (NVIDIA GPU), or "auto": cuda when built in and a
                           GPU is present, else cpu. NULL means "cpu". */
   int32_t n_threads;   /* cpu: threads sharing each chunk's work, 1..16 [1] */
   int32_t fp16;        /* cuda: 1 for float16 activations (float32 accumulation) [0] */
