@@ -88,27 +88,25 @@ StreamPipeline::Fed StreamPipeline::consume(size_t n_frames, const StreamOptions
 // Model-rate samples into the session, up to the limit.
 StreamPipeline::Fed StreamPipeline::feed(const float* x, int64_t n, const StreamOptions& opts,
                                          StreamObserver& observer) {
-  if (opts.max_samples >= 0) n = std::min(n, opts.max_samples - stats_.samples);
+  const int64_t streamed = stream_.stats().n_samples;
+  if (opts.max_samples >= 0) n = std::min(n, opts.max_samples - streamed);
   const Clock::time_point t0 = Clock::now();
-  const int64_t chunks_before = stats_.n_chunks;
-  Counted sink(stats_, observer);
-  status_ = stream_.feed(detector_, x, n, sink);
-  const int64_t n_new = stats_.n_chunks - chunks_before;
+  const int64_t chunks_before = stream_.stats().n_chunks;
+  status_ = stream_.feed(detector_, x, n, observer);
+  const int64_t n_new = stream_.stats().n_chunks - chunks_before;
   if (n_new > 0) {
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count() / double(n_new);
-    stats_.infer_total_s += dt * double(n_new);
-    stats_.infer_max_s = std::max(stats_.infer_max_s, dt);
+    time_.total_s += dt * double(n_new);
+    time_.max_s = std::max(time_.max_s, dt);
   }
-  stats_.samples += n;
   if (status_ != mega::Status::ok) return Fed::failed;
-  return opts.max_samples >= 0 && stats_.samples >= opts.max_samples ? Fed::limit : Fed::more;
+  return opts.max_samples >= 0 && streamed + n >= opts.max_samples ? Fed::limit : Fed::more;
 }
 
 // The end of the source: the keyword stream's flush (its last partial chunk
 // completed with silence, the smoothing's end; mega/keyword_stream.hpp).
 StreamEnd StreamPipeline::finish(StreamObserver& observer) {
-  Counted sink(stats_, observer);
-  status_ = stream_.flush(detector_, sink);
+  status_ = stream_.flush(detector_, observer);
   return status_ == mega::Status::ok ? StreamEnd::ended : StreamEnd::inference_failed;
 }
 

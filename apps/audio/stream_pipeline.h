@@ -50,11 +50,10 @@ enum class StreamEnd {
   resampler_failed,  // error()
 };
 
-struct StreamStats {
-  int64_t samples = 0;  // model-rate samples streamed (not counting the end's silence)
-  int64_t n_chunks = 0, n_detections = 0;
-  double infer_total_s = 0.0;  // inference time, summed over chunks
-  double infer_max_s = 0.0;    // the largest per-chunk mean of one push
+// How long the keyword stream took over its chunks.
+struct InferenceTime {
+  double total_s = 0.0;  // summed over chunks
+  double max_s = 0.0;    // the largest per-chunk mean of one push
 };
 
 class StreamPipeline {
@@ -70,7 +69,9 @@ class StreamPipeline {
   StreamEnd run(const StreamOptions& opts, StreamObserver& observer);
 
   bool resampling() const { return resampler_ != nullptr; }
-  const StreamStats& stats() const { return stats_; }
+  // The keyword stream's counts (model-rate samples, chunks, detections) and the session's input hygiene.
+  mega::StreamStats stats() const { return stream_.stats(); }
+  const InferenceTime& inference_time() const { return time_; }
   mega::Status status() const { return status_; }
   const std::string& error() const { return error_; }
 
@@ -81,31 +82,13 @@ class StreamPipeline {
   Fed feed(const float* x, int64_t n, const StreamOptions& opts, StreamObserver& observer);
   StreamEnd finish(StreamObserver& observer);
 
-  // The keyword stream's chunks and detections, counted, on to the observer.
-  class Counted final : public mega::DetectionSink {
-   public:
-    Counted(StreamStats& stats, StreamObserver& observer) : stats_(stats), observer_(observer) {}
-    void on_chunk(const mega::ChunkResult& r) override {
-      ++stats_.n_chunks;
-      observer_.on_chunk(r);
-    }
-    void on_detection(int64_t end_sample, const mega::Detection& d) override {
-      ++stats_.n_detections;
-      observer_.on_detection(end_sample, d);
-    }
-
-   private:
-    StreamStats& stats_;
-    StreamObserver& observer_;
-  };
-
   AudioSource& source_;
   mega::KeywordStream stream_;
   mega::Detector& detector_;
   AudioFormat format_;
   std::unique_ptr<Resampler> resampler_;  // null: the source is at the model's rate
   std::vector<float> raw_, mono_, resampled_;
-  StreamStats stats_;
+  InferenceTime time_;
   mega::Status status_ = mega::Status::ok;
   std::string error_;
 };

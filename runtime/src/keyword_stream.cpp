@@ -18,8 +18,18 @@ Status KeywordStream::push(const float* samples, int64_t n, int64_t* n_consumed,
   const Status s = engine_.push(samples, n, n_consumed, chunk_done);
   if (s != Status::ok) return s;
   samples_ += *n_consumed;
+  if (audio_end_ < 0) counts_.n_samples += *n_consumed;  // not the flush's silence
   pending_ = *chunk_done ? 0 : pending_ + *n_consumed;
+  if (*chunk_done) ++counts_.n_chunks;
   return Status::ok;
+}
+
+StreamStats KeywordStream::stats() const {
+  StreamStats s = engine_.stats();
+  s.n_samples = counts_.n_samples;
+  s.n_chunks = counts_.n_chunks;
+  s.n_detections = counts_.n_detections;
+  return s;
 }
 
 Status KeywordStream::feed(Detector& detector, const float* samples, int64_t n, DetectionSink& sink) {
@@ -48,6 +58,7 @@ Status KeywordStream::feed_until_end(Detector& detector, const float* samples, i
 // the last chunk: it is reported at the end of the audio instead.
 void KeywordStream::report(int64_t end_sample, const Detection& d, DetectionSink& sink) {
   ++reported_;
+  ++counts_.n_detections;
   if (audio_end_ >= 0) {
     const int64_t hop = engine_.model().hparams().chunk_samples();
     const int64_t event_end = end_sample - (d.hop_index - d.event_hop) * hop;

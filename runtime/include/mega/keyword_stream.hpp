@@ -48,8 +48,13 @@ class KeywordStream {
   // A fresh stream on the engine (the detector is the caller's to reset).
   void reset();
   // After the engine was reset behind this object's back (classify_clip).
-  void restarted() { samples_ = pending_ = 0; }
+  void restarted() {
+    samples_ = pending_ = 0;
+    counts_ = StreamStats();
+  }
 
+  // The engine's input hygiene counts and this stream's own.
+  StreamStats stats() const;
   // Samples since the last completed chunk.
   int64_t pending() const { return pending_; }
   // Chunks that n more samples would complete.
@@ -66,6 +71,7 @@ class KeywordStream {
   int64_t pending_ = 0;    // of them, since the last completed chunk
   int64_t audio_end_ = -1; // during flush(): where the audio ended; -1 otherwise
   int64_t reported_ = 0;   // detections reported by the current feed or flush
+  StreamStats counts_;     // n_samples, n_chunks, n_detections
 };
 
 }  // namespace mega
