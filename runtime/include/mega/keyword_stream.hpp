@@ -59,8 +59,6 @@ class KeywordStream {
   int64_t pending() const { return pending_; }
   // Chunks that n more samples would complete.
   int64_t chunks_completed_by(int64_t n) const { return (pending_ + n) / engine_.model().hparams().chunk_samples(); }
-  Engine& engine() { return engine_; }
-  const Engine& engine() const { return engine_; }
 
  private:
   Status feed_until_end(Detector& detector, const float* samples, int64_t n, DetectionSink& sink);

@@ -200,8 +200,10 @@ mega_status mega_session_detect(mega_session* session, mega_detector* detector, 
  * (zeros; nothing if no samples are pending), so a word in the last partial
  * chunk is heard, then, unless that chunk fired, lets the smoothing window
  * shrink over the last hops (mega::Detector::finish), so a word that ends the
- * recording fires though fewer than smoothing_hops hops followed it; as
- * keyword_spotter scan does at the end of a file. At most one detection
+ * recording fires though fewer than smoothing_hops hops followed it; a
+ * detection here is timed no later than the end of the audio (not in the
+ * silence). The same code as keyword_spotter scan at the end of a file
+ * (mega::KeywordStream, mega/keyword_stream.hpp). At most one detection
  * (capacity >= 1 once any chunk has been seen or samples are pending). */
 mega_status mega_session_detect_flush(mega_session* session, mega_detector* detector, mega_detection* out,
                                       int32_t capacity, int32_t* n_out);
