@@ -149,7 +149,7 @@ TEST(StreamPipeline, MonoGivesWhatTheSessionGivesFedDirectly) {
   EXPECT_EQ(rec.logits, want.logits);
   EXPECT_EQ(rec.detections, want.detections);
   EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
-  EXPECT_EQ(p->stats().samples, int64_t(x.size()));  // the end's silence not counted
+  EXPECT_EQ(p->stats().n_samples, int64_t(x.size()));  // the end's silence not counted
   EXPECT_EQ(p->stats().n_chunks, int64_t(want.chunk_ends.size()));
   EXPECT_EQ(p->stats().n_detections, int64_t(want.detections.size()));
 }
@@ -194,7 +194,7 @@ TEST(StreamPipeline, OtherRatesAreResampledToTheModels) {
   Recorder rec(r.model->hparams().n_classes);
   EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::ended);
   // the resampler's delay holds back a few dozen samples
-  EXPECT_NEAR(double(p->stats().samples), double(x.size()), 200.0);
+  EXPECT_NEAR(double(p->stats().n_samples), double(x.size()), 200.0);
   EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
 }
 
@@ -278,7 +278,7 @@ TEST(StreamPipeline, StopsAtTheSampleLimitWithoutPadding) {
   opts.max_samples = 12345;
   Recorder rec(r.model->hparams().n_classes);
   EXPECT_EQ(p->run(opts, rec), kws::StreamEnd::stopped);
-  EXPECT_EQ(p->stats().samples, 12345);
+  EXPECT_EQ(p->stats().n_samples, 12345);
   EXPECT_EQ(p->stats().n_chunks, 12345 / r.model->hparams().chunk_samples());
 }
 
@@ -293,7 +293,7 @@ TEST(StreamPipeline, StopsOnTheFlag) {
   opts.stop = &stop;
   Recorder rec(r.model->hparams().n_classes);
   EXPECT_EQ(p->run(opts, rec), kws::StreamEnd::stopped);
-  EXPECT_EQ(p->stats().samples, 0);
+  EXPECT_EQ(p->stats().n_samples, 0);
 }
 
 TEST(StreamPipeline, ReportsAFailingSourceAfterItsLastFrames) {
@@ -306,7 +306,7 @@ TEST(StreamPipeline, ReportsAFailingSourceAfterItsLastFrames) {
   Recorder rec(r.model->hparams().n_classes);
   EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::source_failed);
   EXPECT_EQ(src.error(), "unplugged");
-  EXPECT_EQ(p->stats().samples, 10000);
+  EXPECT_EQ(p->stats().n_samples, 10000);
   EXPECT_EQ(p->stats().n_chunks, 10000 / r.model->hparams().chunk_samples());  // no silence added
 }
 
@@ -367,7 +367,7 @@ TEST(FileSource, DeliversTheWholeFileAtEveryRate) {
     Recorder rec(r.model->hparams().n_classes);
     EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::ended);
     const double want = double(n_frames) * 16000.0 / rate;
-    EXPECT_LE(std::abs(double(p->stats().samples) - want), 1.0) << rate << " Hz: " << p->stats().samples
+    EXPECT_LE(std::abs(double(p->stats().n_samples) - want), 1.0) << rate << " Hz: " << p->stats().n_samples
                                                                    << " samples, want " << want;
     unlink(path.c_str());
   }

@@ -707,6 +707,35 @@ TEST(CApiDetector, FlushHearsTheWordThatEndsTheRecording) {
   mega_model_free(m);
 }
 
+// Issue 81 item 1: the end of a stream has one answer, the core's keyword
+// stream. A word in audio that ends inside a chunk: the flush completes the
+// chunk with silence, and through the C API too the detection is timed no
+// later than the end of the audio (it was 0.250 s, the end of the padded
+// chunk, for 0.156 s of "yes"; the CLI's pipeline already said 0.156 s).
+TEST(CApiDetector, AFlushDetectionIsTimedNoLaterThanTheAudio) {
+  int32_t rate = 0;
+  const std::vector<float> yes = read_pcm16_wav(std::string(MEGA_SAMPLES) + "/yes.wav", &rate);
+  ASSERT_EQ(rate, 16000);
+  ASSERT_GE(yes.size(), size_t(3200 + 2496));
+  const std::vector<float> x(yes.begin() + 3200, yes.begin() + 3200 + 2496);  // 0.2 s in, 0.156 s long
+  mega_status st = MEGA_ERR_IO;
+  mega_model* m = mega_model_load(demo_model().c_str(), &st);
+  ASSERT_NE(m, nullptr) << mega_load_error();
+  ASSERT_NE(int64_t(x.size()) % mega_model_chunk_samples(m), 0);
+  mega_detector_options o;
+  mega_detector_options_init(&o);
+  o.sensitivity = 0.8f;  // as the pipeline's test (kws_stream_pipeline.cpp)
+  mega_detector* d = mega_detector_create(m, &o, &st);
+  mega_session* s = mega_session_create(m, &st);
+  ASSERT_TRUE(d && s) << mega_load_error();
+  const std::vector<Found> found = scan_c(s, d, x, 1000, m);
+  ASSERT_FALSE(found.empty());
+  for (const Found& f : found) EXPECT_LE(f.time_s, double(x.size()) / rate) << f.label;
+  mega_session_free(s);
+  mega_detector_free(d);
+  mega_model_free(m);
+}
+
 // Issue 85 item 2, through the C API with the demo model's defaults: a
 // keyword's logits in the first hop alone (what a tone or the first syllable
 // of a sentence gives while the model's window fills) fire nothing; a keyword

@@ -558,6 +558,12 @@ PY
   expect_in "$T/out" '"streams": 3' "batch mega_rtf reports its streams"
 fi
 expect_rc 2 "unknown backend" -- "$KS" classify -m "$MODEL" --backend tpu "$ROOT/samples/yes.wav"
+# issue 81 item 2: the reference backend (the scalar kernels, the core's stream) scans as the cpu backend does
+expect_rc 0 "scan --backend reference" -- "$KS" scan -m "$MODEL" --backend reference "$ROOT/samples/commands.wav"
+cp "$T/out" "$T/ref_scan"
+expect_rc 0 "scan --backend cpu" -- "$KS" scan -m "$MODEL" --backend cpu "$ROOT/samples/commands.wav"
+if [ -s "$T/out" ] && cmp -s "$T/out" "$T/ref_scan"; then pass "reference backend: the cpu backend's detections"; else fail "reference backend's detections differ"; fi
+expect_rc 2 "--fp16 is not for the reference backend" -- "$KS" classify -m "$MODEL" --backend reference --fp16 "$ROOT/samples/yes.wav"
 expect_rc 2 "reference kernels are cpu only" -- "$KS" classify -m "$MODEL" --backend cuda --kernels reference "$ROOT/samples/yes.wav"
 expect_rc 2 "--streams is for mega_rtf" -- "$KS" classify -m "$MODEL" --streams 2 "$ROOT/samples/yes.wav"
 "$KS" classify -m "$FIX/tiny_uni.mega" --backend cuda --json "$ROOT/samples/yes.wav" >"$T/out" 2>"$T/err"

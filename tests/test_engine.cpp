@@ -26,16 +26,21 @@ std::unique_ptr<mega::Engine> cpu_engine(const std::shared_ptr<const mega::Model
   return e;
 }
 
-// Every chunk's logits of `in` pushed in one call through a fresh engine.
+// Every chunk's logits of `in` pushed in one call through engine e.
+std::vector<float> chunk_logits(mega::Engine& e, const std::vector<float>& in) {
+  std::vector<float> out;
+  const int32_t nc = e.model().hparams().n_classes;
+  EXPECT_EQ(e.push_all(in.data(), int64_t(in.size()),
+                       [&](const mega::ChunkResult& r) { out.insert(out.end(), r.logits, r.logits + nc); }),
+            mega::Status::ok);
+  return out;
+}
+
+// The same through a fresh CPU engine.
 std::vector<float> pushed_at_once(const std::shared_ptr<const mega::Model>& m, const std::vector<float>& in) {
   auto s = cpu_engine(m);
   EXPECT_TRUE(s);
-  std::vector<float> out;
-  const int32_t nc = m->hparams().n_classes;
-  EXPECT_EQ(s->push_all(in.data(), int64_t(in.size()),
-                        [&](const mega::ChunkResult& r) { out.insert(out.end(), r.logits, r.logits + nc); }),
-            mega::Status::ok);
-  return out;
+  return s ? chunk_logits(*s, in) : std::vector<float>();
 }
 
 }  // namespace
@@ -222,6 +227,51 @@ TEST(EngineFactory, TheCpuBackendIsRegisteredLikeAnyOther) {
   auto c = mega::create_engine("cpu", m, mega::EngineOptions(), &err);
   ASSERT_TRUE(c) << err;
   EXPECT_EQ(g_fake_engines, 1);
+}
+
+// Issue 81 item 2: the reference backend, the scalar reference kernels as a
+// backend of their own (no stream code: the core's stream over the CPU ops),
+// reached by name like the others. Its streams, batches and clips give what
+// the CPU backend gives with the reference kernels chosen, bit for bit.
+TEST(EngineFactory, TheReferenceBackendIsTheScalarKernels) {
+  Golden g;
+  auto m = mega_test::load_fixture(MEGA_FIXTURES, "tiny_patch", &g);
+  ASSERT_TRUE(m);
+  const auto& in = g.at("input");
+  const int32_t nc = m->hparams().n_classes;
+  std::string why;
+  EXPECT_TRUE(mega::backend_available("reference", &why)) << why;
+  mega::EngineOptions cpu_ref;
+  cpu_ref.kernels = mega::KernelImpl::reference;
+  std::string err;
+  auto ref = mega::create_engine("reference", m, mega::EngineOptions(), &err);
+  ASSERT_TRUE(ref) << err;
+  EXPECT_STREQ(ref->backend(), "reference");
+  auto cpu = mega::create_engine("cpu", m, cpu_ref, &err);
+  ASSERT_TRUE(cpu) << err;
+  const std::vector<float> want = chunk_logits(*cpu, in);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(chunk_logits(*ref, in), want);
+  std::vector<float> a(static_cast<size_t>(nc)), b(static_cast<size_t>(nc));
+  ASSERT_EQ(ref->classify_clip(in.data(), int64_t(in.size()), a.data()), mega::Status::ok);
+  ASSERT_EQ(cpu->classify_clip(in.data(), int64_t(in.size()), b.data()), mega::Status::ok);
+  EXPECT_EQ(a, b);
+  // a batch of two streams: each one's chunks are the single stream's
+  auto batch = mega::create_batch_engine("reference", m, 2, mega::EngineOptions(), &err);
+  ASSERT_TRUE(batch) << err;
+  EXPECT_STREQ(batch->backend(), "reference");
+  const int64_t cs = m->hparams().chunk_samples();
+  std::vector<float> two(size_t(2 * cs)), got;
+  for (int64_t c = 0; (c + 1) * cs <= int64_t(in.size()); ++c) {
+    std::copy(in.begin() + c * cs, in.begin() + (c + 1) * cs, two.begin());
+    std::copy(in.begin() + c * cs, in.begin() + (c + 1) * cs, two.begin() + cs);
+    ASSERT_EQ(batch->submit(two.data()), mega::Status::ok);
+    mega::BatchResult r;
+    ASSERT_EQ(batch->wait(&r), mega::Status::ok);
+    EXPECT_TRUE(std::equal(r.logits, r.logits + nc, r.logits + nc));
+    got.insert(got.end(), r.logits, r.logits + nc);
+  }
+  EXPECT_EQ(got, want);
 }
 
 // The one input-scaling rule (ops.h) that the CPU engine and the CUDA

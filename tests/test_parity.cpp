@@ -4,7 +4,7 @@
 // within 1e-4 absolute.
 #include <gtest/gtest.h>
 
-#include "cpu/cpu_engine.h"
+#include "stream.h"
 #include "golden.h"
 #include "mega/mega.hpp"
 #include "test_stream.h"
@@ -40,7 +40,7 @@ void check_clip(const std::string& dir, const std::string& name, mega::KernelImp
   std::vector<float> logits(size_t(hp.n_classes));
   std::vector<float> trace;
   if (l.golden.has("trace")) trace.resize(l.golden.at("trace").size());
-  ASSERT_EQ(mega::cpu::classify_clip_traced(*s, in.data(), int64_t(in.size()), logits.data(),
+  ASSERT_EQ(mega::classify_clip_traced(*s, in.data(), int64_t(in.size()), logits.data(),
                                             trace.empty() ? nullptr : trace.data()),
             mega::Status::ok);
   const double d = max_abs_diff(logits.data(), l.golden.at("logits").data(), logits.size());

@@ -185,6 +185,14 @@ def test_wav_encodings_read_as_the_cli_reads_them(tmp_path):
 
 # ---- NumPy in and out ----
 
+def test_the_reference_backend_gives_the_cpu_backends_detections(demo):
+    # issue 81 item 2: the scalar kernels as a backend of their own, by name
+    x, _, _ = mega_kws.read_wav(COMMANDS)
+    ref = mega_kws.Session(demo, backend="reference")
+    assert ref.backend == "reference"
+    logits = ref.push(x[:40000])
+    np.testing.assert_allclose(logits, mega_kws.Session(demo).push(x[:40000]), atol=1e-3)
+
 def test_session_push_gives_the_window_logits_of_every_chunk(demo):
     x, rate, _ = mega_kws.read_wav(COMMANDS)
     assert x.dtype == np.float32 and rate == 16000

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/denormals.h"
+#include "denormals.h"
 #include "cpu/worker_pool.h"
 
 namespace {

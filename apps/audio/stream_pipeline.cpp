@@ -31,10 +31,9 @@ std::unique_ptr<StreamPipeline> StreamPipeline::create(AudioSource& source, mega
 }
 
 StreamPipeline::StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector)
-    : source_(source), session_(session), detector_(detector), format_(source.format()) {
+    : source_(source), stream_(session), detector_(detector), format_(source.format()) {
   raw_.resize(kBlockFrames * size_t(format_.channels));
   mono_.resize(kBlockFrames);
-  zeros_.assign(size_t(session.model().hparams().chunk_samples()), 0.0f);
 }
 
 StreamPipeline::~StreamPipeline() = default;
@@ -89,57 +88,26 @@ StreamPipeline::Fed StreamPipeline::consume(size_t n_frames, const StreamOptions
 // Model-rate samples into the session, up to the limit.
 StreamPipeline::Fed StreamPipeline::feed(const float* x, int64_t n, const StreamOptions& opts,
                                          StreamObserver& observer) {
-  if (opts.max_samples >= 0) n = std::min(n, opts.max_samples - stats_.samples);
+  const int64_t streamed = stream_.stats().n_samples;
+  if (opts.max_samples >= 0) n = std::min(n, opts.max_samples - streamed);
   const Clock::time_point t0 = Clock::now();
-  const int64_t chunks_before = stats_.n_chunks;
-  status_ = session_.push_all(x, n, [&](const mega::ChunkResult& r) { on_chunk(r, observer); });
-  const int64_t n_new = stats_.n_chunks - chunks_before;
+  const int64_t chunks_before = stream_.stats().n_chunks;
+  status_ = stream_.feed(detector_, x, n, observer);
+  const int64_t n_new = stream_.stats().n_chunks - chunks_before;
   if (n_new > 0) {
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count() / double(n_new);
-    stats_.infer_total_s += dt * double(n_new);
-    stats_.infer_max_s = std::max(stats_.infer_max_s, dt);
+    time_.total_s += dt * double(n_new);
+    time_.max_s = std::max(time_.max_s, dt);
   }
-  stats_.samples += n;
   if (status_ != mega::Status::ok) return Fed::failed;
-  return opts.max_samples >= 0 && stats_.samples >= opts.max_samples ? Fed::limit : Fed::more;
+  return opts.max_samples >= 0 && streamed + n >= opts.max_samples ? Fed::limit : Fed::more;
 }
 
-void StreamPipeline::on_chunk(const mega::ChunkResult& r, StreamObserver& observer) {
-  ++stats_.n_chunks;
-  observer.on_chunk(r);
-  if (detector_.update(r.logits, &detection_)) report(r.end_sample, observer);
-}
-
-// After the end of the source, the event hop of a detection can end in the
-// silence that completed the last chunk: it is reported at the end of the
-// audio instead (mega::Detector::event_time_s's event end, moved back).
-void StreamPipeline::report(int64_t end_sample, StreamObserver& observer) {
-  ++stats_.n_detections;
-  if (audio_end_ >= 0) {
-    const int64_t event_end = end_sample - (detection_.hop_index - detection_.event_hop) * int64_t(zeros_.size());
-    if (event_end > audio_end_) end_sample -= event_end - audio_end_;
-  }
-  observer.on_detection(end_sample, detection_);
-}
-
-// The end of the source: its last partial chunk is completed with silence,
-// and, unless that fired, the smoothing window shrinks over the last hops
-// (mega::Detector::finish), so that a word at the very end is heard.
+// The end of the source: the keyword stream's flush (its last partial chunk
+// completed with silence, the smoothing's end; mega/keyword_stream.hpp).
 StreamEnd StreamPipeline::finish(StreamObserver& observer) {
-  const int64_t cs = int64_t(zeros_.size());
-  const int64_t tail = (cs - stats_.samples % cs) % cs;
-  const int64_t detections_before = stats_.n_detections;
-  int64_t last_end = stats_.samples;
-  audio_end_ = stats_.samples;
-  if (tail > 0) {
-    status_ = session_.push_all(zeros_.data(), tail, [&](const mega::ChunkResult& r) {
-      last_end = r.end_sample;
-      on_chunk(r, observer);
-    });
-    if (status_ != mega::Status::ok) return StreamEnd::inference_failed;
-  }
-  if (stats_.n_detections == detections_before && detector_.finish(&detection_)) report(last_end, observer);
-  return StreamEnd::ended;
+  status_ = stream_.flush(detector_, observer);
+  return status_ == mega::Status::ok ? StreamEnd::ended : StreamEnd::inference_failed;
 }
 
 }  // namespace kws

@@ -1,7 +1,8 @@
 // The one streaming path from any audio source to the detections:
 //
 //   source's ring -> channels averaged -> resampled to the model's rate (when
-//   the source's rate differs) -> session (chunks) -> detector -> observer
+//   the source's rate differs) -> keyword stream (the session's chunks, the
+//   detector, the end of the stream: mega/keyword_stream.hpp) -> observer
 //
 // scan (a file) and listen (the microphone) both run it; what differs is the
 // source and what the command prints (its StreamObserver). Everything is
@@ -19,23 +20,18 @@
 #include "resampler.h"
 #include "mega/detector.hpp"
 #include "mega/engine.hpp"
+#include "mega/keyword_stream.hpp"
 
 namespace kws {
 
 using Clock = std::chrono::steady_clock;
 
-// What the command sees of the stream, on the consumer's thread.
-class StreamObserver {
+// What the command sees of the stream, on the consumer's thread: the keyword
+// stream's chunks and detections (mega::DetectionSink), and the audio.
+class StreamObserver : public mega::DetectionSink {
  public:
-  virtual ~StreamObserver() = default;
   // Mono frames at the source's rate, as they leave the ring.
   virtual void on_audio(const float* /*mono*/, size_t /*n*/) {}
-  // Every chunk the session completes, before the detector sees it.
-  virtual void on_chunk(const mega::ChunkResult& /*r*/) {}
-  // end_sample: model-rate samples consumed when the firing chunk completed;
-  // at the end of the source, moved back so that the detection's event ends
-  // no later than the audio (not in the silence that completed its last chunk).
-  virtual void on_detection(int64_t end_sample, const mega::Detection& d) = 0;
   // Once per pass of the loop (each block, or every few ms while a live source is quiet).
   virtual void on_tick(Clock::time_point /*now*/) {}
 };
@@ -47,18 +43,17 @@ struct StreamOptions {
 };
 
 enum class StreamEnd {
-  ended,             // the source ended; its last partial chunk was completed with silence
+  ended,             // the source ended, and the keyword stream was flushed
   stopped,           // *stop, or max_samples reached
   source_failed,     // the source's error()
   inference_failed,  // status()
   resampler_failed,  // error()
 };
 
-struct StreamStats {
-  int64_t samples = 0;  // model-rate samples streamed (not counting the end's silence)
-  int64_t n_chunks = 0, n_detections = 0;
-  double infer_total_s = 0.0;  // inference time, summed over chunks
-  double infer_max_s = 0.0;    // the largest per-chunk mean of one push
+// How long the keyword stream took over its chunks.
+struct InferenceTime {
+  double total_s = 0.0;  // summed over chunks
+  double max_s = 0.0;    // the largest per-chunk mean of one push
 };
 
 class StreamPipeline {
@@ -74,7 +69,9 @@ class StreamPipeline {
   StreamEnd run(const StreamOptions& opts, StreamObserver& observer);
 
   bool resampling() const { return resampler_ != nullptr; }
-  const StreamStats& stats() const { return stats_; }
+  // The keyword stream's counts (model-rate samples, chunks, detections) and the session's input hygiene.
+  mega::StreamStats stats() const { return stream_.stats(); }
+  const InferenceTime& inference_time() const { return time_; }
   mega::Status status() const { return status_; }
   const std::string& error() const { return error_; }
 
@@ -83,19 +80,15 @@ class StreamPipeline {
   StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector);
   Fed consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer);
   Fed feed(const float* x, int64_t n, const StreamOptions& opts, StreamObserver& observer);
-  void on_chunk(const mega::ChunkResult& r, StreamObserver& observer);
-  void report(int64_t end_sample, StreamObserver& observer);  // detection_
   StreamEnd finish(StreamObserver& observer);
 
   AudioSource& source_;
-  mega::Engine& session_;
+  mega::KeywordStream stream_;
   mega::Detector& detector_;
   AudioFormat format_;
   std::unique_ptr<Resampler> resampler_;  // null: the source is at the model's rate
-  std::vector<float> raw_, mono_, resampled_, zeros_;
-  mega::Detection detection_;
-  int64_t audio_end_ = -1;  // model-rate samples of audio, once the source has ended
-  StreamStats stats_;
+  std::vector<float> raw_, mono_, resampled_;
+  InferenceTime time_;
   mega::Status status_ = mega::Status::ok;
   std::string error_;
 };

@@ -15,7 +15,7 @@ namespace kws {
 
 struct EngineFlags {
   std::string kernels = "optimized";
-  std::string backend;  // cpu | cuda; empty = resolve_backend() picks
+  std::string backend;  // cpu | reference | cuda; empty = resolve_backend() picks
   bool fp16 = false;    // cuda: float16 storage
   int threads = 1;
 };
@@ -27,7 +27,8 @@ struct EngineFlagHelp {
   const char* default_value;
 };
 constexpr EngineFlagHelp kKernelsHelp = {"optimized | reference (plain scalar loops; cpu)", "optimized"};
-constexpr EngineFlagHelp kBackendHelp = {"cpu | cuda (NVIDIA GPU)", "cuda if built in and a GPU is present, else cpu"};
+constexpr EngineFlagHelp kBackendHelp = {"cpu | reference (the scalar kernels) | cuda (NVIDIA GPU)",
+                                         "cuda if built in and a GPU is present, else cpu"};
 constexpr EngineFlagHelp kFp16Help = {"cuda: float16 activations (float32 accumulation)", "off"};
 constexpr EngineFlagHelp kThreadsHelp = {"cpu: threads sharing each chunk's work (1..16)", "1"};
 
@@ -53,8 +54,8 @@ inline FlagResult set_engine_flag(const char* a, const char* v, EngineFlags* f, 
     }
     f->kernels = v;
   } else if (is("--backend")) {
-    if (!v || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "cuda") != 0)) {
-      return bad("--backend must be 'cpu' or 'cuda'");
+    if (!v || (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "reference") != 0 && std::strcmp(v, "cuda") != 0)) {
+      return bad("--backend must be 'cpu', 'reference' or 'cuda'");
     }
     f->backend = v;
   } else if (is("-t") || is("--threads")) {
@@ -78,7 +79,7 @@ inline FlagResult take_engine_flag(int argc, char** argv, int* i, EngineFlags* f
 // The combination the backends refuse, as a usage error; null if none.
 inline const char* engine_flags_conflict(const EngineFlags& f) {
   if (f.backend == "cuda" && f.kernels == "reference") return "--kernels reference is for the cpu backend";
-  if (f.fp16 && f.backend == "cpu") return "--fp16 needs the cuda backend";
+  if (f.fp16 && (f.backend == "cpu" || f.backend == "reference")) return "--fp16 needs the cuda backend";
   return nullptr;
 }
 

@@ -111,7 +111,7 @@ int cmd_listen(const Params& p) {
       rc = kExitFailed;
       break;
   }
-  report.print_summary(session->stats());
+  report.print_summary();
 
   watchdog.emplace(kCleanupTimeout, rc == kExitOk ? kExitDevice : rc, "closing the audio device");
   mic->close(rc == kExitDevice);

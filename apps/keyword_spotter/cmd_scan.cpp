@@ -69,18 +69,18 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
     case StreamEnd::resampler_failed:
       return file_failed(p, path, pipeline->error());
   }
-  const double seconds = double(pipeline->stats().samples) / hp.sample_rate;
-  const long long n_detections = static_cast<long long>(pipeline->stats().n_detections);
+  const mega::StreamStats st = pipeline->stats();
+  const double seconds = double(st.n_samples) / hp.sample_rate;
+  const long long n_detections = static_cast<long long>(st.n_detections);
   std::fprintf(stderr, "%sscanned %.3f s: %lld detection(s)", prefix.c_str(), seconds, n_detections);
   // the reader refuses NaN/Inf; samples beyond full scale are clipped by the session
-  const mega::StreamStats& hygiene = s->stats();
-  if (hygiene.n_clamped_samples > 0) {
-    std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(hygiene.n_clamped_samples));
+  if (st.n_clamped_samples > 0) {
+    std::fprintf(stderr, "; %lld samples beyond full scale clipped", static_cast<long long>(st.n_clamped_samples));
   }
   std::fprintf(stderr, "\n");
   if (p.json) {
     JsonLine().str("type", "summary").file(path).fixed("duration_s", seconds, 3).integer("detections", n_detections)
-        .integer("clipped_samples", hygiene.n_clamped_samples).end();
+        .integer("clipped_samples", st.n_clamped_samples).end();
   }
   return kExitOk;
 }

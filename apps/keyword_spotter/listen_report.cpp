@@ -90,7 +90,7 @@ void ListenReport::on_tick(Clock::time_point now) {
       std::printf("\r\033[K[waiting for audio from '%s'...]", mic_.device_name().c_str());
     } else {
       std::printf("\r\033[K[listening %s] level %6.1f dBFS | last: %s | overflow %llu frames",
-                  format_seconds(double(pipeline_.stats().samples) / model_rate_).c_str(), level_db_,
+                  format_seconds(double(pipeline_.stats().n_samples) / model_rate_).c_str(), level_db_,
                   last_label_.empty() ? "-" : (last_label_ + " at " + format_seconds(last_time_)).c_str(),
                   (unsigned long long)mic_.overflow_frames());
     }
@@ -104,14 +104,15 @@ void ListenReport::end_status_line() {
   std::fflush(stdout);
 }
 
-void ListenReport::print_summary(const mega::StreamStats& hygiene) const {
-  const StreamStats& s = pipeline_.stats();
+void ListenReport::print_summary() const {
+  const mega::StreamStats s = pipeline_.stats();
+  const InferenceTime& t = pipeline_.inference_time();
   const double chunk_ms = 1000.0 * double(m_.hparams().chunk_samples()) / model_rate_;
   std::fprintf(stderr, "listened %.2f s, %lld chunks, %lld detections, %llu overflow frames; "
                "input: %lld non-finite samples replaced, %lld clipped\n",
-               double(s.samples) / model_rate_, (long long)s.n_chunks, (long long)s.n_detections,
-               (unsigned long long)mic_.overflow_frames(), (long long)hygiene.n_nonfinite_samples,
-               (long long)hygiene.n_clamped_samples);
+               double(s.n_samples) / model_rate_, (long long)s.n_chunks, (long long)s.n_detections,
+               (unsigned long long)mic_.overflow_frames(), (long long)s.n_nonfinite_samples,
+               (long long)s.n_clamped_samples);
   // "first audio 0.00 s" would claim audio that never came
   if (mic_.got_audio()) {
     std::fprintf(stderr, "first audio %.2f s after start; ", mic_.first_audio_s());
@@ -121,8 +122,8 @@ void ListenReport::print_summary(const mega::StreamStats& hygiene) const {
   std::fprintf(stderr,
                "inference %.1f ms mean, %.1f ms max per %.1f ms chunk; "
                "lag behind capture %.1f ms mean, %.1f ms max; %llu host overflows\n",
-               s.n_chunks ? 1000.0 * s.infer_total_s / double(s.n_chunks) : 0.0,
-               1000.0 * s.infer_max_s, chunk_ms, s.n_chunks ? 1000.0 * lag_total_s_ / double(s.n_chunks) : 0.0,
+               s.n_chunks ? 1000.0 * t.total_s / double(s.n_chunks) : 0.0,
+               1000.0 * t.max_s, chunk_ms, s.n_chunks ? 1000.0 * lag_total_s_ / double(s.n_chunks) : 0.0,
                1000.0 * lag_max_s_, (unsigned long long)mic_.host_overflows());
   std::fflush(stderr);
 }

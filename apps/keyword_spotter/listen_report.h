@@ -27,7 +27,7 @@ class ListenReport : public StreamObserver {
   // Erases the status line, if any.
   void end_status_line();
   // Two lines on stderr: what was heard and how fast.
-  void print_summary(const mega::StreamStats& hygiene) const;
+  void print_summary() const;
 
  private:
   const mega::Model& m_;

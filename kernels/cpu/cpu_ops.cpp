@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-#include "common/arena.h"
+#include "arena.h"
 
 namespace mega::cpu {
 

@@ -18,7 +18,7 @@
 #include "cpu/kernels.h"
 #include "cpu/packed_weights.h"
 #include "cpu/simd_kernels.h"
-#include "cpu/stream_ops.h"
+#include "stream_ops.h"
 #include "cpu/worker_pool.h"
 
 namespace mega::cpu {
@@ -119,3 +119,17 @@ class CpuOps final : public StreamOps {
 };
 
 }  // namespace mega::cpu
+
+namespace mega {
+
+// The CPU backend's StreamOps (the optimized and the reference backends'):
+// impl picks the scalar references or the optimized kernels; n_threads
+// (1..kMaxThreads) share each chunk; max_span_tokens is the longest span (C,
+// or a bidirectional clip); packed: the optimized kernels' projections,
+// shared (null: packed for these ops alone). Null if memory or threads
+// cannot be had. Everything is allocated here.
+std::unique_ptr<StreamOps> create_cpu_stream_ops(const HParams& hp, const ModelWeights& w, KernelImpl impl,
+                                                   int32_t n_threads, int64_t max_span_tokens,
+                                                   std::shared_ptr<const cpu::PackedWeights> packed = nullptr);
+
+}  // namespace mega

@@ -1,7 +1,7 @@
 // See worker_pool.h.
 #include "cpu/worker_pool.h"
 
-#include "common/denormals.h"
+#include "denormals.h"
 
 #include <climits>
 #include <system_error>

@@ -277,10 +277,10 @@ def _model_of(model):
 class Session(_Owned):
     """One audio stream through a model (mega_session_create_with_options).
 
-    backend: "cpu", "cuda" or "auto" (cuda when the library has it and a GPU is
-    present); threads: CPU threads sharing each chunk's work (an integer,
-    1..16); fp16 and device (an integer): for cuda. All memory is allocated
-    here. One stream: threads that share it take turns (see the module's note
+    backend: "cpu", "reference" (the scalar reference kernels), "cuda" or "auto"
+    (cuda when the library has it and a GPU is present); threads: CPU threads
+    sharing each chunk's work (an integer, 1..16); fp16 and device (an
+    integer): for cuda. All memory is allocated here. One stream: threads that share it take turns (see the module's note
     on threads)."""
 
     _kind = "session"

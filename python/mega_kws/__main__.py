@@ -92,7 +92,7 @@ def _reason(path, e):
 
 def _common(p):
     p.add_argument("-m", "--model", help="the .mega model [$MEGA_KWS_MODEL, else the installed demo model]")
-    p.add_argument("--backend", default="cpu", help="cpu, cuda or auto [cpu]")
+    p.add_argument("--backend", default="cpu", help="cpu, reference, cuda or auto [cpu]")
     p.add_argument("-t", "--threads", default="1", help="CPU threads per chunk, 1..16 [1]")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 

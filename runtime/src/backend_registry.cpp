@@ -59,6 +59,7 @@ void register_builtins() {
   if (g_builtins_registered) return;
   g_builtins_registered = true;
   add_backend(cpu_backend_entry());
+  add_backend(reference_backend_entry());
 }
 
 #if defined(MEGA_LOADS_CUDA_MODULE)

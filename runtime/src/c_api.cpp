@@ -74,11 +74,10 @@ mega_session* mega_session_create_with_options(const mega_model* model, const me
     if (options) o = *options;
     std::string backend = o.backend ? o.backend : "cpu";
     if (backend == "auto") backend = mega::default_backend();
-    if (!model || (backend != "cpu" && backend != "cuda") || o.n_threads < 1 || o.n_threads > 16 ||
-        (o.fp16 != 0 && o.fp16 != 1) || o.device < 0) {
-      g_load_error = !model ? "null model"
-                     : backend != "cpu" && backend != "cuda"
-                         ? "unknown backend '" + backend + "' (cpu, cuda or auto)"
+    const bool known = backend == "cpu" || backend == "reference" || backend == "cuda";
+    if (!model || !known || o.n_threads < 1 || o.n_threads > 16 || (o.fp16 != 0 && o.fp16 != 1) || o.device < 0) {
+      g_load_error = !model  ? "null model"
+                     : !known ? "unknown backend '" + backend + "' (cpu, reference, cuda or auto)"
                          : "bad session option (n_threads 1..16, fp16 0 or 1, device >= 0)";
       set_status(status, MEGA_ERR_INVALID_ARGUMENT);
       return nullptr;
@@ -91,7 +90,7 @@ mega_session* mega_session_create_with_options(const mega_model* model, const me
     auto e = mega::create_engine(backend, model->model, eo, &g_load_error, &st);
     set_status(status, to_c(st));
     if (!e) return nullptr;
-    return new mega_session{std::move(e)};
+    return new mega_session(std::move(e));
   } catch (...) {
     set_status(status, MEGA_ERR_OUT_OF_MEMORY);
     return nullptr;
@@ -107,17 +106,14 @@ const char* mega_session_backend(const mega_session* s) { return s ? s->session-
 void mega_session_free(mega_session* s) { delete s; }
 
 void mega_session_reset(mega_session* s) {
-  if (!s) return;
-  s->session->reset();
-  s->n_pending = 0;
+  if (s) s->stream.reset();
 }
 
 mega_status mega_session_push(mega_session* s, const float* samples, int64_t n, int64_t* n_consumed,
                               int32_t* chunk_done, float* logits) {
   if (!s || !n_consumed || !chunk_done) return MEGA_ERR_INVALID_ARGUMENT;
   bool done = false;
-  mega::Status st = s->session->push(samples, n, n_consumed, &done);
-  if (st == mega::Status::ok) s->n_pending = done ? 0 : s->n_pending + *n_consumed;
+  const mega::Status st = s->stream.push(samples, n, n_consumed, &done);
   *chunk_done = done ? 1 : 0;
   if (st == mega::Status::ok && done && logits) {
     const auto& r = s->session->last_result();
@@ -128,8 +124,9 @@ mega_status mega_session_push(mega_session* s, const float* samples, int64_t n, 
 
 mega_status mega_session_classify(mega_session* s, const float* samples, int64_t n, float* logits) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
-  s->n_pending = 0;  // classify_clip resets the stream
-  return to_c(s->session->classify_clip(samples, n, logits));
+  const mega::Status st = s->session->classify_clip(samples, n, logits);
+  s->stream.restarted();  // classify_clip resets the stream
+  return to_c(st);
 }
 
 mega_status mega_session_stats(const mega_session* s, int64_t* n_nonfinite_samples, int64_t* n_clamped_samples,
@@ -144,8 +141,9 @@ mega_status mega_session_stats(const mega_session* s, int64_t* n_nonfinite_sampl
 
 mega_status mega_session_self_test(mega_session* s, float* max_abs_diff) {
   if (!s) return MEGA_ERR_INVALID_ARGUMENT;
-  s->n_pending = 0;  // through classify_clip, which resets the stream
-  return to_c(s->session->self_test(max_abs_diff));
+  const mega::Status st = s->session->self_test(max_abs_diff);
+  s->stream.restarted();  // through classify_clip, which resets the stream
+  return to_c(st);
 }
 
 void mega_detector_options_init(mega_detector_options* o) {
@@ -227,43 +225,28 @@ void describe(const mega_detector* d, const mega::Detection& det, int64_t end_sa
   out->hop_index = det.hop_index;
 }
 
-// One hop through the detector.
-bool detect_hop(mega_detector* d, const float* logits, int64_t end_sample, mega_detection* out) {
-  mega::Detection det;
-  if (!d->detector->update(logits, &det)) return false;
-  describe(d, det, end_sample, out);
-  return true;
-}
-
-// Pushes n samples (all of them) through the session and the detector.
-mega_status push_detect(mega_session* s, mega_detector* d, const float* samples, int64_t n, mega_detection* out,
-                        int32_t capacity, int32_t* n_out) {
-  *n_out = 0;
-  while (n > 0) {
-    int64_t used = 0;
-    bool done = false;
-    const mega::Status st = s->session->push(samples, n, &used, &done);
-    if (st != mega::Status::ok) return to_c(st);
-    samples += used;
-    n -= used;
-    s->n_pending = done ? 0 : s->n_pending + used;
-    if (!done) continue;
-    const mega::ChunkResult& r = s->session->last_result();
-    // the callers checked that capacity holds one detection per chunk these samples complete
-    if (detect_hop(d, r.logits, r.end_sample, *n_out < capacity ? out + *n_out : nullptr) && *n_out < capacity) {
-      ++*n_out;
-    }
+// The keyword stream's detections into the caller's array (the callers
+// checked that it holds them all: one per completed chunk, one for a flush).
+class Collect final : public mega::DetectionSink {
+ public:
+  Collect(const mega_detector* d, mega_detection* out, int32_t capacity) : d_(d), out_(out), capacity_(capacity) {}
+  void on_detection(int64_t end_sample, const mega::Detection& det) override {
+    if (n_ < capacity_) describe(d_, det, end_sample, out_ + n_++);
   }
-  return MEGA_OK;
-}
+  int32_t count() const { return n_; }
+
+ private:
+  const mega_detector* d_;
+  mega_detection* out_;
+  int32_t capacity_;
+  int32_t n_ = 0;
+};
 
 bool same_labels(const mega_session* s, const mega_detector* d) {
   const mega::Model& a = s->session->model();
   const mega::Model& b = *d->model;
   return &a == &b || a.labels() == b.labels();
 }
-
-const float kZeros[1024] = {};
 
 }  // namespace
 
@@ -278,7 +261,9 @@ mega_status mega_detector_update(mega_detector* d, const float* logits, mega_det
   }
   // the detector's own hop count stands for the stream position (hop_index is the hop about to be updated)
   const int64_t end_sample = (d->detector->hops_seen() + 1) * d->model->hparams().chunk_samples();
-  *fired = detect_hop(d, logits, end_sample, out) ? 1 : 0;
+  mega::Detection det;
+  *fired = d->detector->update(logits, &det) ? 1 : 0;
+  if (*fired) describe(d, det, end_sample, out);
   return MEGA_OK;
 }
 
@@ -289,9 +274,11 @@ mega_status mega_session_detect(mega_session* s, mega_detector* d, const float* 
       !same_labels(s, d)) {
     return MEGA_ERR_INVALID_ARGUMENT;
   }
-  const int64_t chunk = s->session->model().hparams().chunk_samples();
-  if ((s->n_pending + n) / chunk > capacity) return MEGA_ERR_INVALID_ARGUMENT;
-  return push_detect(s, d, samples, n, out, capacity, n_out);
+  if (s->stream.chunks_completed_by(n) > capacity) return MEGA_ERR_INVALID_ARGUMENT;
+  Collect found(d, out, capacity);
+  const mega::Status st = s->stream.feed(*d->detector, samples, n, found);
+  *n_out = found.count();
+  return to_c(st);
 }
 
 mega_status mega_session_detect_flush(mega_session* s, mega_detector* d, mega_detection* out, int32_t capacity,
@@ -300,26 +287,11 @@ mega_status mega_session_detect_flush(mega_session* s, mega_detector* d, mega_de
   if (!s || !d || !n_out || capacity < 0 || (capacity > 0 && !out) || !same_labels(s, d)) {
     return MEGA_ERR_INVALID_ARGUMENT;
   }
-  const int64_t chunk = s->session->model().hparams().chunk_samples();
-  int64_t tail = s->n_pending > 0 ? chunk - s->n_pending : 0;
-  if ((tail > 0 || d->detector->hops_seen() > 0) && capacity < 1) return MEGA_ERR_INVALID_ARGUMENT;
-  while (tail > 0) {
-    const int64_t len = std::min<int64_t>(tail, int64_t(sizeof kZeros / sizeof kZeros[0]));
-    int32_t found = 0;
-    const mega_status st = push_detect(s, d, kZeros, len, out + *n_out, capacity - *n_out, &found);
-    *n_out += found;
-    if (st != MEGA_OK) return st;
-    tail -= len;
-  }
-  // then the smoothing's end (mega::Detector::finish), unless the last chunk already fired
-  mega::Detection det;
-  if (*n_out == 0 && d->detector->finish(&det)) {
-    // the detector's last hop ended where the session's last chunk did
-    const int64_t last_end = s->session->last_result().end_sample;
-    describe(d, det, last_end > 0 ? last_end : d->detector->hops_seen() * d->model->hparams().chunk_samples(), out);
-    *n_out = 1;
-  }
-  return MEGA_OK;
+  if ((s->stream.pending() > 0 || d->detector->hops_seen() > 0) && capacity < 1) return MEGA_ERR_INVALID_ARGUMENT;
+  Collect found(d, out, capacity);
+  const mega::Status st = s->stream.flush(*d->detector, found);
+  *n_out = found.count();
+  return to_c(st);
 }
 
 const char* mega_status_string(mega_status status) { return mega::status_name(mega::Status(status)); }

@@ -9,6 +9,7 @@
 
 #include "mega/detector.hpp"
 #include "mega/engine.hpp"
+#include "mega/keyword_stream.hpp"
 #include "mega/mega.hpp"
 #include "mega/mega_kws.h"
 
@@ -16,10 +17,12 @@ struct mega_model {
   std::shared_ptr<const mega::Model> model;
 };
 
-// Every C session is an engine (mega/engine.hpp) on the backend its options name.
+// Every C session is an engine (mega/engine.hpp) on the backend its options
+// name, streamed with a detector through the core's keyword stream.
 struct mega_session {
+  explicit mega_session(std::unique_ptr<mega::Engine> e) : session(std::move(e)), stream(*session) {}
   std::unique_ptr<mega::Engine> session;
-  int64_t n_pending = 0;  // samples consumed since the last completed chunk (mega_session_detect_flush)
+  mega::KeywordStream stream;
 };
 
 struct mega_detector {

@@ -162,11 +162,17 @@ struct ChunkResult {
 // cleared, so one bad chunk cannot poison the stream for good.
 constexpr float kMaxSampleMagnitude = 1.0f;
 
-// Counts since the engine was created (reset() keeps them).
+// What a stream has seen: the one set of counts, in C++ (Engine::stats(),
+// KeywordStream::stats()), the CLI and the C API (mega_session_stats).
 struct StreamStats {
+  // input hygiene, since the engine was created (reset() keeps them)
   int64_t n_nonfinite_samples = 0;  // NaN/Inf samples replaced by 0
   int64_t n_clamped_samples = 0;    // samples beyond full scale, clipped to +-kMaxSampleMagnitude
   int64_t n_state_resets = 0;       // chunks (or clips) whose logits were non-finite: zeroed, state cleared
+  // a keyword stream's, since its reset (zeros from Engine::stats())
+  int64_t n_samples = 0;     // audio samples streamed (not the silence a flush adds)
+  int64_t n_chunks = 0;      // chunks completed (a flush's included)
+  int64_t n_detections = 0;  // detections reported
 };
 
 // One sample after the input hygiene above (before the model's scaling), counted in *stats.

@@ -69,7 +69,8 @@ mega_session* mega_session_create(const mega_model* model, mega_status* status);
 /* Session options. Fill them with mega_session_options_init() first: later
  * versions may add fields at the end. */
 typedef struct mega_session_options {
-  const char* backend; /* "cpu", "cuda" (NVIDIA GPU), or "auto": cuda when built in and a
+  const char* backend; /* "cpu", "reference" (the scalar reference kernels, for checking),
+                          "cuda" (NVIDIA GPU), or "auto": cuda when built in and a
                           GPU is present, else cpu. NULL means "cpu". */
   int32_t n_threads;   /* cpu: threads sharing each chunk's work, 1..16 [1] */
   int32_t fp16;        /* cuda: 1 for float16 activations (float32 accumulation) [0] */
@@ -199,8 +200,10 @@ mega_status mega_session_detect(mega_session* session, mega_detector* detector, 
  * (zeros; nothing if no samples are pending), so a word in the last partial
  * chunk is heard, then, unless that chunk fired, lets the smoothing window
  * shrink over the last hops (mega::Detector::finish), so a word that ends the
- * recording fires though fewer than smoothing_hops hops followed it; as
- * keyword_spotter scan does at the end of a file. At most one detection
+ * recording fires though fewer than smoothing_hops hops followed it; a
+ * detection here is timed no later than the end of the audio (not in the
+ * silence). The same code as keyword_spotter scan at the end of a file
+ * (mega::KeywordStream, mega/keyword_stream.hpp). At most one detection
  * (capacity >= 1 once any chunk has been seen or samples are pending). */
 mega_status mega_session_detect_flush(mega_session* session, mega_detector* detector, mega_detection* out,
                                       int32_t capacity, int32_t* n_out);

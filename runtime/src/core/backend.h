@@ -59,6 +59,9 @@ bool register_backend(const BackendInterface* backend);
 // (kernels/cpu/backend_entry.cpp): the registry registers its table before
 // any other.
 const BackendInterface* cpu_backend_entry();
+// The reference backend's (kernels/reference/backend_entry.cpp): the scalar
+// reference kernels, registered after the CPU backend.
+const BackendInterface* reference_backend_entry();
 
 // The name of the symbol a backend module exports (below).
 constexpr const char* kBackendEntry = "mega_kws_backend";

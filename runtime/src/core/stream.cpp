@@ -1,15 +1,15 @@
-// The CPU backend's engines (cpu_engine.h). A CpuEngine is one stream: its
-// pending samples, pooling window, input hygiene and recovery, allocated in
-// one block at creation, over the CPU ops (stream_ops.h), which run the
-// model's one forward pass (forward_pass.h). A CpuBatchEngine steps B of them
-// in turn. What they read of a model: the public API and model_weights().
+// The core's stream (stream.h). A Stream is one stream: its pending samples,
+// pooling window, input hygiene and recovery, allocated in one block at
+// creation, over a backend's ops (stream_ops.h), which run the model's one
+// forward pass (forward_pass.h). BatchStreams steps B of them in turn. What
+// they read of a model: the public API and model_weights().
 //
 // Unidirectional models run chunk by chunk: a chunk's attention only needs its
 // own C tokens, and the EMA carries its state (h and the last K inputs) across
 // chunks, so streaming and whole clips share one code path. Bidirectional
 // models need the whole clip per layer for the backward EMA; their spans are
 // sized by EngineOptions::max_clip_samples.
-#include "cpu/cpu_engine.h"
+#include "stream.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,16 +18,12 @@
 #include <new>
 #include <vector>
 
-#include <cblas.h>
-
+#include "arena.h"
 #include "backend.h"
-#include "common/arena.h"
-#include "common/denormals.h"
-#include "cpu/packed_weights.h"
-#include "cpu/stream_ops.h"
+#include "denormals.h"
 #include "forward_pass.h"
 
-namespace mega::cpu {
+namespace mega {
 
 namespace {
 
@@ -67,16 +63,24 @@ class ResultQueue {
   std::vector<int64_t> indices_;
 };
 
-class CpuEngine final : public Engine {
- public:
-  // packed: the optimized kernels' projections, shared with other engines
-  // (null: packed for this one, cpu_ops.h).
-  static std::unique_ptr<CpuEngine> create(std::shared_ptr<const Model> model, const EngineOptions& o,
-                                           std::string* error, Status* status,
-                                           std::shared_ptr<const PackedWeights> packed = nullptr);
-  ~CpuEngine() override { std::free(block_); }
+// wait() of a stream or a batch: their steps are done by submit(), so the
+// oldest result is ready or nothing is queued (invalid_argument).
+template <typename Streams, typename Result>
+Status wait_on(Streams& streams, Result* out) {
+  bool ready = false;
+  const Status s = streams.poll(out, &ready);
+  if (s != Status::ok) return s;
+  return ready ? Status::ok : Status::invalid_argument;
+}
 
-  const char* backend() const override { return "cpu"; }
+class Stream final : public Engine {
+ public:
+  static std::unique_ptr<Stream> create(const char* backend, std::shared_ptr<const Model> model,
+                                        const EngineOptions& o, const MakeStreamOps& make_ops, std::string* error,
+                                        Status* status);
+  ~Stream() override { std::free(block_); }
+
+  const char* backend() const override { return backend_; }
   const Model& model() const override { return *model_; }
 
   Status push(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done) override {
@@ -95,12 +99,7 @@ class CpuEngine final : public Engine {
     }
     return Status::ok;
   }
-  Status wait(ChunkResult* out) override {
-    bool ready = false;
-    const Status s = poll(out, &ready);
-    if (s != Status::ok) return s;
-    return ready ? Status::ok : Status::invalid_argument;
-  }
+  Status wait(ChunkResult* out) override { return wait_on(*this, out); }
 
   void reset() override {
     queue_.clear();
@@ -121,7 +120,7 @@ class CpuEngine final : public Engine {
   Status consume(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done);
 
  private:
-  CpuEngine() = default;
+  Stream() = default;
   void layout(Arena& a);
   void clear_window() { std::fill(pool_, pool_ + int64_t(hp_.window_chunks) * hp_.embed_dim, 0.0); }
   void reset_stream();
@@ -131,11 +130,12 @@ class CpuEngine final : public Engine {
   void process_pending_chunk();
   void window_logits();
 
+  const char* backend_ = "";
   std::shared_ptr<const Model> model_;
   const ModelInfo* info_ = nullptr;
   const ModelWeights* w_ = nullptr;
   HParams hp_;
-  std::unique_ptr<StreamOps> ops_;  // the CPU backend's (kernels/cpu)
+  std::unique_ptr<StreamOps> ops_;  // the backend's
   bool bidir_ = false;
   int64_t max_clip_samples_ = 0;
 
@@ -160,18 +160,12 @@ class CpuEngine final : public Engine {
   std::vector<ChunkResult> results_;
 };
 
-std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model, const EngineOptions& o,
-                                             std::string* error, Status* status,
-                                             std::shared_ptr<const PackedWeights> packed) {
-  if (o.kernels != KernelImpl::reference && o.kernels != KernelImpl::optimized) {
-    return creation_failed<CpuEngine>(error, status, Status::invalid_argument, "unknown kernel implementation");
-  }
-  if (o.n_threads < 1 || o.n_threads > kMaxThreads) {
-    return creation_failed<CpuEngine>(error, status, Status::invalid_argument,
-                                      "n_threads must be in [1, " + std::to_string(kMaxThreads) + "]");
-  }
-  std::unique_ptr<CpuEngine> e(new (std::nothrow) CpuEngine());
-  if (!e) return creation_failed<CpuEngine>(error, status, Status::out_of_memory, "out of memory");
+std::unique_ptr<Stream> Stream::create(const char* backend, std::shared_ptr<const Model> model,
+                                       const EngineOptions& o, const MakeStreamOps& make_ops, std::string* error,
+                                       Status* status) {
+  std::unique_ptr<Stream> e(new (std::nothrow) Stream());
+  if (!e) return creation_failed<Stream>(error, status, Status::out_of_memory, "out of memory");
+  e->backend_ = backend;
   e->info_ = &model->info();
   e->w_ = &model_weights(*model);
   e->hp_ = model->hparams();
@@ -183,13 +177,13 @@ std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model,
   max_clip = std::max(max_clip, hp.window_samples());
   max_clip = (max_clip + cs - 1) / cs * cs;
   if (max_clip > (int64_t(1) << 28)) {
-    return creation_failed<CpuEngine>(error, status, Status::invalid_argument, "max_clip_samples is too large");
+    return creation_failed<Stream>(error, status, Status::invalid_argument, "max_clip_samples is too large");
   }
   e->max_clip_samples_ = max_clip;
   const int64_t span_tokens = e->bidir_ ? max_clip / hp.patch_stride : hp.chunk_size;
-  e->ops_ = create_cpu_stream_ops(hp, *e->w_, o.kernels, o.n_threads, span_tokens, std::move(packed));
+  e->ops_ = make_ops(span_tokens);
   if (!e->ops_) {
-    return creation_failed<CpuEngine>(error, status, Status::out_of_memory,
+    return creation_failed<Stream>(error, status, Status::out_of_memory,
                                       "cannot allocate the engine's buffers or start its threads");
   }
 
@@ -198,8 +192,8 @@ std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model,
   e->block_bytes_ = sizing.size();
   void* block = nullptr;
   if (::posix_memalign(&block, 64, e->block_bytes_ ? e->block_bytes_ : 64) != 0) {
-    return creation_failed<CpuEngine>(error, status, Status::out_of_memory,
-                                      "cannot allocate " + std::to_string(e->block_bytes_) + " bytes");
+    return creation_failed<Stream>(error, status, Status::out_of_memory,
+                                   "cannot allocate " + std::to_string(e->block_bytes_) + " bytes");
   }
   e->block_ = static_cast<uint8_t*>(block);
   std::memset(e->block_, 0, e->block_bytes_);
@@ -213,7 +207,7 @@ std::unique_ptr<CpuEngine> CpuEngine::create(std::shared_ptr<const Model> model,
   return e;
 }
 
-void CpuEngine::layout(Arena& a) {
+void Stream::layout(Arena& a) {
   const int64_t D = hp_.embed_dim;
   pending_ = a.take<float>(context_ + hp_.chunk_samples());
   pool_ = a.take<double>(int64_t(hp_.window_chunks) * D);
@@ -222,7 +216,7 @@ void CpuEngine::layout(Arena& a) {
   rep_ = a.take<double>(D);
 }
 
-void CpuEngine::reset_stream() {
+void Stream::reset_stream() {
   std::fill(pending_, pending_ + context_ + hp_.chunk_samples(), 0.0f);
   ops_->clear_state();
   clear_window();
@@ -232,7 +226,7 @@ void CpuEngine::reset_stream() {
 
 // Non-finite logits: zero them and clear the recurrent state (EMA, window),
 // as if the stream restarted from silence; counters and positions go on.
-bool CpuEngine::contain_non_finite(float* out) {
+bool Stream::contain_non_finite(float* out) {
   const int32_t nc = hp_.n_classes;
   if (std::all_of(out, out + nc, [](float y) { return std::isfinite(y); })) return false;
   std::fill(out, out + nc, 0.0f);
@@ -244,7 +238,7 @@ bool CpuEngine::contain_non_finite(float* out) {
 }
 
 // A full chunk of samples sits in pending: run it and put its sum in the window.
-void CpuEngine::process_pending_chunk() {
+void Stream::process_pending_chunk() {
   const int32_t D = hp_.embed_dim;
   Span span;
   span.n_tok = hp_.chunk_size;
@@ -261,7 +255,7 @@ void CpuEngine::process_pending_chunk() {
   n_pending_ = 0;
 }
 
-void CpuEngine::window_logits() {
+void Stream::window_logits() {
   const int32_t D = hp_.embed_dim;
   const int64_t pooled = std::min<int64_t>(n_chunks_, hp_.window_chunks);
   std::fill(rep_, rep_ + D, 0.0);
@@ -277,7 +271,7 @@ void CpuEngine::window_logits() {
   result_.logits = logits_;
 }
 
-Status CpuEngine::consume(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done) {
+Status Stream::consume(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_done) {
   if (n_consumed) *n_consumed = 0;
   if (chunk_done) *chunk_done = false;
   if (bidir_) return Status::not_streamable;
@@ -299,7 +293,7 @@ Status CpuEngine::consume(const float* samples, int64_t n, int64_t* n_consumed, 
   return Status::ok;
 }
 
-Status CpuEngine::submit(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_submitted) {
+Status Stream::submit(const float* samples, int64_t n, int64_t* n_consumed, bool* chunk_submitted) {
   if (n_consumed) *n_consumed = 0;
   if (chunk_submitted) *chunk_submitted = false;
   if (queue_.full()) return Status::busy;
@@ -313,7 +307,7 @@ Status CpuEngine::submit(const float* samples, int64_t n, int64_t* n_consumed, b
   return Status::ok;
 }
 
-Status CpuEngine::classify(const float* samples, int64_t n, float* logits, float* trace) {
+Status Stream::classify(const float* samples, int64_t n, float* logits, float* trace) {
   if (n < 0 || (n > 0 && !samples) || !logits) return Status::invalid_argument;
   queue_.clear();
   const int64_t total = hp_.padded_clip_samples(n);
@@ -356,27 +350,22 @@ Status CpuEngine::classify(const float* samples, int64_t n, float* logits, float
   return Status::ok;
 }
 
-// B streams stepped one after the other, each on one thread.
-class CpuBatchEngine final : public BatchEngine {
+// B streams stepped one after the other.
+class BatchStreams final : public BatchEngine {
  public:
-  static std::unique_ptr<BatchEngine> create(std::shared_ptr<const Model> model, int32_t n_streams,
-                                             const EngineOptions& o, std::string* error, Status* status) {
-    std::unique_ptr<CpuBatchEngine> e(new (std::nothrow) CpuBatchEngine());
+  static std::unique_ptr<BatchEngine> create(const char* backend, std::shared_ptr<const Model> model,
+                                             int32_t n_streams, const EngineOptions& o, const MakeStreamOps& make_ops,
+                                             int64_t shared_bytes, std::string* error, Status* status) {
+    std::unique_ptr<BatchStreams> e(new (std::nothrow) BatchStreams());
     if (!e) return creation_failed<BatchEngine>(error, status, Status::out_of_memory, "out of memory");
+    e->backend_ = backend;
+    e->memory_ = shared_bytes;
     EngineOptions one = o;
-    one.n_threads = 1;
     one.max_in_flight = 1;  // the streams' own queues go unused
-    if (o.kernels == KernelImpl::optimized) {
-      // one packed copy of the projections for all the streams
-      e->packed_ = PackedWeights::create(model_weights(*model));
-      if (!e->packed_) {
-        return creation_failed<BatchEngine>(error, status, Status::out_of_memory,
-                                            "no memory for the packed projections");
-      }
-    }
     for (int32_t b = 0; b < n_streams; ++b) {
-      auto stream = CpuEngine::create(model, one, error, status, e->packed_);
+      auto stream = Stream::create(backend, model, one, make_ops, error, status);
       if (!stream) return nullptr;
+      e->memory_ += stream->memory_bytes();
       e->streams_.push_back(std::move(stream));
     }
     e->model_ = std::move(model);
@@ -387,7 +376,7 @@ class CpuBatchEngine final : public BatchEngine {
     return e;
   }
 
-  const char* backend() const override { return "cpu"; }
+  const char* backend() const override { return backend_; }
   const Model& model() const override { return *model_; }
   int32_t n_streams() const override { return int32_t(streams_.size()); }
 
@@ -422,12 +411,7 @@ class CpuBatchEngine final : public BatchEngine {
     queue_.pop();
     return Status::ok;
   }
-  Status wait(BatchResult* out) override {
-    bool ready = false;
-    const Status s = poll(out, &ready);
-    if (s != Status::ok) return s;
-    return ready ? Status::ok : Status::invalid_argument;
-  }
+  Status wait(BatchResult* out) override { return wait_on(*this, out); }
   Status reset(int32_t b) override {
     if (b < -1 || b >= n_streams()) return Status::invalid_argument;
     for (int32_t i = 0; i < n_streams(); ++i) {
@@ -438,18 +422,15 @@ class CpuBatchEngine final : public BatchEngine {
   StreamStats stats(int32_t b) const override {
     return b >= 0 && b < n_streams() ? streams_[size_t(b)]->stats() : StreamStats();
   }
-  int64_t memory_bytes() const override {
-    int64_t total = int64_t(queue_.bytes()) + (packed_ ? packed_->bytes() : 0);
-    for (const auto& s : streams_) total += s->memory_bytes();
-    return total;
-  }
+  int64_t memory_bytes() const override { return memory_ + int64_t(queue_.bytes()); }
   const char* last_error() const override { return ""; }
 
  private:
-  CpuBatchEngine() = default;
+  BatchStreams() = default;
+  const char* backend_ = "";
   std::shared_ptr<const Model> model_;
-  std::shared_ptr<const PackedWeights> packed_;  // optimized kernels: the streams'
-  std::vector<std::unique_ptr<CpuEngine>> streams_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  int64_t memory_ = 0;
   int32_t nc_ = 0;
   ResultQueue queue_;
   std::vector<int64_t> steps_;
@@ -458,26 +439,22 @@ class CpuBatchEngine final : public BatchEngine {
 
 }  // namespace
 
-std::unique_ptr<Engine> create_cpu_engine(std::shared_ptr<const Model> model, const EngineOptions& opts,
-                                          std::string* error, Status* status) {
-  return CpuEngine::create(std::move(model), opts, error, status);
+std::unique_ptr<Engine> create_stream(const char* backend, std::shared_ptr<const Model> model,
+                                      const EngineOptions& opts, const MakeStreamOps& make_ops, std::string* error,
+                                      Status* status) {
+  return Stream::create(backend, std::move(model), opts, make_ops, error, status);
 }
 
-std::unique_ptr<BatchEngine> create_cpu_batch_engine(std::shared_ptr<const Model> model, int32_t n_streams,
-                                                     const EngineOptions& opts, std::string* error, Status* status) {
-  return CpuBatchEngine::create(std::move(model), n_streams, opts, error, status);
+std::unique_ptr<BatchEngine> create_batch_streams(const char* backend, std::shared_ptr<const Model> model,
+                                                  int32_t n_streams, const EngineOptions& opts,
+                                                  const MakeStreamOps& make_ops, int64_t shared_bytes,
+                                                  std::string* error, Status* status) {
+  return BatchStreams::create(backend, std::move(model), n_streams, opts, make_ops, shared_bytes, error, status);
 }
 
 Status classify_clip_traced(Engine& e, const float* samples, int64_t n, float* logits, float* trace) {
-  auto* cpu = dynamic_cast<CpuEngine*>(&e);
-  return cpu ? cpu->classify(samples, n, logits, trace) : Status::invalid_argument;
+  auto* stream = dynamic_cast<Stream*>(&e);
+  return stream ? stream->classify(samples, n, logits, trace) : Status::invalid_argument;
 }
-
-}  // namespace mega::cpu
-
-namespace mega {
-
-// The public API's (mega.hpp): only the CPU backend's optimized kernels use BLAS.
-void set_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
 
 }  // namespace mega
