@@ -293,7 +293,7 @@ mega_status mega_mic_read(mega_mic* m, mega_detection* out, int32_t capacity, in
 
 mega_status mega_mic_stats(const mega_mic* m, double* seconds, int64_t* n_dropped_frames) {
   if (!m) return MEGA_ERR_INVALID_ARGUMENT;
-  if (seconds) *seconds = double(m->pipeline->stats().samples) / double(m->model->hparams().sample_rate);
+  if (seconds) *seconds = double(m->pipeline->stats().n_samples) / double(m->model->hparams().sample_rate);
   if (n_dropped_frames) *n_dropped_frames = int64_t(m->source->overflow_frames());
   return MEGA_OK;
 }
