@@ -614,9 +614,9 @@ TEST(CudaKernels, EmaRecurrentMatchesTheScalarReference) {
 TEST(CudaKernels, PoolAndHead) {
   MEGA_REQUIRE_GPU();
   std::mt19937 rng(7);
-  for (int32_t d : {1, 7, 60}) {
+  for (int32_t d : {1, 7, 60, 300}) {  // 300 and 200: more than a head block's 128 threads
     for (int32_t w : {1, 4}) {
-      const int32_t streams = 5, cdim = 9, nc = 4;
+      const int32_t streams = 5, cdim = d > 128 ? 200 : 9, nc = 4;
       const int64_t n_tok = 11;
       std::vector<double> pool(size_t(streams * w * d), 0.0), total(size_t(streams * d), 0.0);
       DeviceArray<double> dpool(pool), dtotal(total);
