@@ -3,8 +3,12 @@
 // load time, for one model file. (Before, `keyword_spotter bench`; the CLI
 // carries no benchmark code.)
 //
-//   mega_rtf [-m MODEL] [--threads N] [--seconds S] [--streams B] [--backend NAME] [--fp16]
+//   mega_rtf [-m MODEL] [--threads N] [--seconds S] [--streams B|max] [--backend NAME] [--fp16]
 //            [--kernels NAME] [--json] [FILE]
+//
+// --streams max sweeps B = 1, 2, 4, ... 4096 and stops after the first B that
+// is not real time: the streams one engine keeps in real time, with the step
+// latency, engine creation time and engine memory per stream at each B.
 //
 // Times are taken twice: by the clock (what a listener waits for) and in CPU
 // time (what the code costs; on a shared machine the two differ by what the
@@ -56,6 +60,7 @@ struct Params : kws::EngineFlags {
   std::string model_path;
   bool json = false;
   int32_t streams = 0;  // > 0: that many streams in one batch
+  bool sweep = false;    // --streams max: B = 1, 2, 4, ... while real time
   double seconds = 0.0;  // audio to process (0: 10 s)
   std::vector<std::string> files;
 };
@@ -78,7 +83,8 @@ void print_usage(FILE* out) {
       "  -k, --kernels NAME      %s    [%s]\n"
       "      --backend NAME      %s                    [%s]\n"
       "      --fp16              %s   [%s]\n"
-      "      --streams B         B streams advanced together in one batch (1..4096) [one stream]\n"
+      "      --streams B|max     B streams advanced together in one batch (1..4096);\n"
+      "                          max: B = 1, 2, 4, ... 4096 while real time           [one stream]\n"
       "  -t, --threads N         %s     [%s]\n"
       "  -s, --seconds S         audio to process (0.001..3600), one chunk at least [10]\n"
       "  -h, --help              this help\n"
@@ -132,8 +138,14 @@ int parse_args(int argc, char** argv, Params* p) {
     } else if (a == "-j" || a == "--json") {
       p->json = true;
     } else if (a == "--streams") {
-      if (!value() || !parse_int(v, 1, kMaxStreams, &iv)) return usage_error("--streams needs an integer in [1, 4096]");
-      p->streams = int32_t(iv);
+      if (value() && std::strcmp(v, "max") == 0) {
+        p->sweep = true;
+        p->streams = 1;
+      } else if (!v || !parse_int(v, 1, kMaxStreams, &iv)) {
+        return usage_error("--streams needs an integer in [1, 4096] or max");
+      } else {
+        p->streams = int32_t(iv);
+      }
     } else if (a == "-s" || a == "--seconds") {
       if (!value() || !parse_float(v, 0.001, kMaxSeconds, &fv)) {
         return usage_error("--seconds needs a number in [0.001, 3600]");
@@ -174,22 +186,32 @@ double percentile(std::vector<double> v, double q) {
   const size_t i = std::min(v.size() - 1, size_t(std::ceil(q * double(v.size())) - 1));
   return v[i];
 }
-// --streams B: B streams advanced one chunk per step through a BatchEngine;
-// per-step latency (submit to results) against the chunk's audio duration.
-int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, const std::vector<float>& audio,
-                double load_ms) {
-  const mega::HParams& hp = m->hparams();
+// One batch size's figures: per-step latency (submit to results) against
+// the chunk's audio duration, engine creation time and memory.
+struct BatchFigures {
+  int32_t streams = 0;
+  double create_ms = 0.0, p50 = 0.0, p99 = 0.0, engine_mb = 0.0;
+  size_t steps = 0;
+  std::string backend;
+};
+
+// B streams advanced one chunk per step through a BatchEngine. Returns an exit
+// code (kExitOk: *f is filled).
+int measure_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, const std::vector<float>& audio,
+                  int32_t streams, BatchFigures* f) {
   std::string err;
-  auto e = mega::create_batch_engine(p.backend, m, p.streams, engine_options(p, 0), &err);
+  const double c0 = now_ms();
+  auto e = mega::create_batch_engine(p.backend, m, streams, engine_options(p, 0), &err);
+  f->create_ms = now_ms() - c0;
   if (!e) {
-    std::fprintf(stderr, "mega_rtf: cannot create %d streams: %s\n", p.streams, err.c_str());
+    std::fprintf(stderr, "mega_rtf: cannot create %d streams: %s\n", streams, err.c_str());
     return kExitModel;
   }
-  const int64_t cs = hp.chunk_samples(), n = int64_t(audio.size());
+  const int64_t cs = m->hparams().chunk_samples(), n = int64_t(audio.size());
   const int64_t steps = std::max<int64_t>(1, n / cs);
-  std::vector<float> step(size_t(int64_t(p.streams) * cs));
+  std::vector<float> step(size_t(int64_t(streams) * cs));
   auto fill = [&](int64_t k) {  // stream b hears the audio shifted by b * 997 samples
-    for (int32_t b = 0; b < p.streams; ++b) {
+    for (int32_t b = 0; b < streams; ++b) {
       for (int64_t i = 0; i < cs; ++i) step[size_t(b * cs + i)] = audio[size_t((k * cs + i + b * 997) % n)];
     }
   };
@@ -207,22 +229,63 @@ int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, co
     }
     if (k >= 0) lat.push_back(dt);
   }
-  const double chunk_ms = 1000.0 * double(cs) / hp.sample_rate;
-  const double p50 = percentile(lat, 0.5), p99 = percentile(lat, 0.99);
-  if (p.json) {
-    std::printf("{\"model\": \"%s\", \"streams\": %d, \"step_ms_p50\": %.3f, \"step_ms_p99\": %.3f, \"chunk_ms_audio\": %.3f, "
-                "\"realtime\": %s, \"backend\": \"%s\", \"fp16\": %s, \"steps\": %zu, \"engine_mb\": %.2f, "
-                "\"load_ms\": %.3f}\n",
-                kws::json_escape(p.model_path).c_str(), p.streams, p50, p99, chunk_ms, p99 < chunk_ms ? "true" : "false", e->backend(),
-                p.fp16 ? "true" : "false", lat.size(), double(e->memory_bytes()) / 1048576.0, load_ms);
-  } else {
-    std::printf("model            %s\n", p.model_path.c_str());
-    std::printf("streams          %d, one chunk of %.1f ms audio each per step (%s%s)\n", p.streams, chunk_ms,
-                e->backend(), p.fp16 ? ", fp16" : "");
-    std::printf("per-step         p50 %.2f ms, p99 %.2f ms over %zu steps: %s\n", p50, p99, lat.size(),
-                p99 < chunk_ms ? "real time" : "NOT real time");
-    std::printf("memory           engine %.2f MB\n", double(e->memory_bytes()) / 1048576.0);
+  f->streams = streams;
+  f->p50 = percentile(lat, 0.5);
+  f->p99 = percentile(lat, 0.99);
+  f->steps = lat.size();
+  f->engine_mb = double(e->memory_bytes()) / 1048576.0;
+  f->backend = e->backend();
+  return kExitOk;
+}
+
+// --streams B, or the sweep of --streams max (one JSON object with a row per B).
+int bench_batch(const Params& p, const std::shared_ptr<const mega::Model>& m, const std::vector<float>& audio,
+                double load_ms) {
+  const double chunk_ms = 1000.0 * double(m->hparams().chunk_samples()) / m->hparams().sample_rate;
+  std::vector<BatchFigures> rows;
+  int32_t realtime = 0;  // the most streams kept in real time
+  for (int32_t b = p.streams; b <= kMaxStreams; b *= 2) {
+    BatchFigures f;
+    if (const int rc = measure_batch(p, m, audio, b, &f)) return rc;
+    rows.push_back(f);
+    if (f.p99 < chunk_ms) realtime = b;
+    if (!p.sweep || f.p99 >= chunk_ms) break;
   }
+  const BatchFigures& f0 = rows.front();
+  if (p.json) {
+    std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"fp16\": %s, \"chunk_ms_audio\": %.3f, \"load_ms\": %.3f, ",
+                kws::json_escape(p.model_path).c_str(), f0.backend.c_str(), p.fp16 ? "true" : "false", chunk_ms, load_ms);
+    if (p.sweep) std::printf("\"realtime_streams\": %d, \"sweep\": [", realtime);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const BatchFigures& f = rows[i];
+      // a row of the sweep, or the rest of the one object
+      std::printf("%s\"streams\": %d, \"step_ms_p50\": %.3f, \"step_ms_p99\": %.3f, \"realtime\": %s, \"steps\": %zu, "
+                  "\"engine_mb\": %.2f, \"engine_mb_per_stream\": %.4f, \"create_ms\": %.3f%s",
+                  !p.sweep ? "" : i ? ", {" : "{", f.streams, f.p50, f.p99, f.p99 < chunk_ms ? "true" : "false", f.steps, f.engine_mb,
+                  f.engine_mb / f.streams, f.create_ms, p.sweep ? "}" : "");
+    }
+    std::printf(p.sweep ? "]}\n" : "}\n");
+    return kExitOk;
+  }
+  std::printf("model            %s\n", p.model_path.c_str());
+  if (!p.sweep) {
+    std::printf("streams          %d, one chunk of %.1f ms audio each per step (%s%s)\n", f0.streams, chunk_ms,
+                f0.backend.c_str(), p.fp16 ? ", fp16" : "");
+    std::printf("per-step         p50 %.2f ms, p99 %.2f ms over %zu steps: %s\n", f0.p50, f0.p99, f0.steps,
+                f0.p99 < chunk_ms ? "real time" : "NOT real time");
+    std::printf("memory           engine %.2f MB (%.3f MB per stream)\n", f0.engine_mb, f0.engine_mb / f0.streams);
+    std::printf("engine creation  %.2f ms\n", f0.create_ms);
+    return kExitOk;
+  }
+  std::printf("chunk            %.1f ms of audio per stream per step (%s%s)\n", chunk_ms, f0.backend.c_str(),
+              p.fp16 ? ", fp16" : "");
+  std::printf("%8s %12s %12s %10s %12s %12s  %s\n", "streams", "step p50 ms", "step p99 ms", "engine MB", "MB/stream",
+              "create ms", "");
+  for (const BatchFigures& f : rows) {
+    std::printf("%8d %12.2f %12.2f %10.2f %12.4f %12.2f  %s\n", f.streams, f.p50, f.p99, f.engine_mb,
+                f.engine_mb / f.streams, f.create_ms, f.p99 < chunk_ms ? "real time" : "NOT real time");
+  }
+  std::printf("real time        %d streams at most (p99 step under the chunk's %.1f ms)\n", realtime, chunk_ms);
   return kExitOk;
 }
 

@@ -15,8 +15,8 @@
 
 namespace mega {
 
-// Bump with a new entry in mega_model.fbs's version history. 4: PatchFeatures::LogMel
-constexpr uint32_t kSchemaVersion = 4;
+// Bump with a new entry in mega_model.fbs's version history. 5: Model.fp16_range
+constexpr uint32_t kSchemaVersion = 5;
 
 constexpr char kFileIdentifier[4] = {'M', 'E', 'G', 'A'};  // the FlatBuffer's, at bytes 4..7
 

@@ -556,6 +556,11 @@ PY
   # backends: cpu always; cuda runs where built in with a GPU, and says clearly why not elsewhere
   expect_rc 0 "mega_rtf --streams (cpu batch)" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --streams 3 --json --seconds 1
   expect_in "$T/out" '"streams": 3' "batch mega_rtf reports its streams"
+  # --streams max: B = 1, 2, 4, ... until a step is slower than the chunk (a usage error before issue 82)
+  expect_rc 0 "mega_rtf --streams max" -- "$RTF" -m "$FIX/tiny_scan.mega" --backend cpu --streams max --json --seconds 0.07
+  expect_in "$T/out" '"realtime_streams": ' "mega_rtf --streams max reports the streams kept in real time"
+  expect_in "$T/out" '"sweep": [{"streams": 1, "step_ms_p50": ' "... a row per batch size from 1"
+  expect_in "$T/out" '"engine_mb_per_stream": ' "... with the engine memory per stream"
 fi
 expect_rc 2 "unknown backend" -- "$KS" classify -m "$MODEL" --backend tpu "$ROOT/samples/yes.wav"
 # issue 81 item 2: the reference backend (the scalar kernels, the core's stream) scans as the cpu backend does

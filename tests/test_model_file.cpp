@@ -14,6 +14,7 @@
 #include <iterator>
 #include <random>
 
+#include "fp16_peak_edit.h"
 #include "golden.h"
 #include "mega_reseal.h"
 #include "mega/engine.hpp"
@@ -97,7 +98,7 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
   };
   const Case cases[] = {
       {"bad_identifier.mega", mega::Status::bad_model, "not a .mega model file"},
-      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 5 is newer"},
+      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 6 is newer"},
       {"bad_missing_tensor.mega", mega::Status::bad_model, "missing tensor 'layers.1.mega_layer.h_proj.bias'"},
       {"bad_wrong_shape.mega", mega::Status::bad_model,
        "tensor 'layers.0.mega_layer.v_proj.weight' has shape [8, 12], expected [12, 8]"},
@@ -296,4 +297,35 @@ TEST(ModelFile, StoredDetectionDefaultsAreCheckedAtLoad) {
     EXPECT_EQ(r.status, mega::Status::bad_model) << e.what << ": " << r.error;
     EXPECT_NE(r.error.find(e.needle), std::string::npos) << e.what << ": " << r.error;
   }
+}
+
+// Schema 5: the float16 peaks the converter stores are read with the model
+// (the CUDA backend decides float16 storage from them), files without them
+// load as before, and a stored peak that is no magnitude is refused by name.
+TEST(ModelFile, Fp16PeaksAreReadAndChecked) {
+  auto m = mega_test::load_model(mega_test::fixture_path("good_tiny.mega"));
+  ASSERT_TRUE(m);
+  const mega::Fp16Peaks& p = m->info().fp16_peaks;
+  ASSERT_TRUE(p.present);
+  for (const mega::Fp16Peak* k : {&p.residual, &p.other}) {
+    EXPECT_GT(k->value, 0.0f);
+    EXPECT_FALSE(k->tensor.empty());
+    EXPECT_GE(k->layer, -1);
+    EXPECT_LT(k->layer, m->hparams().n_layers);
+  }
+  auto old = mega_test::load_model(mega_test::fixture_path("good_no_fp16_range.mega"));
+  ASSERT_TRUE(old);
+  EXPECT_FALSE(old->info().fp16_peaks.present);
+
+  const auto good = read_bytes(mega_test::fixture_path("good_tiny.mega"));
+  for (const float bad : {-1.0f, NAN}) {
+    for (const bool residual : {true, false}) {
+      Result r = load_bytes(mega_test::with_fp16_peak(good, residual, bad));
+      EXPECT_FALSE(r.loaded);
+      EXPECT_EQ(r.status, mega::Status::bad_model) << r.error;
+      const std::string field = residual ? "fp16_range.residual.value" : "fp16_range.other.value";
+      EXPECT_NE(r.error.find(field), std::string::npos) << r.error;
+    }
+  }
+  EXPECT_TRUE(load_bytes(mega_test::with_fp16_peak(good, true, INFINITY)).loaded);  // the converter saw Inf or NaN
 }

@@ -340,8 +340,9 @@ Status Session<T>::clear_state(int32_t b) {
   const Buffers<T>& bf = plan_.bf;
   auto zero = [&](void* p, size_t bytes) { return cudaMemsetAsync(p, 0, bytes, plan_.stream); };
   for (int32_t l = 0; l < dm.n_layers; ++l) {
-    if (dm.k > 0) {  // truncated: the ring of the last K inputs is the whole state
+    if (dm.k > 0) {  // truncated: the ring of the last K inputs and the recurrent EMA's h
       CUDA_CHECK(zero(bf.ring_of(dm, plan_.cap, l) + int64_t(b) * dm.k * dm.d, sizeof(T) * size_t(dm.k * dm.d)));
+      CUDA_CHECK(zero(bf.hd_of(dm, plan_.cap, l) + int64_t(b) * dm.d * dm.n, sizeof(double) * size_t(dm.d * dm.n)));
     } else {  // untruncated: the carried h
       CUDA_CHECK(zero(bf.h_of(dm, plan_.cap, l) + int64_t(b) * dm.d * dm.n, sizeof(float) * size_t(dm.d * dm.n)));
     }

@@ -1,5 +1,6 @@
 // The EMA's segmented scan: one block per (stream, channel), lanes x segments
-// threads (see ema.cuh; host_ops.h runs the same phases on the host).
+// threads; and its recurrent form for streams: one thread per (stream,
+// channel, n) (see ema.cuh; host_ops.h runs the same steps on the host).
 #include "ema.cuh"
 #include "launch.cuh"
 
@@ -62,12 +63,49 @@ __global__ void __launch_bounds__(kEmaThreads) ema_kernel(EmaParams<T> p, int32_
   }
 }
 
+// The recurrent form: lanes consecutive threads per (stream, channel), a
+// whole number of channels per block (lanes divides kEmaThreads).
+template <typename T>
+__global__ void __launch_bounds__(kEmaThreads) ema_recur_kernel(EmaParams<T> p, int32_t lanes) {
+  const int64_t gid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t channel = gid / lanes;  // b * d + c
+  if (channel >= int64_t(p.n_streams) * p.d) return;  // whole channels: the shuffle groups stay whole
+  const int32_t n = int32_t(gid % lanes);
+  const EmaChannel ch = ema_channel(p, int32_t(channel / p.d), int32_t(channel % p.d));
+  const bool real = n < p.n;  // lanes past N keep h = 0
+  const int64_t i = int64_t(p.row_offset + ch.c) * p.n + n;
+  const float a = real ? p.a[i] : 0.0f;
+  const float g = real ? p.g[i] : 0.0f;
+  const float qk = real ? p.qk[i] : 0.0f;
+  const float out = real ? p.out[i] : 0.0f;
+  const int32_t lane = int32_t(threadIdx.x & 31);
+  const unsigned group = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (lane - lane % lanes);
+  double h = ema_recur_h0(p, ch, n);
+  for (int64_t t = 0; t < p.n_tok; ++t) {
+    h = ema_recur_step(a, g, qk, h, ema_recur_input(p, ch, t), ema_recur_old(p, ch, t));
+    float v = float(double(out) * h);
+    for (int32_t off = lanes / 2; off > 0; off /= 2) v += __shfl_xor_sync(group, v, off, lanes);
+    if (n == 0) ema_finish(p, ch.b, t, ch.c, v);
+  }
+  if (real) p.hd[(int64_t(ch.b) * p.d + ch.c) * p.n + n] = h;
+  // the channel's lanes have all passed the last step's shuffle: no ring read is left
+  const int64_t kept = p.n_tok < p.k ? p.n_tok : p.k;
+  for (int64_t it = n; it < kept; it += lanes) ema_ring_store(p, ch, it);
+}
+
 }  // namespace
 
 template <typename T>
 int launch_ema(const EmaParams<T>& p, CUstream_st* stream) {
   if (p.n_streams <= 0 || p.d <= 0 || p.n_tok <= 0) return int(cudaSuccess);
   if (p.n > kEmaMaxN) return int(cudaErrorInvalidValue);
+  if (ema_recurrent(p)) {
+    const int32_t lanes = ema_recur_lanes(p.n);
+    const int64_t threads = int64_t(p.n_streams) * p.d * lanes;
+    MEGA_KERNEL_LAUNCH(unsigned((threads + kEmaThreads - 1) / kEmaThreads), unsigned(kEmaThreads), 0, stream,
+                       ema_recur_kernel<T>)(p, lanes);
+    return int(cudaGetLastError());
+  }
   const EmaShape s = ema_shape(ema_n_ext(p), p.n);
   MEGA_KERNEL_LAUNCH(unsigned(int64_t(p.n_streams) * p.d), unsigned(s.threads), 0, stream, ema_kernel<T>)(p, s.lanes,
                                                                                             s.n_seg);

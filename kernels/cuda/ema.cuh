@@ -19,6 +19,15 @@
 //            bidirectional model's second half, rows d..2d-1).
 // The epilogue turns y into mx = silu(y + omega * x) (after the last half).
 //
+// Recurrent form (truncated stream mode with hd set: the CUDA engines'
+// streaming path): the CPU's exact recurrence (kernels/cpu/ema.cpp,
+// simd_kernels.inc), h_t = q h_{t-1} + g (x_t - q^K x_{t-K}), carried between
+// chunks in double (hd) beside the ring of the last K inputs, one pass over
+// the chunk's n_tok steps instead of K + n_tok. One thread per (stream,
+// channel, n), the lanes of a channel reduced with warp shuffles; the time
+// direction is sequential within the chunk (ema_recur_* below, run on the
+// host by host_ops.h).
+//
 // Parallel form: one block per (stream, channel); threads = n_pad lanes (N
 // padded to a power of two <= 32; extra lanes have q = g = 0) times n_seg
 // time segments. Phase 1 scans each segment from 0 to get its end value E_s;
@@ -69,6 +78,7 @@ struct EmaParams {
   T* ring = nullptr;             // (n_streams, k, d): token p at slot p mod k
   float* h = nullptr;            // (n_streams, d, n): untruncated only
   const int64_t* chunk_index = nullptr;  // per stream; the span starts at token chunk_index * n_tok
+  double* hd = nullptr;          // (n_streams, d, n): truncated only; set: the recurrent form
 };
 
 // Largest N the kernel takes (one warp of lanes per segment at most).
@@ -233,6 +243,45 @@ inline EmaShape ema_shape(int64_t n_ext, int32_t n) {
   s.n_seg = int32_t(want < 1 ? 1 : (want > max_seg ? max_seg : want));
   s.threads = (s.lanes * s.n_seg + 31) / 32 * 32;
   return s;
+}
+
+// The recurrent form (see the top): truncated stream mode with its carried h.
+template <typename T>
+MEGA_HD inline bool ema_recurrent(const EmaParams<T>& p) {
+  return ema_stream_truncated(p) && p.hd != nullptr;
+}
+
+// x_t and x_{t-K} of token t of the span, as stored: x_{t-K} from the span,
+// from the ring, or zero before the stream's first token.
+template <typename T>
+MEGA_HD inline float ema_recur_input(const EmaParams<T>& p, const EmaChannel& ch, int64_t t) {
+  return ld(p.x[(int64_t(ch.b) * p.n_tok + t) * p.d + ch.c]);
+}
+template <typename T>
+MEGA_HD inline float ema_recur_old(const EmaParams<T>& p, const EmaChannel& ch, int64_t t) {
+  if (t >= p.k) return ema_recur_input(p, ch, t - p.k);
+  const int64_t pos = ch.start + t - p.k;  // absolute token
+  if (pos < 0) return 0.0f;
+  return ld(p.ring[(int64_t(ch.b) * p.k + pos % p.k) * p.d + ch.c]);
+}
+
+// h of lane n entering the span: zero at chunk 0 (a fresh or reset stream).
+template <typename T>
+MEGA_HD inline double ema_recur_h0(const EmaParams<T>& p, const EmaChannel& ch, int32_t n) {
+  if (ch.start == 0 || n >= p.n) return 0.0;
+  return p.hd[(int64_t(ch.b) * p.d + ch.c) * p.n + n];
+}
+
+// One step in double, as the CPU: h = q h + g (x - q^K old), q = 1 - a.
+MEGA_HD inline double ema_recur_step(float a, float g, float qk, double h, float x, float old) {
+  return (h - double(a) * h) + double(g) * (double(x) - double(qk) * double(old));
+}
+
+// Lanes per channel (N rounded up to a power of two) for the recurrent form.
+inline int32_t ema_recur_lanes(int32_t n) {
+  int32_t lanes = 1;
+  while (lanes < n) lanes *= 2;
+  return lanes;
 }
 
 template <typename T>

@@ -124,6 +124,7 @@ Status ema_forward(Launch& ops, const Dims& dm, const Capacity& cap, const Buffe
     p.mode = EmaMode::stream;
     p.ring = bf.ring_of(dm, cap, layer);
     p.h = dm.k == 0 ? bf.h_of(dm, cap, layer) : nullptr;
+    p.hd = dm.k > 0 ? bf.hd_of(dm, cap, layer) : nullptr;  // the recurrent form (ema.cuh)
     return ops.ema(p);
   }
   p.mode = EmaMode::forward;

@@ -4,6 +4,7 @@
 #include "fp16_range.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -35,7 +36,7 @@ class RangeProbe : public HostOps {
   }
   // The largest relative position bias of any layer (laplace: see above).
   void set_bias_peak(float b) { bias_peak_ = b; }
-  const Fp16Range& range() const { return range_; }
+  const Fp16Peaks& range() const { return range_; }
 
   Status gemm(const GemmDesc& g) {
     MEGA_TRY(HostOps::gemm(g));
@@ -112,7 +113,7 @@ class RangeProbe : public HostOps {
   float score_scale_ = 1.0f;
   float bias_peak_ = 0.0f;
   int32_t layer_ = -1;
-  Fp16Range range_;
+  Fp16Peaks range_;
 };
 
 // One window of a gliding tone with a little noise (deterministic), the kind
@@ -132,9 +133,14 @@ std::vector<float> synthetic_clip(const HParams& hp) {
   return clip;
 }
 
+std::atomic<int64_t> g_passes{0};
+
 }  // namespace
 
-Fp16Range fp16_range(const Model& model) {
+int64_t fp16_range_passes() { return g_passes.load(); }
+
+Fp16Peaks fp16_range(const Model& model) {
+  ++g_passes;
   // the session only reads the model during this call
   std::shared_ptr<const Model> view(&model, [](const Model*) {});
   const std::vector<float> clip = model.self_test_input().empty() ? synthetic_clip(model.hparams())
@@ -148,17 +154,26 @@ Fp16Range fp16_range(const Model& model) {
   }
   session.launcher().set_bias_peak(bias_peak);
   std::vector<float> logits(size_t(model.hparams().n_classes));
-  Fp16Range r = session.launcher().range();
+  Fp16Peaks r = session.launcher().range();
+  r.present = true;
   if (session.classify(clip.data(), int64_t(clip.size()), logits.data()) != Status::ok) {
     r.other.value = INFINITY;
     r.other.tensor = "(the calibration clip could not be run)";
     return r;
   }
-  return session.launcher().range();
+  r = session.launcher().range();
+  r.present = true;
+  return r;
 }
 
 Status fp16_x_scale(const Model& model, float* x_scale, char* error, size_t error_size) {
-  const Fp16Range r = fp16_range(model);
+  const char* clip = model.self_test_input().empty() ? "calibration" : "self-test";
+  const Fp16Peaks& stored = model.info().fp16_peaks;
+  if (stored.present) return fp16_x_scale_from(stored, clip, x_scale, error, error_size);
+  return fp16_x_scale_from(fp16_range(model), clip, x_scale, error, error_size);
+}
+
+Status fp16_x_scale_from(const Fp16Peaks& r, const char* clip, float* x_scale, char* error, size_t error_size) {
   const float limit = kFp16Max / kFp16Headroom;
   float scale = 1.0f;
   while (scale < kFp16MaxScale && !(r.residual.value / scale <= limit)) scale *= 2.0f;
@@ -181,8 +196,7 @@ Status fp16_x_scale(const Model& model, float* x_scale, char* error, size_t erro
                 "this model's activations do not fit float16 (fp16): its %s %s reaches %.3g on the %s clip, "
                 "beyond %s (float16's largest value, 65504, with %gx headroom for louder input); "
                 "use float32 (no fp16)",
-                p.tensor, where, double(p.value), model.self_test_input().empty() ? "calibration" : "self-test",
-                fits, double(kFp16Headroom));
+                p.tensor.c_str(), where, double(p.value), clip, fits, double(kFp16Headroom));
   return Status::unsupported_model;
 }
 

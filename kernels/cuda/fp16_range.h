@@ -9,17 +9,20 @@
 // r, hx, q, k, the attention scores and weights) are stored as they are.
 //
 // Both depend on the weights and the input, so they are measured: the
-// backend's own forward pass (forward.h) runs in float32 on the host
-// (host_session.h) over a calibration clip (the model's self-test clip, or a
-// synthetic one of the same kind when the file has none) and records the
-// largest magnitude of every tensor float16 would hold. x_scale is the
+// largest magnitude of every tensor float16 would hold, over a calibration
+// clip (the model's self-test clip, or a synthetic one of the same kind when
+// the file has none). The converter measures them once and stores them in the
+// model file (schema 5, Model.fp16_range; tools/mega_kws_tools/convert/fp16_peaks.py),
+// so engine creation only reads them. For older files the backend's own
+// forward pass (forward.h) runs in float32 on the host (host_session.h) over
+// the clip instead, which costs seconds on the base model. x_scale is the
 // smallest power of two (up to kFp16MaxScale) that brings the residual
 // stream's peak within kFp16Max / kFp16Headroom; a model whose other tensors
 // exceed that, or whose residual stream needs more than kFp16MaxScale, is
 // refused at engine creation with the tensor, its layer and its peak in the
 // message, instead of running to zeroed chunks. Input louder than the clip can
 // still overflow at run time; those chunks are zeroed and counted, as on the
-// CPU. The check costs one float32 forward pass of the clip on the host.
+// CPU.
 #pragma once
 
 #include <cstddef>
@@ -37,22 +40,23 @@ constexpr float kFp16Headroom = 2.0f;
 // float16's subnormals (below 6.1e-5), where it loses precision.
 constexpr float kFp16MaxScale = 1024.0f;
 
-struct Fp16Peak {
-  float value = 0.0f;       // largest magnitude seen (infinity for NaN or Inf)
-  const char* tensor = "";  // which tensor of forward.h
-  int32_t layer = -1;       // its layer (-1: before the first)
-};
+// Peaks over the calibration clip, in float32, by the host pass (whatever the
+// file stores): the residual stream's (before any scaling) and the other
+// float16 tensors'. Allocates host memory (may throw std::bad_alloc).
+Fp16Peaks fp16_range(const Model& model);
 
-// Peaks over the calibration clip, in float32: the residual stream's (before
-// any scaling) and the other float16 tensors'. Allocates host memory (may
-// throw std::bad_alloc).
-struct Fp16Range {
-  Fp16Peak residual, other;
-};
-Fp16Range fp16_range(const Model& model);
+// How many times fp16_range has run in this process: engine creation with a
+// file that stores its peaks leaves it unchanged (the tests' observable).
+int64_t fp16_range_passes();
 
 // ok and *x_scale for float16 storage, or unsupported_model with the reason
-// in error.
+// in error: from the peaks the file stores, or from fp16_range when it has
+// none.
 Status fp16_x_scale(const Model& model, float* x_scale, char* error, size_t error_size);
+
+// The same decision from given peaks (measured on the clip named in the
+// message: "self-test" or "calibration").
+Status fp16_x_scale_from(const Fp16Peaks& peaks, const char* clip, float* x_scale, char* error,
+                         size_t error_size);
 
 }  // namespace mega::gpu

@@ -71,6 +71,27 @@ void ema_channel_host(const EmaParams<T>& p, int32_t b, int32_t c, int32_t n_seg
   }
 }
 
+// The recurrent form (ema.cuh) for one (stream, channel), lane by lane.
+template <typename T>
+void ema_recur_channel_host(const EmaParams<T>& p, int32_t b, int32_t c) {
+  const EmaChannel ch = ema_channel(p, b, c);
+  std::vector<double> h(size_t(p.n));
+  for (int32_t n = 0; n < p.n; ++n) h[size_t(n)] = ema_recur_h0(p, ch, n);
+  for (int64_t t = 0; t < p.n_tok; ++t) {
+    float acc = 0.0f;
+    for (int32_t n = 0; n < p.n; ++n) {
+      const int64_t i = int64_t(p.row_offset + c) * p.n + n;
+      h[size_t(n)] = ema_recur_step(p.a[i], p.g[i], p.qk[i], h[size_t(n)], ema_recur_input(p, ch, t),
+                                    ema_recur_old(p, ch, t));
+      acc += float(double(p.out[i]) * h[size_t(n)]);
+    }
+    ema_finish(p, b, t, c, acc);
+  }
+  for (int32_t n = 0; n < p.n; ++n) p.hd[(int64_t(b) * p.d + c) * p.n + n] = h[size_t(n)];
+  const int64_t kept = p.n_tok < p.k ? p.n_tok : p.k;
+  for (int64_t i = 0; i < kept; ++i) ema_ring_store(p, ch, i);
+}
+
 class HostOps {
  public:
   template <typename P, typename F>
@@ -105,7 +126,13 @@ class HostOps {
   Status softmax(const ScoreParams<float>& p) { return each(p.n_chunks * p.c, p, softmax_row<float>); }
   Status ema(const EmaParams<float>& p) {
     for (int32_t b = 0; b < p.n_streams; ++b) {
-      for (int32_t c = 0; c < p.d; ++c) ema_channel_host(p, b, c);
+      for (int32_t c = 0; c < p.d; ++c) {
+        if (ema_recurrent(p)) {
+          ema_recur_channel_host(p, b, c);
+        } else {
+          ema_channel_host(p, b, c);
+        }
+      }
     }
     return Status::ok;
   }

@@ -135,6 +135,7 @@ struct Buffers {
   float *o = nullptr, *hb = nullptr;
   T* ring = nullptr;          // n_layers x (n_streams, K, d)
   float* h = nullptr;         // n_layers x (n_streams, d, N), untruncated
+  double* hd = nullptr;       // n_layers x (n_streams, d, N), truncated: the recurrent EMA's h (ema.cuh)
   double* pool = nullptr;     // (n_streams, W, d)
   double* total = nullptr;    // (n_streams, d)
   float* embed_mean = nullptr;  // (n_streams, d) the log power's running mean (Dims::patch_norm)
@@ -153,6 +154,9 @@ struct Buffers {
   }
   float* h_of(const Dims& dm, const Capacity& cap, int32_t layer) const {
     return h + int64_t(layer) * cap.n_streams * dm.d * dm.n;
+  }
+  double* hd_of(const Dims& dm, const Capacity& cap, int32_t layer) const {
+    return hd + int64_t(layer) * cap.n_streams * dm.d * dm.n;
   }
 };
 
@@ -174,6 +178,7 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->scores = a.take<T>(cap.group * dm.c * dm.c);
   b->ring = a.take<T>(int64_t(dm.n_layers) * S * dm.k * dm.d);
   b->h = a.take<float>(dm.k == 0 ? int64_t(dm.n_layers) * S * dm.d * dm.n : 0);
+  b->hd = a.take<double>(dm.k > 0 ? int64_t(dm.n_layers) * S * dm.d * dm.n : 0);
   b->pool = a.take<double>(S * dm.w * dm.d);
   b->total = a.take<double>(S * dm.d);
   b->embed_mean = a.take<float>(dm.patch_norm ? S * dm.d : 0);

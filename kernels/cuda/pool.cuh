@@ -4,8 +4,9 @@
 // at chunk 0), in double like the CPU.
 // head: per stream, the features averaged over the window (the last
 // min(chunk_index + 1, W) chunks, oldest first) or over the whole total, then
-// the classifier layers and the projection. One thread per stream: a few
-// thousand multiply-adds.
+// the classifier layers and the projection. One block per stream, its threads
+// splitting the channels and then each layer's outputs (head_mean,
+// head_unit); the host runs the same functions stream by stream.
 #pragma once
 
 #include <cstdint>
@@ -63,40 +64,46 @@ struct HeadParams {
   float* logits = nullptr;         // (n_streams, n_classes)
 };
 
-MEGA_HD inline void head_stream(const HeadParams& p, int32_t b) {
+// Stream b's scratch: two vectors of scratch_dim, the layers' input and output in turn.
+MEGA_HD inline float* head_scratch(const HeadParams& p, int32_t b, int32_t l) {
+  return p.scratch + int64_t(b) * 2 * p.scratch_dim + (l % 2) * p.scratch_dim;
+}
+
+// Channel c of stream b's pooled features, into its scratch 0.
+MEGA_HD inline void head_mean(const HeadParams& p, int32_t b, int32_t c) {
   const int64_t ci = p.chunk_index[b];
-  float* a = p.scratch + int64_t(b) * 2 * p.scratch_dim;
-  float* nxt = a + p.scratch_dim;
   const int64_t pooled = p.window ? (ci + 1 < p.w ? ci + 1 : p.w) : ci + 1;
-  const double n_tok = double(pooled * p.n_tok);
-  for (int32_t c = 0; c < p.d; ++c) {
-    double s = 0.0;
-    if (p.window) {
-      for (int64_t i = ci - pooled + 1; i <= ci; ++i) s += p.pool[(int64_t(b) * p.w + i % p.w) * p.d + c];
-    } else {
-      s = p.total[int64_t(b) * p.d + c];
-    }
-    a[c] = float(s / n_tok);
+  double s = 0.0;
+  if (p.window) {
+    for (int64_t i = ci - pooled + 1; i <= ci; ++i) s += p.pool[(int64_t(b) * p.w + i % p.w) * p.d + c];
+  } else {
+    s = p.total[int64_t(b) * p.d + c];
   }
-  for (int32_t l = 0; l < p.n_layers; ++l) {
-    const HeadLayer& L = p.layers[l];
-    const bool last = l == p.n_layers - 1;
-    float* y = last ? p.logits + int64_t(b) * L.n_out : nxt;
-    for (int32_t o = 0; o < L.n_out; ++o) {
-      const float* row = L.w + int64_t(o) * L.n_in;
-      float acc = 0.0f;
-      for (int32_t i = 0; i < L.n_in; ++i) acc += a[i] * row[i];
-      const float v = acc + (L.b ? L.b[o] : 0.0f);
-      y[o] = last ? v : math::activation(p.act, v);
-    }
-    float* t = a;
-    a = nxt;
-    nxt = t;
+  head_scratch(p, b, 0)[c] = float(s / double(pooled * p.n_tok));
+}
+
+// Output o of layer l for stream b, from scratch l % 2 into the other one (or
+// the logits after the projection).
+MEGA_HD inline void head_unit(const HeadParams& p, int32_t b, int32_t l, int32_t o) {
+  const HeadLayer& L = p.layers[l];
+  const float* a = head_scratch(p, b, l);
+  const float* row = L.w + int64_t(o) * L.n_in;
+  float acc = 0.0f;
+  for (int32_t i = 0; i < L.n_in; ++i) acc += a[i] * row[i];
+  const float v = acc + (L.b ? L.b[o] : 0.0f);
+  if (l == p.n_layers - 1) {
+    p.logits[int64_t(b) * L.n_out + o] = v;
+  } else {
+    head_scratch(p, b, l + 1)[o] = math::activation(p.act, v);
   }
 }
 
-// head_stream as an element function over streams.
-MEGA_HD inline void head_element(const HeadParams& p, int64_t b) { head_stream(p, int32_t(b)); }
+MEGA_HD inline void head_stream(const HeadParams& p, int32_t b) {
+  for (int32_t c = 0; c < p.d; ++c) head_mean(p, b, c);
+  for (int32_t l = 0; l < p.n_layers; ++l) {
+    for (int32_t o = 0; o < p.layers[l].n_out; ++o) head_unit(p, b, l, o);
+  }
+}
 
 template <typename T>
 int launch_pool(const PoolParams<T>& p, CUstream_st* stream);

@@ -216,6 +216,24 @@ bool check_range(LoadError* err, const char* name, int64_t v, int64_t lo, int64_
   return true;
 }
 
+// One stored float16 peak (schema 5): a magnitude (infinity allowed: the
+// converter saw NaN or Inf) at a layer of the model.
+bool read_fp16_peak(const fb::Fp16Peak* p, const char* field, int32_t n_layers, Fp16Peak* out, LoadError* err) {
+  out->value = p->value();
+  out->layer = p->layer();
+  if (p->tensor()) out->tensor = p->tensor()->str();
+  if (!(out->value >= 0.0f)) {
+    return err->set(Status::bad_model, std::string("fp16_range.") + field + ".value is " +
+                                           std::to_string(out->value) + "; a peak is >= 0");
+  }
+  if (out->layer < -1 || out->layer >= n_layers) {
+    return err->set(Status::bad_model, std::string("fp16_range.") + field + ".layer is " +
+                                           std::to_string(out->layer) + " of a model with " +
+                                           std::to_string(n_layers) + " layers");
+  }
+  return true;
+}
+
 bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   hp->embed_dim = h->embed_dim();
   hp->hidden_dim = h->hidden_dim();
@@ -503,6 +521,15 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
       }
       info.self_test_samples = n_in;
     }
+  }
+
+  if (const fb::Fp16Range* r = m->fp16_range()) {
+    Fp16Peaks& fp = info.fp16_peaks;
+    if (!read_fp16_peak(r->residual(), "residual", hp.n_layers, &fp.residual, err) ||
+        !read_fp16_peak(r->other(), "other", hp.n_layers, &fp.other, err)) {
+      return false;
+    }
+    fp.present = true;
   }
 
   // Tensors, in the order the forward pass uses them.

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "cpu/kernels.h"
 #include "cuda_test_util.h"
 #include "golden.h"
 #include "host_ops.h"
@@ -357,10 +358,11 @@ struct Coeffs {
 
 // Runs one EMA pass on the device (storage T) and on the host (float), from
 // the same (float16-rounded if T is half) inputs and state; compares y and the
-// updated state.
+// updated state. recurrent: truncated stream mode in its recurrent form (h
+// carried in double, ema.cuh) instead of the re-scan.
 template <typename T>
 void ema_case(std::mt19937& rng, gpu::EmaParams<float> p, const Coeffs& co, int32_t steps, double tol,
-              const std::string& name) {
+              const std::string& name, bool recurrent = false) {
   const bool half = sizeof(T) == 2;
   const size_t nx = size_t(p.n_streams * p.n_tok * p.d);
   const int32_t kr = std::max(p.k, 1);
@@ -368,6 +370,8 @@ void ema_case(std::mt19937& rng, gpu::EmaParams<float> p, const Coeffs& co, int3
   std::vector<float> y(nx, 0.0f);
   DeviceArray<T> dring(ring.size()), dx(nx), dy(nx);
   DeviceArray<float> dh(h), da(co.a), dg(co.g), dqk(co.qk), dout(co.out), domega(co.omega);
+  std::vector<double> hd(h.size(), 0.0);
+  DeviceArray<double> dhd(hd);
   std::vector<int64_t> index(size_t(p.n_streams), 0);
   for (int32_t step = 0; step < steps; ++step) {
     if (step == steps / 2) index[0] = 0;  // stream 0 restarts
@@ -387,6 +391,7 @@ void ema_case(std::mt19937& rng, gpu::EmaParams<float> p, const Coeffs& co, int3
     hp.omega = co.omega.data();
     hp.ring = ring.data();
     hp.h = h.data();
+    hp.hd = recurrent ? hd.data() : nullptr;
     hp.chunk_index = index.data();
     mega::gpu::HostOps().ema(hp);
     if (half) ring = rounded(ring);  // the device ring holds float16
@@ -409,6 +414,7 @@ void ema_case(std::mt19937& rng, gpu::EmaParams<float> p, const Coeffs& co, int3
     dp.epilogue = p.epilogue;
     dp.ring = dring.get();
     dp.h = dh.get();
+    dp.hd = recurrent ? dhd.get() : nullptr;
     dp.chunk_index = dindex.get();
     if constexpr (sizeof(T) == 2) {
       dx.upload(to_half(x));
@@ -426,6 +432,11 @@ void ema_case(std::mt19937& rng, gpu::EmaParams<float> p, const Coeffs& co, int3
     }
     expect_close(got, y, tol, 1.0, name + " step " + std::to_string(step));
     if (p.mode == gpu::EmaMode::stream && p.k == 0) expect_close(dh.download(), h, tol, 1.0, name + " state");
+    if (recurrent) {
+      const std::vector<double> got_hd = dhd.download();
+      expect_close(std::vector<float>(got_hd.begin(), got_hd.end()), std::vector<float>(hd.begin(), hd.end()), tol,
+                   1.0, name + " recurrent state");
+    }
     if (p.mode == gpu::EmaMode::stream && p.k > 0) {
       std::vector<float> dr;
       if constexpr (sizeof(T) == 2) {
@@ -460,6 +471,7 @@ TEST(CudaKernels, EmaAllModesAndShapes) {
               "n " + std::to_string(n) + " d " + std::to_string(d) + " k " + std::to_string(k) + " t " + std::to_string(t);
           p.mode = gpu::EmaMode::stream;
           ema_case<float>(rng, p, co, 4, 2e-5, "stream " + name);
+          if (k > 0) ema_case<float>(rng, p, co, 4, 2e-5, "recurrent stream " + name, true);
           p.mode = gpu::EmaMode::forward;
           p.epilogue = false;
           ema_case<float>(rng, p, co, 1, 2e-5, "forward " + name);
@@ -488,15 +500,123 @@ TEST(CudaKernels, EmaFloat16Storage) {
     p.mode = gpu::EmaMode::stream;
     // float arithmetic on float16 inputs: only the output rounding differs
     ema_case<__half>(rng, p, co, 3, 2e-3, "fp16 stream k " + std::to_string(k));
+    if (k > 0) ema_case<__half>(rng, p, co, 3, 2e-3, "fp16 recurrent stream k " + std::to_string(k), true);
+  }
+}
+
+namespace {
+
+// The recurrent EMA on the device, chunk after chunk, against the CPU's
+// scalar reference (kernels/cpu/ema.cpp: the defining lag sum in double) run
+// once over each stream's whole sequence: streaming equals offline. Stream 1
+// starts again at chunk `restart` (its index back to 0).
+void ema_recurrent_vs_reference(std::mt19937& rng, int32_t n, int32_t d, int32_t k, int64_t t, int32_t chunks,
+                                float xs) {
+  const std::string name = "n " + std::to_string(n) + " d " + std::to_string(d) + " k " + std::to_string(k) +
+                           " t " + std::to_string(t) + " xs " + std::to_string(xs);
+  const int32_t streams = 2, restart = chunks / 2;
+  const Coeffs co(rng, d, n, k, d);
+  mega::EmaWeights w;
+  w.n_rows = d;
+  w.n_dim = n;
+  w.truncation = k;
+  for (size_t i = 0; i < co.a.size(); ++i) {
+    w.decay.push_back(1.0 - double(co.a[i]));
+    w.gain.push_back(co.g[i]);
+    w.decay_k.push_back(std::pow(1.0 - double(co.a[i]), double(k)));
+    w.out.push_back(co.out[i]);
+  }
+  std::vector<double> lag(size_t(d) * size_t(k));
+  mega::cpu::ema_lag_kernel(w, lag.data());
+  // each stream's whole sequence (stored values: value / xs), and its reference output
+  std::vector<std::vector<float>> seq(streams), want(streams);
+  for (int32_t b = 0; b < streams; ++b) {
+    seq[size_t(b)] = uniform(rng, size_t(chunks * t * d), -1.0f, 1.0f);
+    const int64_t from = b == 1 ? restart * t : 0;  // stream 1's reference starts at its restart
+    const int64_t len = chunks * t - from;
+    std::vector<float> ring(size_t(k * d), 0.0f), y(size_t(len * d));
+    std::vector<double> h(size_t(d * n), 0.0);
+    mega::cpu::EmaParams cp;
+    cp.w = &w;
+    cp.d = d;
+    cp.n = len;
+    cp.x = seq[size_t(b)].data() + from * d;
+    cp.y = y.data();
+    cp.h = h.data();
+    cp.ring = ring.data();
+    cp.ref_kernel = lag.data();
+    mega::cpu::ema_causal_ref(cp);
+    want[size_t(b)] = std::vector<float>(size_t(from * d), 0.0f);
+    for (float v : y) want[size_t(b)].push_back(v * xs);
+  }
+  DeviceArray<float> da(co.a), dg(co.g), dqk(co.qk), dout(co.out);
+  DeviceArray<float> dring(size_t(streams * k * d)), dx(size_t(streams * t * d)), dy(size_t(streams * t * d));
+  DeviceArray<double> dhd(size_t(streams * d * n));
+  std::vector<int64_t> index = {0, 0};
+  for (int32_t c = 0; c < chunks; ++c) {
+    if (c == restart) index[1] = 0;
+    std::vector<float> x;
+    for (int32_t b = 0; b < streams; ++b) {
+      x.insert(x.end(), seq[size_t(b)].begin() + c * t * d, seq[size_t(b)].begin() + (c + 1) * t * d);
+    }
+    dx.upload(x);
+    DeviceArray<int64_t> dindex(index);
+    gpu::EmaParams<float> p;
+    p.x = dx.get();
+    p.y = dy.get();
+    p.xs = xs;
+    p.a = da.get();
+    p.g = dg.get();
+    p.qk = dqk.get();
+    p.out = dout.get();
+    p.n_streams = streams;
+    p.n_tok = t;
+    p.d = d;
+    p.n = n;
+    p.k = k;
+    p.mode = gpu::EmaMode::stream;
+    p.epilogue = false;
+    p.ring = dring.get();
+    p.hd = dhd.get();
+    p.chunk_index = dindex.get();
+    expect_launched(gpu::launch_ema(p, nullptr), "recurrent ema");
+    const std::vector<float> got = dy.download();
+    for (int32_t b = 0; b < streams; ++b) {
+      if (b == 1 && c < restart) continue;  // before its restart: another sequence
+      const auto at = want[size_t(b)].begin() + c * t * d;
+      expect_close(std::vector<float>(got.begin() + b * t * d, got.begin() + (b + 1) * t * d),
+                   std::vector<float>(at, at + t * d), 2e-5, 1.0,
+                   name + " stream " + std::to_string(b) + " chunk " + std::to_string(c));
+    }
+    for (auto& i : index) ++i;
+  }
+}
+
+}  // namespace
+
+// Awkward shapes: 1, 7 and 129 tokens per chunk; channel counts and N that
+// are not powers of two; truncation shorter and longer than the chunk.
+TEST(CudaKernels, EmaRecurrentMatchesTheScalarReference) {
+  MEGA_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (int32_t n : {1, 5, 16, 32}) {
+    for (int32_t d : {1, 7, 13}) {
+      for (int32_t k : {1, 5, 150}) {
+        for (int64_t t : {1, 7, 129}) {
+          const int32_t chunks = t == 1 ? 9 : 4;
+          ema_recurrent_vs_reference(rng, n, d, k, t, chunks, d == 7 ? 16.0f : 1.0f);
+        }
+      }
+    }
   }
 }
 
 TEST(CudaKernels, PoolAndHead) {
   MEGA_REQUIRE_GPU();
   std::mt19937 rng(7);
-  for (int32_t d : {1, 7, 60}) {
+  for (int32_t d : {1, 7, 60, 300}) {  // 300 and 200: more than a head block's 128 threads
     for (int32_t w : {1, 4}) {
-      const int32_t streams = 5, cdim = 9, nc = 4;
+      const int32_t streams = 5, cdim = d > 128 ? 200 : 9, nc = 4;
       const int64_t n_tok = 11;
       std::vector<double> pool(size_t(streams * w * d), 0.0), total(size_t(streams * d), 0.0);
       DeviceArray<double> dpool(pool), dtotal(total);

@@ -90,6 +90,23 @@ struct DetectionDefaults {
   int32_t refractory_ms = 1000;
 };
 
+// The largest magnitude one kind of activation reaches on the self-test clip,
+// and where (the CUDA backend's tensor name; layer -1: the patch embedding).
+// Infinity stands for NaN or Inf.
+struct Fp16Peak {
+  float value = 0.0f;
+  std::string tensor;
+  int32_t layer = -1;
+};
+
+// The float16 peaks the converter measured (schema 5): the residual stream's
+// and the other float16 tensors'. They decide float16 storage on the CUDA
+// backend (kernels/cuda/fp16_range.h); absent, it measures them itself.
+struct Fp16Peaks {
+  bool present = false;
+  Fp16Peak residual, other;
+};
+
 struct ModelInfo {
   uint32_t schema_version = 0;
   HParams hparams;
@@ -103,6 +120,7 @@ struct ModelInfo {
   bool fp16 = false;
   int64_t file_bytes = 0;
   int64_t self_test_samples = 0;  // 0: the file has no self-test
+  Fp16Peaks fp16_peaks;
 };
 
 class Model {

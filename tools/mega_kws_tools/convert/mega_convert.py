@@ -23,10 +23,10 @@ import flatbuffers
 import torch
 
 from mega_kws_tools import model as mega_torch
-from mega_kws_tools.convert import mega_format
+from mega_kws_tools.convert import fp16_peaks, mega_format
 from mega_kws_tools.convert.schema import (DType, EmaDirection, AttentionFn, NormType, Activation,
                                      Pooling, PatchFeatures, PatchNorm, HParams, Tensor, Detection, Provenance,
-                                     SelfTest, Model)
+                                     SelfTest, Fp16Peak, Fp16Range, Model)
 
 CONVERTER_VERSION = "0.1.0"
 
@@ -240,6 +240,23 @@ def _add_self_test(b, st_input, st_logits):
     return SelfTest.End(b)
 
 
+def _add_fp16_range(b, peaks):
+    """peaks: fp16_peaks.measure's {"residual": (value, tensor, layer), "other": ...}."""
+    offs = {}
+    for kind in ("residual", "other"):
+        value, tensor, layer = peaks[kind]
+        name = b.CreateString(tensor)
+        Fp16Peak.Start(b)
+        Fp16Peak.AddValue(b, value)
+        Fp16Peak.AddTensor(b, name)
+        Fp16Peak.AddLayer(b, layer)
+        offs[kind] = Fp16Peak.End(b)
+    Fp16Range.Start(b)
+    Fp16Range.AddResidual(b, offs["residual"])
+    Fp16Range.AddOther(b, offs["other"])
+    return Fp16Range.End(b)
+
+
 def _add_hparams(b, cfg):
     HParams.Start(b)
     HParams.AddEmbedDim(b, cfg.embed_dim)
@@ -277,11 +294,13 @@ def _add_hparams(b, cfg):
 
 def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=False,
                      source_sha256="", source_format="", notes="", detection=None,
-                     schema_version=None, tensor_hook=None):
-    """Serializes a model (weights, hparams, labels, self-test) into .mega bytes.
+                     schema_version=None, tensor_hook=None, fp16_range=True):
+    """Serializes a model (weights, hparams, labels, self-test, float16 peaks)
+    into .mega bytes.
 
     Returns (file bytes, self-test logits). tensor_hook (tests only) may edit
-    the (name, array) list just before it is written.
+    the (name, array) list just before it is written; fp16_range=False (tests
+    only) leaves the float16 peaks out, as files before schema 5 did.
     """
     cfg = model.cfg
     check_labels(labels)
@@ -293,6 +312,7 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     st_input = self_test_input(cfg)
     model.input_mean, model.input_std = input_mean, input_std
     st_logits = reference_logits(model, st_input)
+    peaks = fp16_peaks.measure(model, st_input) if fp16_range else None
 
     if tensor_hook is not None:
         tensors = tensor_hook(tensors)
@@ -303,6 +323,7 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     prov_off = _add_provenance(b, source_sha256, source_format, notes)
     st_off = _add_self_test(b, st_input, st_logits)
     hp_off = _add_hparams(b, cfg)
+    range_off = _add_fp16_range(b, peaks) if peaks else None
 
     Model.Start(b)
     Model.AddSchemaVersion(b, min_schema_version(cfg) if schema_version is None else schema_version)
@@ -316,6 +337,8 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
     Model.AddDetection(b, det_off)
     Model.AddProvenance(b, prov_off)
     Model.AddSelfTest(b, st_off)
+    if range_off is not None:
+        Model.AddFp16Range(b, range_off)
     root = Model.End(b)
     b.Finish(root, file_identifier=mega_format.FILE_IDENTIFIER)
     return mega_format.add_trailer(bytes(b.Output())), st_logits

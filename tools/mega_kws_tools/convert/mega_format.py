@@ -11,7 +11,7 @@ File layout:  FlatBuffer (identifier "MEGA")  |  trailer, 12 bytes:
 import struct
 import zlib
 
-SCHEMA_VERSION = 4  # bump with a new entry in mega_model.fbs's version history; 4: PatchFeatures LogMel
+SCHEMA_VERSION = 5  # bump with a new entry in mega_model.fbs's version history; 5: Model.fp16_range
 
 FILE_IDENTIFIER = b"MEGA"  # the FlatBuffer's, at bytes 4..7
 

@@ -152,7 +152,18 @@ class Model(object):
             return obj
         return None
 
-def ModelStart(builder): builder.StartObject(11)
+    # Model
+    def Fp16Range(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(26))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            from .Fp16Range import Fp16Range
+            obj = Fp16Range()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def ModelStart(builder): builder.StartObject(12)
 def Start(builder):
     return ModelStart(builder)
 def ModelAddSchemaVersion(builder, schemaVersion): builder.PrependUint32Slot(0, schemaVersion, 0)
@@ -194,6 +205,9 @@ def AddProvenance(builder, provenance):
 def ModelAddSelfTest(builder, selfTest): builder.PrependUOffsetTRelativeSlot(10, flatbuffers.number_types.UOffsetTFlags.py_type(selfTest), 0)
 def AddSelfTest(builder, selfTest):
     return ModelAddSelfTest(builder, selfTest)
+def ModelAddFp16Range(builder, fp16Range): builder.PrependUOffsetTRelativeSlot(11, flatbuffers.number_types.UOffsetTFlags.py_type(fp16Range), 0)
+def AddFp16Range(builder, fp16Range):
+    return ModelAddFp16Range(builder, fp16Range)
 def ModelEnd(builder): return builder.EndObject()
 def End(builder):
     return ModelEnd(builder)
