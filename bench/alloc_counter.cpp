@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See alloc_counter.h. Without a sanitizer, the allocation functions below
 // take the place of glibc's for the whole process (the documented way to
 // replace malloc), count, and forward to glibc's own __libc_* entry points.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counts heap allocations (the malloc family and operator new, from any
 // thread) made while counting is on. Link alloc_counter.cpp into a binary of
 // its own: it replaces the process's malloc (or, under AddressSanitizer,

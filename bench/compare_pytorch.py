@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Times the PyTorch reference (tools/mega_kws_tools/model/) and our runtime on
 the same clip and the same model, with the same thread count, in one run, and
 prints the ratio.

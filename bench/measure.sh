@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The measurements behind docs/performance.md, in one run, from the repository
 # root after a release build:
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mega_bench: Google Benchmark suite for the CPU path.
 //
 //   ./build/bench/mega_bench [--model=PATH] [--benchmark_filter=REGEX] [--benchmark_repetitions=N]

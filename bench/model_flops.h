@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FLOPs of the Mega-chunk model per chunk and per second of audio, from its
 // hyper-parameters, for any model file. Counted as the papers count them: 2
 // per multiply-add of the matrix products (embedding, projections, the two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mega_rtf: real-time factor, per-chunk latency, model FLOPs and the achieved
 // rate next to OpenBLAS sgemm measured in the same run, peak memory and model
 // load time, for one model file. (Before, `keyword_spotter bench`; the CLI

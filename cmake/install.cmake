@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake --install: the library (libmega_kws), the public headers, the CLI, the
 # benchmark (mega_rtf, where built), the converter (bin/mega-convert), the
 # demo model and sample clips; an exported

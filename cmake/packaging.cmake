@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Debian packages of the install components (cmake/install.cmake), made by
 #   cpack -G DEB --config BUILD/CPackConfig.cmake -B BUILD
 # (scripts/test_packages.sh). Configure with -DCMAKE_INSTALL_PREFIX=/usr so

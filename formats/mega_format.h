@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The .mega file's framing, defined once for C++: the newest schema version
 // this runtime reads, and the trailer after the FlatBuffer. The FlatBuffer
 // itself is formats/mega_model.fbs. Python's twin is

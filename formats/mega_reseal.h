@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resealing a .mega file's trailer (mega_format.h: "MGCK", size, CRC-32 of
 // the body), for the tests and fuzzers that alter a file on purpose and want
 // the damage to reach the checks behind the checksum. Not used by the runtime.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the audio-file reader (apps/audio/audio_file.cpp:
 // libsndfile, then resampler.cpp's channel mix-down and libsamplerate) on arbitrary
 // bytes. The reader takes a path, as the CLI does, so each input goes

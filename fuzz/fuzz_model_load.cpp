@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: Model::load_from_memory on arbitrary bytes, then, for
 // whatever loads, a CPU engine and a forward pass (a model the loader accepts
 // must run without touching memory it does not own).

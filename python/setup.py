@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pip install ./python: the package mega_kws, told where its native library is.
 
 At build time this looks for an installed libmega_kws.so.N (the Debian package

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks that a CUDA build holds device code for an architecture (default 87,
 # Jetson Orin): every kernel object file of BUILD_DIR must embed a cubin that
 # ptxas compiled for sm_ARCH (nvcc records "-arch sm_ARCH" in each one), which

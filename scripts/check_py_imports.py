@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """No import cycle inside a Python package: between its modules, and between
 its subpackages (a module of data/ importing training/ and one of training/
 importing data/ is a cycle of the layers even when no two modules close it).

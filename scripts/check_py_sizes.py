@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Python modules and functions no longer than given limits: the lines of each
 .py file, and of each function or method (its def line to its last line,
 decorators and docstring included), found with ast.

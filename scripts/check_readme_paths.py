@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every path README.md names must exist: the targets of its relative
 Markdown links, the repository paths in its code (inline `...` and fenced
 blocks: apps/..., docs/..., samples/*.wav, ...), the file names in its text

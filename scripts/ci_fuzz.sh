@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer,
 # see fuzz/) and runs each for a fixed time, both at once, on a copy of its
 # committed seed corpus (fuzz/corpus/). Fails on any crash, leak (but the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Compares two `keyword_spotter classify --json` outputs (one JSON object per
 line, the same files in the same order): same labels, and logits within a
 tolerance. Exit 0 if they agree, 1 if not. Usage: compare_logits.py A B [--tol T]"""

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Sets up, builds, and classifies the bundled sample clips with the bundled model.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds an aarch64 sysroot from Debian's arm64 packages: a stand-in for a
 # JetPack root file system, so that the sysroot path of the toolchain files
 # (-DMEGA_SYSROOT) is exercised here. It does what docs/jetson.md asks of a

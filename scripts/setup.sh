@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages the project needs (skips what is already there).
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config

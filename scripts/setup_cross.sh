@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what the aarch64 cross build needs (skips what is already there):
 # Debian's cross g++, qemu-user to run the result, and the arm64 multiarch
 # -dev packages of the project's libraries.

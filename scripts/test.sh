@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Sets up, builds (warnings as errors) and runs every test; checks the install,
 # the Debian packages, the README's paths and the aarch64 cross build
 # (with its arm64 packages); then runs the tests again under

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The aarch64 (Jetson CPU) build, verified on this x86 machine:
 #  1. cross-compiles the CPU build with Debian's aarch64 g++ and arm64 multiarch
 #     packages (toolchains/aarch64-linux-gnu.cmake), warnings as errors;

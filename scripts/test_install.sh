@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The installed package, as a user of it sees it:
 #  - cmake --install of BUILD_DIR into a scratch prefix;
 #  - examples/embed built from its own build tree with find_package(MegaKWS),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packages (cmake/packaging.cmake), made from an existing build:
 #  1. cpack -G DEB in BUILD_DIR makes libmega-kws0, libmega-kws-dev, mega-kws
 #     and python3-mega-kws for the build's architecture; their control fields

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Zero heap allocations per chunk after warm-up: the streaming path (one and
 // two threads, the paper's base model and the tiny ones), classify_clip and
 // reset, the detector (C++ and the C API's mega_session_detect), counted by

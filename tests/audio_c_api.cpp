@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The microphone's C API (mega/mega_kws_audio.h) where no sound card is
 // needed: bad arguments give a status and a message, never a crash; with no
 // sound system at all, listing gives no device and opening fails at once with

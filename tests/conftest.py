@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What every test under tests/ shares: the tools the tests run as programs
 (`python3 -m mega_kws_tools...`) find their package as the tests do (pytest.ini's
 pythonpath puts tools/ on this process's path; a child process needs it in

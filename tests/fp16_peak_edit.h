@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model file's stored float16 peak (schema 5, Model.fp16_range) replaced in
 // place, for the tests of the loader's checks and of the CUDA backend's
 // refusal (the file must store the peaks: the converter's default).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reader for the .golden files written by tests/fixtures/make_fixtures.py.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keyword_spotter's streaming path (apps/audio/stream_pipeline.h)
 // driven by an in-memory audio source, the way the microphone (listen) and
 // files (scan) drive it: the same chunks, logits and detections as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tiny_patch (no input scaling) with its embedding weights scaled by 1e25:
 // loud input overflows the network, silence does not (the file stays valid:
 // every weight is finite). The hostile-input tests of every backend use it to

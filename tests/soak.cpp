@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mega_soak: streams hours of generated audio through one CPU engine per model
 // and checks what an always-on runtime must keep true:
 //   - every chunk's logits are finite, and the guard against non-finite

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The CUDA backend is a module (libmega_kws_cuda.so) that libmega_kws.so loads
 # only when asked for the cuda backend with a GPU present: neither the library
 # nor the CLI links a CUDA library, a CPU run never maps one, and a missing

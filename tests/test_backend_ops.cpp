@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend-comparison harness: every step of the ops interface
 // (runtime/src/core/ops.h), on every backend this build can run, against the CPU's
 // scalar reference, one step at a time from the same inputs. The backends:

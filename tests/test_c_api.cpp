@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API: status codes, NULL handling, and the same numbers as C++; the
 // detector finds what keyword_spotter scan finds, at the same times.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end tests of keyword_spotter: usage, exit codes, classify (offline and
 # streamed), audio formats, and bad inputs that must be reported while the
 # other files are still processed; and of mega_rtf, the benchmark.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """keyword_spotter's --json output as a tool reads it: every line of stdout is
 one valid UTF-8 JSON object, whatever happens to the files (a directory, NaN
 samples, standard input, a file name that is not UTF-8), and each carries a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Converter tests: reproduces the committed model, refuses what it cannot
 represent with a message naming it, and never leaves a half-written file."""
 

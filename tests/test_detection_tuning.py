@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Detection tuning (mega_kws_tools.evaluation.tune_detection) per keyword, the trade-off
 it writes for the model card, and the card's pictures (mega_kws_tools.evaluation.plot_card),
 on made-up posteriors: a loud keyword whose false alarms force a high threshold

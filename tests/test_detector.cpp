@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The detector on synthetic posterior sequences.
 #include <gtest/gtest.h>
 

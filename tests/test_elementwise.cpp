@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests for kernels/cpu/elementwise: accuracy against double-precision libm on dense
 // grids, length/alignment/aliasing behaviour, and saturation at extreme inputs.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Does the streaming EMA drift? The optimized causal EMA is the recurrence
 // h_t = q h_{t-1} + g (x_t - q^K x_{t-K}) in double, which adds each input
 // once and subtracts it K tokens later: rounding errors could pile up over

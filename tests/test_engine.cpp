@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engines (mega/engine.hpp) on the CPU: an Engine gives the same results
 // for any push blocking and through submit()/poll(); the BatchEngine's
 // streams equal single engines; the factory's answers for unknown or

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The float16 peaks the converter stores (schema 5, Model.fp16_range;
 tools/mega_kws_tools/convert/fp16_peaks.py): written by default, left out on
 request as older converters did, and measured on the activations the CUDA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's code that runs without a GPU, on the host:
 //   - the shared scalar math (kernels/common/scalar_math.h) is bit for bit
 //     the CPU's reference math;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile audio: NaN/Inf, huge, denormal samples, full-scale square waves,
 // DC and silence never make an engine produce a non-finite logit, and the
 // input hygiene (mega.hpp, kMaxSampleMagnitude) does exactly what it says:

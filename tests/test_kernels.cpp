@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests for the Mega layer's CPU kernels (kernels/cpu/kernels.h) on awkward shapes:
 // every optimized kernel against its scalar reference, and both against double-precision
 // brute force written here straight from mega-spec.md (so a bug shared by a kernel and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Every CLI path that does not touch a sound device, and mega_rtf (the build's
 # bench/mega_rtf, where built), under valgrind's memcheck:
 # no leak (definite, indirect or possible), no invalid access, and the same

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The live microphone path of keyword_spotter end to end, without a sound card
 # (docs: testing-audio.md):
 #   a. a PulseAudio null sink at 16 kHz whose monitor is the default input; the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The .mega file's framing is defined once per language, formats/mega_format.h
 (C++) and tools/mega_kws_tools/convert/mega_format.py (Python): the two must hold the same
 constants with the same values, agree with the schema (its file identifier and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad model files: each refused with its own clear message, never a crash
 // (this file also runs under AddressSanitizer in CI).
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Parity of tools/mega_kws_tools/model/ with the official fairseq Mega code, tiny
 # configurations only (a few seconds). Needs a checkout or bare git dir of
 # github facebookresearch/mega in $MEGA_OFFICIAL_REPO; exits 77 (skip) without one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden parity: the runtime against the float64 PyTorch reference.
 // Tolerances (documented in README "Accuracy"): tiny models, per-layer
 // outputs and logits within 2e-5 (both kernel sets); base size, logits

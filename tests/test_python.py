@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The Python package (python/mega_kws) over the build tree's libmega_kws:
 the same results as keyword_spotter classify and scan, NumPy in and out, and
 bad input (wrong dtype, NaN, a file that is not a model) giving clear

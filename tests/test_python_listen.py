@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """mega_kws.listen and mega_kws.devices (python/mega_kws/_listen.py over
 libmega_kws_audio) without a sound card, the way tests/test_listen.sh tests
 keyword_spotter listen (docs: testing-audio.md): a PulseAudio null sink at

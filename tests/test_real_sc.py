@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Real Speech Commands clips (tools/mega_kws_tools/data/fetch_real_sc.py): the dataset's split
 rule, only training/validation speakers written, nothing of a test set; and, if
 MEGA_REAL_SC_DIR names a built folder, that it holds no testing-split speaker.

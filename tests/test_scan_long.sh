@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # scan streams a 2-hour recording with flat memory: its peak RSS must match
 # that of a 1-minute scan (the file is never loaded whole), from the file and
 # through a pipe (scan -).

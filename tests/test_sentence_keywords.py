@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keywords cut from speechocean762's sentences by forced alignment
 (tools/mega_kws_tools/data/sentence_keywords.py), on a small made-up corpus in the same git layout,
 its sentences spoken by flite one word at a time so that where each word lies

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """tools/mega_kws_tools/evaluation/ship_rule.py (real speakers first) on made-up
 run folders in continue_real.sh's layout: a candidate that is better everywhere
 passes, each part of the rule fails on its own when only its figure is worse,

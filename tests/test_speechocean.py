@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """speechocean762 (tools/mega_kws_tools/data/speechocean.py) on a small made-up corpus in the
 same git layout: only the train/ half is read and a test-half speaker is
 refused; keyword-free means no keyword and no homophone of one; the speaker

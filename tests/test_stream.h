@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading a model, creating an engine and streaming through it inside a
 // GoogleTest test.
 #pragma once

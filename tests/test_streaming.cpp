@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streaming equals offline: any block sizes give the golden per-chunk window
 // logits, bit-identical across block sizes; engines are independent; reset
 // gives a fresh stream.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """tools/mega_kws_tools/evaluation/streamscore.py (the Python twin of the runtime's detector, and
 the scoring of detections against a recording's labels) against plain
 per-hop and per-keyword reference loops written here: the same detections and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The Python detector used for tuning (mega_kws_tools.evaluation.streamscore)
 against the runtime's (runtime/src/detector.cpp, driven through the C API by
 python/mega_kws's Detector over this build's libmega_kws): the same detections,

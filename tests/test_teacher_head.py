@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The teacher classifier's code (tools/mega_kws_tools/teacher: embed_cache and
 head) on tiny generated data, without the teacher's files or any download:
 clips placed where the teacher needs them, the cache written in shards and

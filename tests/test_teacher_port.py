@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The teacher's port (tools/mega_kws_tools/teacher) without its real files: small
 graphs built with onnx.helper from the same ops and attributes as openWakeWord's
 melspectrogram and embedding graphs run through the torch port and the numpy

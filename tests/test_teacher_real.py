@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The teacher's port on the real files, where they are present (fetched by
 `python3 -m mega_kws_tools.teacher.fetch --check-head work/teacher/check`;
 MEGA_TEACHER_DIR names another folder): every value of both graphs against the

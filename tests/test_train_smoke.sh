@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Training smoke test: a tiny synthetic dataset, a few dozen steps of the small
 # preset on it; the loss must go down, and the checkpoint must convert, load
 # and pass its self-test in the runtime; then the training options end to end (runs stopped and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The synthetic data's voice pool: reserved voices are refused by name, and the
 splits are voice-disjoint (no voice group in two splits); make_sc10.py's
 --near-miss and --accent clips leave every other clip as it was, and

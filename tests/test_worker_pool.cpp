@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's worker pool: every task runs once, on a valid thread
 // index, and tasks on worker threads compute in the same floating-point mode
 // as the forward pass on the calling thread (subnormals flushed).

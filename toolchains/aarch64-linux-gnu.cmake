@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cross-compiling for 64-bit ARM Linux (aarch64) with a GNU cross toolchain.
 #
 # The target's libraries come from one of:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cross-compiling for NVIDIA Jetson (JetPack 6 / L4T r36: Ubuntu 22.04, aarch64,
 # CUDA 12.x) from an x86-64 host. docs/jetson.md has the whole recipe.
 #

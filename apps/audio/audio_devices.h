@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PortAudio's input devices: listing them (devices, and the errors of
 // listen and of the microphone's C API) and finding the one asked for. Call
 // between Pa_Initialize and Pa_Terminate. Nothing here prints an error: the

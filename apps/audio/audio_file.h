@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading audio files (classify, scan; mega_rtf's FILE): libsndfile for every
 // format it knows, then the one channel mix-down and resampler (resampler.h)
 // to bring any file to mono at the model's rate.

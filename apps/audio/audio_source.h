@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the audio comes from: a file (scan), the microphone (listen), or
 // memory (tests). Every source hands its frames to the consumer through an
 // SPSC ring (spsc_ring.h), and one consumer path, StreamPipeline

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An audio file as a source (scan): decoded and resampled to the model's rate
 // by AudioFileStream, a block at a time, on the consumer's thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The microphone's C API (mega/mega_kws_audio.h): keyword_spotter listen's
 // path (MicSource -> StreamPipeline -> session -> detector) behind status
 // codes, for programs and the Python package. The pipeline runs on the

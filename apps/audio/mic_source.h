@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The microphone as a source (listen): a PortAudio input stream whose
 // capture callback, on PortAudio's thread, only copies the frames into the
 // preallocated lock-free ring and counts them; no allocation, lock or I/O

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The audio path's one conversion to the model's format, for every source:
 // interleaved channels averaged to mono, and libsamplerate (sinc, medium
 // quality) from the source's rate to the model's. The file reader

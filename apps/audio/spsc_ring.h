@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A lock-free single-producer/single-consumer ring of fixed-size frames, for
 // handing audio from the capture callback to the inference thread (the
 // pattern of PortAudio's pa_ringbuffer). All memory is allocated by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Audio from a pipe (scan -). Its first bytes say what it is: the magic of a
 // container libsndfile reads (WAV, RF64, AIFF, AU, FLAC, Ogg, CAF, ...) or
 // anything else, which is raw signed 16-bit little-endian mono at 16 kHz, e.g.

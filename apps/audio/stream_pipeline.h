@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one streaming path from any audio source to the detections:
 //
 //   source's ring -> channels averaged -> resampled to the model's rate (when

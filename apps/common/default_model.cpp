@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model used without -m (default_model.h).
 #include "default_model.h"
 

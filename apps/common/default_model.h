@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model a program uses without -m, found the same way by keyword_spotter,
 // mega_rtf and the Python package (mega_kws.default_model_path).
 #pragma once

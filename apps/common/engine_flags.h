@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command-line options that choose and size an engine (--backend,
 // --kernels, --fp16, --threads), as keyword_spotter and bench/mega_rtf both
 // take them: parsing, the combinations refused, the default backend and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A string's characters escaped for a JSON string literal (quotes, backslashes,
 // control characters; as Python's json.dumps writes them), always valid UTF-8: a byte that is not part of a valid
 // UTF-8 sequence (a file name in Latin-1, say) becomes U+FFFD. keyword_spotter's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line numbers, strictly: the whole argument must be a number in
 // [lo, hi] (no trailing text, no overflow, no NaN). For keyword_spotter and
 // bench/mega_rtf.

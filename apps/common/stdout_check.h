@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether what a program wrote to stdout arrived (a full disk, a closed pipe
 // lose it silently otherwise): keyword_spotter and mega_rtf report it the same
 // way, one line and exit 1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keyword_spotter's command line: the commands, the options each accepts
 // (one table, which --help prints), and the options into Params.
 #include "cli_options.h"

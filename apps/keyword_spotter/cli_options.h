@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keyword_spotter's command line: the options every command shares, their
 // defaults (shown by --help) and the exit codes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the commands print, shared: JSON objects, detection lines, durations.
 #include "cli_output.h"
 

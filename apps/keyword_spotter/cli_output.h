@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the commands print, shared: JSON objects (strings: apps/common/json_escape.h),
 // durations, and whether what went to stdout arrived (apps/common/stdout_check.h).
 #pragma once

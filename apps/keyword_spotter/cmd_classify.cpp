@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // classify: audio clips through the runtime, one result line per file (with
 // --json a "classification" object, or an "error" one, each naming its file).
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devices: the audio input devices PortAudio sees, one per line (or one JSON
 // object per device; none: one object with an empty "devices" list and the error).
 #include <portaudio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // info: the model's metadata, one field per line (or one JSON object).
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // listen: live keyword spotting on a PortAudio input.
 //
 // The microphone (mic_source.h) fills a lock-free ring from PortAudio's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scan: recordings of any length streamed through the session and the
 // detector (the path listen takes, stream_pipeline.h), one line per detection.
 // Several files: each gets a fresh session and detector, and its name on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // selftest: the input/logits pair stored in the model file, run through a
 // session (exit 0 if the logits match within the file's tolerance).
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keyword_spotter's commands, one per file (cmd_NAME.cpp).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What listen prints: the detections (stdout), a status line while stdout is
 // a terminal (level, last detection, dropped frames), a warning when
 // inference falls behind the device, and the summary at the end (stderr).

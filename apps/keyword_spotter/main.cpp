@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keyword_spotter: the command-line front end of the runtime.
 //
 //   keyword_spotter classify [-m MODEL] [--json] [--block-size N] FILE...

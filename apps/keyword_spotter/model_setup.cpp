@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model, the session and the detector as the options ask for them.
 #include "model_setup.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT and SIGTERM while listening: they only set a flag, which the
 // consumer loop checks (StreamOptions::stop); the previous handlers come back
 // when the StopSignals goes.

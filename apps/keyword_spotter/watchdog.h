@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exits the process if a PortAudio call has not returned in time: a wedged
 // sound server or driver (PortAudio and ALSA have no timeouts of their own)
 // must not turn into a hung keyword_spotter.

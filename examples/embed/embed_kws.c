@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Streams a mono audio file at the model's rate through the mega_kws C API in
  * 100 ms blocks, as a microphone callback would, and prints every keyword
  * detection as keyword_spotter scan does: the time the word was heard, its

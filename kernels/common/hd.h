@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MEGA_HD marks a function usable from both host and device code: the shared
 // per-element math (scalar_math.h) and the CUDA kernels' element functions
 // (kernels/*.cuh), so the plain C++ build and its tests run the same code the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar activations as the PyTorch model code spells them, for the CPU's
 // reference kernels and the CUDA kernels alike (host and device builds of one
 // definition). The CPU's optimized kernels (cpu/elementwise.cpp) are checked

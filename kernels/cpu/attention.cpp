@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-head chunk attention (mega-spec.md, "Chunked attention").
 // laplace / relu2: a = f(q.k / C + bias), not normalized over keys.
 // softmax: a = softmax(q.k / sqrt(Z) + bias) over keys.

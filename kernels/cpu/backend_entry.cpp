@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's entry point (backend.h): the table that the core's
 // registry registers on first use, as it registers a program's or a loaded
 // module's (backend_registry.cpp). Linked into the core library. Its streams

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's ops (cpu_ops.h).
 #include "cpu/cpu_ops.h"
 

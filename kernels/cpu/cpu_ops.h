@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's ops (ops.h, stream_ops.h) for one stream: its activations,
 // scratch and EMA state in one block allocated at creation, the worker
 // threads that share each chunk, and the choice of kernels (the scalar

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise float kernels; see elementwise.h for the contract.
 //
 // Fast path design:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise float kernels: exp, erf and the activations built on them.
 //
 // Every function maps in[0..n) to out[0..n). Contract shared by all of them:

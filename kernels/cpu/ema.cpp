@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The truncated damped EMA (mega-spec.md, "The EMA").
 //
 // Reference: the defining lag sum y_t = sum_{l<K} k[l] x_{t-l}, in double.

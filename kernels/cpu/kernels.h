@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU kernels for the Mega layer. Each op has a plain scalar reference (never
 // optimized; the ground truth the tests hold everything else to) and an
 // optimized twin. Kernels trust their params: the loader and the session

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dense projections: y = x w^T + b, w stored (n_out, n_in) as in PyTorch;
 // and their packed layout for the SIMD kernel (packed_weights.h).
 #include <cblas.h>

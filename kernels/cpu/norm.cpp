@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Norms over the channels of each token, and activations by model enum.
 #include <cmath>
 

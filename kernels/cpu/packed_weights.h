@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's own layout of the projections for its optimized linear
 // (SimdKernels::linear): each one's w transposed, with the bias (or zeros) as
 // one more row, (n_in + 1) x ld floats, columns zero-padded to ld (a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds simd_kernels.inc once per instruction set and picks the best set
 // the CPU supports. On x86-64 with g++: AVX-512 (F), AVX2 + FMA, and SSE2;
 // elsewhere only the portable 128-bit build (NEON on aarch64).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hand-vectorized kernels for the hot loops of the optimized CPU path: the
 // fused chunk attention, the projections and the causal EMA. They are written once over the
 // vector width (simd_kernels.inc) and compiled for AVX-512, for AVX2 + FMA and

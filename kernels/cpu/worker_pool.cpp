@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See worker_pool.h.
 #include "cpu/worker_pool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fixed team of threads that one CPU engine uses to split the work of a
 // chunk. run() executes a task function for every task index on the calling
 // thread and the workers, handing the indices out through an atomic counter

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attention weight pass (one thread per score) and the softmax rows (one
 // thread per row; only softmax models use it) between the cuBLAS GEMMs
 // (attention.cuh).

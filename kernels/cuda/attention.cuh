@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk attention between its two GEMMs (scores = q k^T and o = a v, cuBLAS
 // strided-batched over chunks): one pass turning the raw dot products into
 // weights, f(dot * scale + rel_pos_bias[C - 1 + j - i]) for laplace and

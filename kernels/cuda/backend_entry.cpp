@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's entry point (runtime/src/core/backend.h): the table the engine
 // factory registers, returned by the module's exported mega_kws_backend().
 #include "backend.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA_CHECK / CUBLAS_CHECK: inside the library a failed call returns a
 // Status from the enclosing function (out_of_memory or device_error) after
 // writing "cudaErrorX (text) in expr at file:line" into a thread-local

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mega::Engine and mega::BatchEngine on the CUDA backend (device_session.h).
 #include "cuda_engine.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's engines, behind its entry point (backend_entry.cpp).
 #pragma once
 

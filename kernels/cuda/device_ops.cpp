@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceOps (device_ops.h): the steps of runtime/src/core/ops.h one at a time on a
 // DevicePlan of their own, for the backend-comparison harness.
 #include "device_ops.h"

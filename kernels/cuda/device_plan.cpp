@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DevicePlan (device_plan.h): checks the model and the device, sizes and
 // allocates the memory plan, uploads the packed weights, and makes the stream
 // and the cuBLAS handle; frees what it made.

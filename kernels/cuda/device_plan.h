@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's device setup, shared by the session (device_session.cpp)
 // and the step-by-step ops of the tests (device_ops.cpp): the launcher that
 // runs forward.h's steps as kernels and cuBLAS calls on a stream (CudaOps),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's session (device_session.h): staging slots, graphs and
 // stream bookkeeping on a DevicePlan (device_plan.h); the forward pass itself
 // is forward.h over CudaOps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's session: B streams of one model on one GPU.
 //
 // All device memory (activations, per-stream state, weights, cuBLAS

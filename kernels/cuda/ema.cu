@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The EMA's segmented scan: one block per (stream, channel), lanes x segments
 // threads; and its recurrent form for streams: one thread per (stream,
 // channel, n) (see ema.cuh; host_ops.h runs the same steps on the host).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The truncated damped EMA on the GPU (mega-spec.md, "The EMA"), as a
 // segmented linear scan.
 //

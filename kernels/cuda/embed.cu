@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Patch embedding kernels: one thread per output element (log mel: per band),
 // then, with a running mean, one per (stream, channel); log mel: one per output element for the mix (embed.cuh).
 #include "embed.cuh"

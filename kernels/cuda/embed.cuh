@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strided patch embedding (mega-spec.md, "Our extension"): a Conv1d from 1 to
 // D channels, kernel k, stride s. Each stream's samples are laid out as
 // [k - s context samples | n_tok * s new samples], already scaled, so token j

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's ops (runtime/src/core/ops.h): GpuOps runs each step of the one
 // forward pass (mega::forward) through a launcher that either launches
 // kernels and cuBLAS on a stream (CudaOps, device_plan.h) or runs the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The float16 range check (fp16_range.h): forward.h on the host with a
 // launcher that records the peak of every output float16 storage would hold,
 // the residual stream's apart from the rest.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether, and how, a model's activations fit float16 storage
 // (EngineOptions::fp16).
 //

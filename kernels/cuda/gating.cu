@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gating steps' kernels: one thread per element (gating.cuh).
 #include "gating.cuh"
 #include "launch.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Mega layer's elementwise steps around its GEMMs, each one pass:
 //   bias_act:     y = act(y + bias)                   (v, FFN hidden)
 //   split:        base = mx Wmx^T + bmx split into u = sigmoid, z and r = silu,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host emulation of the CUDA backend: the Ops of forward.h run on the CPU,
 // each kernel as a loop over the same element function its CUDA kernel calls,
 // the EMA's segmented scan phase by phase, the GEMMs through column-major

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A session of the CUDA backend's forward pass on the host (forward.h over
 // host_ops.h, or another host launcher derived from HostOps): the same memory
 // plan, weight packing, staging and forward as the device session, in host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Grid-stride launch of an element function over n work items: the kernels
 // of every elementwise op are this one template (.cu files only).
 //

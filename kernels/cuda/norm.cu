@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Norm kernel: one thread per element (batch norm) or per token (norm.cuh).
 #include "launch.cuh"
 #include "norm.cuh"

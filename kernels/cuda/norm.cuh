@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Norms over the d channels of each token (batch norm folded to scale/shift at
 // load, layer norm, scale norm, RMS norm); y may be x (in place).
 // Batch norm is per element; the others are one thread per token, with float

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's memory plan, shared by the device session and its host
 // emulation (host_ops.h): model sizes, the activation/state buffers carved
 // from one allocation, and the weights packed into another. Plain C++: the

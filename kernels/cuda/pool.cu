@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling (one thread per stream and channel) and the head (one block per
 // stream) kernels (pool.cuh).
 #include "launch.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mean pooling and the classifier head.
 // pool: per stream and channel, the sum of the span's final features goes
 // into the window ring (slot chunk_index mod W) and the running total (reset

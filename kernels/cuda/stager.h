@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-side bookkeeping of a batch of streams, shared by the device session
 // and its host emulation: per stream the next chunk index and the last k - s
 // scaled samples (the patch embedding's left context), and the staging of one

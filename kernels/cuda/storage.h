@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage types of the CUDA backend's activations: float, or __half with
 // float arithmetic (fp16 mode). ld() widens to float, st() rounds back; the
 // element functions are written once against these. The plain C++ build

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference backend ("reference"): the scalar reference kernels
 // (kernels/cpu/kernels.h, plain loops written from the paper's equations) as
 // a backend of their own, for checking the others against. It has no stream

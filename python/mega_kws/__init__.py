@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mega_kws: streaming keyword spotting with the Mega-chunk runtime, from Python.
 
 A thin layer (ctypes) over the C API of libmega_kws (mega/mega_kws.h):

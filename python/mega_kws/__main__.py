@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python3 -m mega_kws scan|classify: keyword_spotter's scan and classify
 through the Python package, with the same output (WAV files at the model's
 rate only: this reader does not resample).

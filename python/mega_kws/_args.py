@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks of the package's arguments that the C API cannot make: a wrong type
 is a TypeError naming the parameter (not a value converted silently, nor a
 misleading message later), and thresholds given by label become the model's

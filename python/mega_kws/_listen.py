@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mega_kws.listen: keyword spotting on a microphone, keyword_spotter listen's
 path (PortAudio's capture into a lock-free ring, then the session and the
 detector) through the C API of libmega_kws_audio (mega/mega_kws_audio.h):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctypes declarations of the C API (runtime/include/mega/mega_kws.h) and the
 search for libmega_kws.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A WAV reader with no dependency beyond NumPy: PCM (8, 16, 24, 32 bit) and
 IEEE float (32, 64 bit), any channel count, scaled and mixed down to mono
 float32 as keyword_spotter's libsndfile reader does (x / 2^(bits-1); 8-bit is

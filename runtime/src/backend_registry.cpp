@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The registry of backends (core/backend.h): the CPU backend, linked into the
 // core and registered first (its entry point, cpu_backend_entry); those the
 // program registered; and, in libmega_kws.so (MEGA_BACKEND_MODULES), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the engine factory finds a backend by name
 // (backend_registry.cpp; the interface a backend provides: core/backend.h).
 #pragma once

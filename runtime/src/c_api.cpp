@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API: thin wrappers over the C++ classes that never let an exception
 // (for example std::bad_alloc from a message string) cross the boundary.
 #include "mega/mega_kws.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the C API's opaque handles (mega/mega_kws.h) hold. Private: shared by
 // the C API (c_api.cpp) and the microphone's C API (mega/mega_kws_audio.h,
 // apps/audio/mic_c_api.cpp), which is built from the same tree and links this

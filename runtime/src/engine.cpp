@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine factory (mega/engine.hpp): it checks the options and reaches
 // every backend by name through the registry (backend_registry.h), the CPU
 // one included (kernels/cpu). The core includes no backend's header.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stream with its detector (mega/keyword_stream.hpp): the one place where
 // audio becomes detections, and where a stream's end is handled.
 #include "mega/keyword_stream.hpp"

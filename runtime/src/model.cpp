@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading a .mega file: map it, verify it, check every hyper-parameter and
 // every tensor against them, derive what the kernels need. Anything wrong is
 // refused here with a message naming it; sessions then run without checks.

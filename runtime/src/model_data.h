@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The validated, ready-to-run form of a model: its info, the storage its
 // weight views point into (the mapped or copied file, owned float32 copies of
 // float16 or misaligned tensors), the weight views themselves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the CUDA tests: skip without a GPU, device copies of host
 // arrays, and a comparison that reports the worst element.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend reaches the engine factory through the core's backend.h. This
 // test program links it statically (mega_cuda), so it registers it here,
 // before any test runs, as a program embedding a backend would; the other

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Float16 storage decided from the peaks the converter stored (schema 5,
 // Model.fp16_range; kernels/cuda/fp16_range.h): engine creation reads them
 // instead of running its float32 host pass, files without them still get the

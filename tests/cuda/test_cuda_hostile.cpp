@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile input on the CUDA engines gives the CPU engines' results and
 // statistics: NaN, Inf and beyond-full-scale samples are cleaned and counted
 // in every path (one stream, batched streams, clips), and a model that

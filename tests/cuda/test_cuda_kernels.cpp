@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every CUDA kernel against its host run (kernels/cuda/host_ops.h, which the CPU
 // tests hold to the CPU reference) on awkward shapes: length 1, odd lengths,
 // channel and EMA dims that are not powers of two, several streams, many

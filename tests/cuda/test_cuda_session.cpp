@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA engines end to end, against the golden fixtures and the CPU:
 // clip parity, streaming equals offline for any block size (bit-identical
 // across block sizes), graphs equal direct launches, B batched streams equal

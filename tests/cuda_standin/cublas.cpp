@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stand-in's cuBLAS: GEMMs through OpenBLAS sgemm, column-major, with
 // cuBLAS's argument checks, run as stream-ordered work on the handle's stream.
 // Float16 operands are widened to float and the result rounded back (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stand-in's kernel execution: every block of a grid in a seeded random
 // order, every thread of a block as a cooperative fiber. A fiber runs until it
 // finishes, reaches __syncthreads() or waits in a warp shuffle; the scheduler

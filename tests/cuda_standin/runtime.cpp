@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stand-in's CUDA runtime: memory, streams, events, graphs, errors.
 //
 // Two modes (cuda_standin::Config, or MEGA_STANDIN_MODE=eager|deferred):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Between the stand-in's runtime (runtime.cpp), its kernel scheduler
 // (fibers.cpp) and its cuBLAS (cublas.cpp).
 #pragma once

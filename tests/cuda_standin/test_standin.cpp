@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA stand-in's own tests: what it promises to catch, it catches.
 // Barriers are real (a missing one changes the result for some seed), blocks
 // run in a random order (an inter-block race shows), shuffles exchange the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures of the training tools' tests: a small dataset in the Speech
 Commands layout made of generated signals (no text-to-speech program), and the
 smoke preset's model built in-process."""

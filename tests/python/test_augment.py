@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The training augmentations (tools/mega_kws_tools/augment) on generated signals: noise and
 babble levels, speed, formant and pitch changes, the phase vocoder, the front end's
 filter warp and masks, mixup, and splicing half-keywords."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Evaluation (tools/mega_kws_tools/evaluation/evaluate.py) and detection tuning on recordings
 (tools/mega_kws_tools/evaluation/tune_detection.py): the rejection trade-off, recordings pooled and cut
 in halves, and the false-alarm report, on a recording made of generated clips."""

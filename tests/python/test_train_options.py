@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """train.py and voice_norm_check.py refuse bad option values and combinations with a
 message that names the option, before any training (run in-process, on the generated
 dataset where they get as far as reading it)."""

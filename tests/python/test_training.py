@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The training loop's pieces (tools/mega_kws_tools/training and its helpers): the batch worker,
 sampling, the consistency divergences, the voice adversary and the probes, weight
 averaging, hard examples, and the running-mean start of --patch-norm."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mega-kws's Python tools for training and data, one package laid out by what
 things are:
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """WAV input and output for every tool: 16 kHz PCM, mono int16 in memory.
 
 read_wav takes a path or the file's bytes; it reads 8-, 16- and 32-bit PCM at

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A continuation of a committed model on real speech that fits in a session
 # (issue "Real people first"; docs/models.md, "How to train, and how long it takes"):
 # rebuild the data it needs, continue training, tune the detection defaults on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # From a training run to the bundled model: tune the detection defaults on the
 # validation stream, convert, then measure with the shipped runtime on the
 # test split and the test recordings. Reproduces models/sc10-demo.mega and the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Stages 6-9 of continue_real.sh for a run folder that holds a checkpoint
 # (RUN/best.pt: a continuation, or a soup of runs made by
 # mega_kws_tools.training.soup): tune the detection defaults on the real

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by continue_real.sh and measure_run.sh (after they set HERE, their
 # own folder): the project's tools and the real data's folders under WORK
 # (default work/ in the repository), the cloned sources in MIRROR (default

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by make_demo_model.sh and validate_run.sh: the continuous recordings
 # detection defaults are tuned and models are chosen on, and those the chosen model
 # is measured on, named in one place.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The teacher classifier (issue 83 item 3; docs/models.md, "Teacher classifier"):
 # the teacher's embeddings of the project's training data and of the real
 # validation judges, a head over them kept on real validation speakers only,

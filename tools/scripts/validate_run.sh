@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The validation figures models are chosen by, for one training run: nothing here
 # touches a test voice or a testing-split speaker. The pipeline of the synthetic-voice
 # runs in docs/lab-log.md; the ship rule now reads continue_real.sh's real-speaker figures.

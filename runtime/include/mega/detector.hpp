@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turning per-hop window posteriors into keyword detections.
 //
 // Per chunk hop the session's window logits become posteriors (softmax); they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The streams: an Engine (one stream, pushed synchronously or through an
 // asynchronous submit/poll pair, and offline clips) and a BatchEngine (many
 // independent streams advanced one chunk per step), on a compute backend

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stream with its detector: audio in, detections out, and the one answer
 // to what happens at either end of a stream. The CLI's pipeline
 // (apps/audio/stream_pipeline.cpp) and the C API (mega_session_detect,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mega-chunk keyword spotting runtime: the C++ API.
 //
 // A Model holds immutable weights loaded (and fully validated) from a .mega

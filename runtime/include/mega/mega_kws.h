@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Mega-chunk keyword spotting runtime: the C API.
  *
  * Every function returns a status code (MEGA_OK = 0) or a pointer that is

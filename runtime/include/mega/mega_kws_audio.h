@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Mega-chunk keyword spotting from a microphone: the C API of
  * libmega_kws_audio, a small library beside libmega_kws.
  *

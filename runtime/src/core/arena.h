@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Carves one allocation into 64-byte aligned arrays: run a layout once over an
 // Arena without memory to size the block, then again over the block to hand
 // out the pointers. How sessions and backends allocate everything at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interface between the core's engine factory (mega::create_engine,
 // runtime/src/engine.cpp) and a compute backend. Backends are leaves: they
 // include this and the core's other backend headers (ops.h, weights.h,

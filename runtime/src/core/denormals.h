@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Flush-to-zero for the duration of a forward pass. Random or trained weights
 // can drive values (silu of large negative inputs, decayed EMA states) into
 // the subnormal range, where x86 arithmetic is ~100x slower; values that small

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forward pass (forward_pass.h), for every backend: the embedding, each
 // layer's EMA-gated chunk attention and FFN sublayers (prenorm or postnorm),
 // the final norm and the pooling, through the ops interface (ops.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forward pass (forward_pass.cpp): the model's layer sequence, written
 // once against the ops interface (ops.h) and run by every backend.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ops interface: the Mega layer's steps as a backend provides them. The
 // one forward pass is written against it (forward(), forward_pass.h). The CPU
 // backend (kernels/cpu/cpu_ops.h), the CUDA backend and its host emulation

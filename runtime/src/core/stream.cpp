@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The core's stream (stream.h). A Stream is one stream: its pending samples,
 // pooling window, input hygiene and recovery, allocated in one block at
 // creation, over a backend's ops (stream_ops.h), which run the model's one

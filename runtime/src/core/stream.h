@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stream, the core's (stream.cpp): everything a stream is, written once for
 // every backend that supplies StreamOps (stream_ops.h): chunk framing with the
 // patch embedding's left context, the input hygiene and scaling, the pooling

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a backend supplies for one stream, as the core's stream (stream.h)
 // runs it: the ops interface's steps (ops.h) plus the stream's recurrent
 // state, its pooled sums and the classifier head, all in the backend's own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model's weight views: what every backend reads, and all it may read of
 // a model besides the public mega/mega.hpp. Raw pointers into the mapped
 // model file (or into float32 copies the loader owns), plus quantities the

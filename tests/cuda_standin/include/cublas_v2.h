@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA stand-in's cublas_v2.h: GEMMs on the CPU through OpenBLAS sgemm
 // (column-major, as cuBLAS), with cuBLAS's argument checks; float16 operands
 // go through float. The calls are stream-ordered work like kernels.

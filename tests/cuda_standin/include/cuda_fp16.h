@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA stand-in's cuda_fp16.h: __half as an IEEE binary16 (_Float16,
 // round to nearest even on conversion, as __float2half_rn), with only the
 // conversions the backend uses, so half arithmetic cannot slip in unnoticed.

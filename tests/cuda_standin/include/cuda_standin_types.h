@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA stand-in's types and constants (the subset of driver_types.h and
 // library_types.h the backend uses, with CUDA's own values).
 #pragma once

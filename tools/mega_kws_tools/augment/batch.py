@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training and evaluation examples: a context second, then the target second,
 with the waveform augmentations drawn per example."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Augmentation inside the model's front end: frequency-warped filters
 (--warp-prob) and SpecAugment-style masks (--mask-prob)."""
 

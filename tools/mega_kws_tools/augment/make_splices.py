@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Half-keyword clips for measuring near-miss rejection.
 
   make_splices.py --data DIR --split validation --per-keyword 100 --out OUT [--seed 1]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Noise and babble mixed into training examples (--noise-prob, --babble-prob)."""
 
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Speaker augmentation on the waveform: playback speed (--speed-prob), formant
 moves and spectral tilt (--color-prob, --vowel-prob), pitch (--pitch-prob)."""
 

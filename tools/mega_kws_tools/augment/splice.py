@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Half-keyword near misses: a keyword's onset or coda spliced to another word's
 (--splice-prob; augment.make_splices writes such clips as files)."""
 

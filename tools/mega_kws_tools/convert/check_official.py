@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Numerical parity of our PyTorch reference (mega_kws_tools.model) with the official Mega code.
 
   check_official.py --official-repo PATH [--sizes tiny,base] [--json] [--rev HEAD]

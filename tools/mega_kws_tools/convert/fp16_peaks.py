@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The float16 range of a model, measured once by the converter (schema 5).
 
 The CUDA backend stores most activations in float16 when asked to

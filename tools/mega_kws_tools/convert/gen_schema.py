@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Regenerate the converter's FlatBuffers Python code (the schema subpackage)
 from formats/mega_model.fbs:
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A model from a training checkpoint or a .mega file (as train --init reads it)."""
 
 import dataclasses

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes models/sc10-random-init.mega: the base architecture (unidirectional,
 so it streams) with RANDOM weights. It exists so the runtime can be built and
 run end to end before a trained model is bundled; its labels are meaningless.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Convert a Mega keyword-spotting checkpoint (official fairseq or ours) into a .mega file.
 
   mega_convert.py CHECKPOINT.pt -o MODEL.mega --labels yes,no,up,down,left,right,on,off,stop,go

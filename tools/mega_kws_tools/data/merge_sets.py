@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Merge Speech Commands-layout datasets into one, linking the clips (no copies).
 
   merge_sets.py --out DIR SRC [SRC ...]

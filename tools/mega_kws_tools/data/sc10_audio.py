@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make_sc10's signal helpers: levels, sox resampling and tempo, energy trimming, noise
 (white, pink, brown, hum), reverberation, band-limiting, resampling warp and dithered 16-bit
 quantization. Stateless: babble, which draws from the run's word bank, is in sc10_render."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make_sc10's clips: one speech, silence or babble-bank clip from its own seed (do_task, what
 the worker processes run), the voice probes, and the espeak-ng variants and tool versions."""
 

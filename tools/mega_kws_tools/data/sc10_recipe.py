@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make_sc10's recipe: the labels, the words each label's clips say, the numbers the
 clips are drawn with (probabilities, ranges, timeouts), manifest.csv's columns, and how a
 clip is named and seeded (make_sc10.py's docstring describes the whole recipe)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make_sc10's rendering: the run's shared state G (voices, variants, babble bank, folders;
 filled in the parent before the worker processes fork), drawing a clip's split, voice and
 word, text-to-speech through espeak-ng, flite and festival, and babble noise."""

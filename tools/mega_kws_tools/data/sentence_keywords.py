@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Keywords said inside read sentences, cut out by forced alignment: real
 `on`, `go`, `no`, `up`, `off`... where Speech Commands gives the project 15-16
 real clips of `on`, `off` and `go`.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Real read speech from speechocean762 (Zhang et al. 2021, CC BY 4.0; free for
 commercial and non-commercial use by its README): keyword-free sentences of
 real speakers, for counting false alarms and as real negatives.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Spot-check what every voice of the pool says for each keyword: the phones its
 engine produces for the text it is given (tools/mega_kws_tools/data/voices.py respellings).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The text-to-speech voice pool of the synthetic keyword data, and its voice-disjoint splits.
 
 A *voice* is one engine + voice name (espeak-ng `de`, festival `czech_dita`, ...),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clip accuracy of a PyTorch model on a Dataset, as training validates."""
 
 import numpy as np

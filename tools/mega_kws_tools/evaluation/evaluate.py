@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Measure a .mega model with the shipped runtime (keyword_spotter).
 
   evaluate.py --ks build/keyword_spotter --model MODEL.mega --data DIR [--split testing]

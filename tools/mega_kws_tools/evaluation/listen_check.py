@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Listen to what every voice of the pool says, with an independent recognizer, and
 put the model's answers next to it.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The model card's pictures, drawn from the evaluation's own output.
 
   plot_card.py --curve CURVE.json --confusion EVAL.json --out-dir docs/img [--title-suffix TEXT]

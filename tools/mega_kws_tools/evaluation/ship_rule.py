@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The demo model's shipping rule, real speakers first: does a candidate run
 replace the shipped one?
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by tune_detection.py and evaluate.py: the detector (the same rules as
 runtime/src/detector.cpp) and scoring of detections against a stream's labels.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Tune detection defaults (threshold, smoothing, refractory) on a validation stream.
 
   tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv -o detection.json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch reference of the Mega-chunk keyword spotter (our own code).
 
 Module and parameter names follow the official fairseq Speech Commands model

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoints: official fairseq ones and ours, to a model; random weights for tests."""
 
 import dataclasses

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The model's configuration (MegaConfig) and the choices of its options."""
 
 import dataclasses

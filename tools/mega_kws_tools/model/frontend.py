@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The patch embedding (linear, log-power or log-mel features) and its filterbanks."""
 
 import math

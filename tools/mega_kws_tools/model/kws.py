@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The keyword spotter: patch embedding, encoder layers, classifier; streaming windows."""
 
 from typing import List, Optional

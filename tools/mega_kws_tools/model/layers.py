@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The encoder's layers: EMA, attention, normalization, feed-forward."""
 
 import math

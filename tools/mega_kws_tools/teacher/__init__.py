@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pretrained speech teacher: openWakeWord's front end, a melspectrogram
 graph and Google's speech_embedding (arXiv 2002.01322), both ONNX files, run
 in PyTorch.

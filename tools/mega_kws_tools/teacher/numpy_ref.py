@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An independent numpy evaluator of the ONNX nodes the teacher's graphs use
 (and those of the hey_jarvis check head), written from the ONNX operator
 specification (opset 13) and sharing nothing with the torch port but the

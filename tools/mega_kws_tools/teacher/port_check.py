@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The torch port against the numpy evaluator: every value each graph computes
 (each node's outputs), on real and synthetic audio, and the whole teacher
 (features.Teacher, batched) against openWakeWord's own loop written in numpy.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The teacher's ONNX graphs as frozen torch modules: the port.
 
 PortedGraph(graph) holds the graph's weights as buffers (they move with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training: train (the command) and what a run is made of: presets, sampling,
 losses, mining (hard examples), the batch worker, the voice adversary, weight
 averaging (average; soup for finished runs), checkpoints, the front end's

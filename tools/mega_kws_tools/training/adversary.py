@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Domain-adversarial training against the voice (--voice-adversary)."""
 
 import torch

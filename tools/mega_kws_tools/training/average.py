@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An exponential moving average of the weights (--weight-average)."""
 
 import contextlib

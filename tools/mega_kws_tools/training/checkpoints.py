@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training checkpoints: saving them, and whether weights fit a model."""
 
 import dataclasses

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The training run's settings: one dataclass, TrainConfig, whose fields are the
 command line's options (the flag is the field's name with dashes, its
 argparse settings the field's metadata), so the run is handed one object

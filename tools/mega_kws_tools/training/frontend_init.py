@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Starting values of the front end from the training data (--patch-norm,
 log-mel presets)."""
 

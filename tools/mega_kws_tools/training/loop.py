@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The training run of a TrainConfig: its data, model and optimizer, the start
 (fresh, --resume or --init), the steps, validation and checkpoints.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loss terms beyond cross-entropy: mixup (--mixup-prob) and the consistency of
 two views (--consistency)."""
 

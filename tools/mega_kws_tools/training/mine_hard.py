@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Mine hard examples from a continuous recording of *training* voices: the
 streaming windows a checkpoint gets wrong, for train.py --hard-examples.
 

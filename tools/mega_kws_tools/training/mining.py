@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hard streaming windows (training.mine_hard's files) mixed into training batches
 (--hard-examples)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How often each training clip is drawn (--unknown-share, --extra-share,
 --class-boost)."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Average the weights of several checkpoints of one model ("model soup").
 
     soup.py -o OUT.pt A.pt B.pt [C.pt ...] [--weights 1 1 2]

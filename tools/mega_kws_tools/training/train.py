@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Train a streaming (unidirectional) Mega-chunk keyword spotter.
 
   python3 -m mega_kws_tools.training.train --data DIR --classes kws12 --out RUN_DIR [--steps N]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How much of a new voice's errors its own normalization statistics would undo (analysis only).
 
 The model's BatchNorm layers normalize with statistics of the training batches. This

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """How much of the voice a model's window embedding still tells: a linear probe.
 
   voice_probe.py --data DIR [--extra-data REAL_DIR] CKPT [CKPT ...] [--clips N] [--seed S]

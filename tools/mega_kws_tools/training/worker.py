@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Batches made ahead in a second process (--prefetch), and stopping on a signal."""
 
 import os
