@@ -63,6 +63,7 @@ install(DIRECTORY tools/mega_kws_tools/model/ DESTINATION ${MEGA_INSTALL_DATADIR
         COMPONENT cli FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES tools/mega_kws_tools/convert/__init__.py tools/mega_kws_tools/convert/mega_convert.py
               tools/mega_kws_tools/convert/mega_format.py tools/mega_kws_tools/convert/check_official.py
+              tools/mega_kws_tools/convert/fp16_peaks.py
         DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools/convert COMPONENT cli)
 install(DIRECTORY tools/mega_kws_tools/convert/schema/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools/convert/schema
         COMPONENT cli FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

@@ -137,6 +137,9 @@ def test_devices_without_a_sound_card(tmp_path):
     """No input device (CI's machines have none; no sound server is reachable here): one object saying so."""
     env = {k: v for k, v in os.environ.items() if k not in ("PULSE_SERVER", "JACK_DEFAULT_SERVER")}
     env.update(PULSE_RUNTIME_PATH=str(tmp_path / "nothing"), XDG_RUNTIME_DIR=str(tmp_path / "nothing"))
+    # in the sanitizer build: the sound stack PortAudio loads leaks from plugins it has
+    # already unloaded, which no suppression can name (scripts/test.sh runs listen so too)
+    env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
     r = run("devices", "--json", env=env)
     rows = objects(r.stdout)
     if r.returncode == 0:  # a machine with a sound card: one object per input device
