@@ -7,6 +7,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libsamplerate0-dev portaudio19-dev
       python3 python3-torch python3-numpy python3-flatbuffers python3-pytest python3-matplotlib python3-pip python3-setuptools python3-venv
       python3-pocketsphinx pocketsphinx-en-us python3-onnx
+      wamerican   # mega_kws_tools.custom: near misses drawn from ordinary words
       sox espeak-ng flite time
       festival festvox-kallpc16k festvox-ca-ona-hts festvox-czech-dita festvox-czech-krb festvox-czech-machac
       festvox-czech-ph festvox-italp16k festvox-itapc16k festvox-suopuhe-lj festvox-suopuhe-mv festvox-ru

@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Embedding the examples, training the head, tuning the defaults: the middle
+stages of the custom-keyword command (see stages.py)."""
+
+import numpy as np
+import torch
+
+from mega_kws_tools.custom import examples as ex
+from mega_kws_tools.custom import head as hd
+from mega_kws_tools.custom import realdata as rd
+
+RECORDING_BOOST = 8.0   # a user's own clip counts as this many rendered ones
+MAX_SPEECH_HOPS = 12000  # real speech windows kept as negatives
+
+
+def split_renders(audio, lengths, info):
+    """[(info row, clip)] from the render stage's concatenated audio."""
+    ends = np.cumsum(lengths)
+    return [(row, audio[e - n:e]) for row, n, e in zip(info, lengths, ends)]
+
+
+def speech_parts(run, hop_ends, cut):
+    """Masks over the training speakers' hops: (negatives, tuning), split by time."""
+    keep = rd.hop_mask(hop_ends, cut)
+    first = hop_ends <= hop_ends[-1] * rd.TRAIN_SHARE
+    return keep & first, keep & ~first
+
+
+def context_audio(run, cut):
+    """The first share of the training speakers' recording, with the stretches
+    that say a keyword silenced: context for the examples (None without it)."""
+    paths = rd.speech_paths(run.data, "training")
+    if paths is None:
+        return None
+    speech = rd.load_speech(paths[0])
+    speech = speech[: int(len(speech) * rd.TRAIN_SHARE)].astype(np.float32) / 32768.0
+    for a, b in cut:
+        speech[max(0, int(a * ex.SR)):max(0, int(b * ex.SR))] = 0.0
+    return speech
+
+
+def examples_of(run, clips, n_classes, speech, rng, progress):
+    """Embeddings, classes and draw boosts of the rendered and recorded words
+    (each placed run.copies times) and of non-speech stretches."""
+    by_class, boost_of = {}, {}
+    for row, x in clips:
+        cls, vset = row[1], row[2]
+        if vset in ("train", "recording"):
+            copies = run.copies * (2 if vset == "recording" else 1)
+            by_class.setdefault(cls, []).extend([x] * copies)
+            boost_of.setdefault(cls, []).extend([RECORDING_BOOST if vset == "recording" else 1.0] * copies)
+    audio, y = ex.build({c: ws for c, ws in by_class.items()}, 1, rng, speech, run.non_speech, run.silence)
+    boost = np.concatenate([np.array(boost_of[c]) for c in by_class] + [np.ones(run.non_speech)])
+    emb = ex.embed_last(run.backbone, audio, progress=lambda d: progress(d / max(1, len(audio))))
+    return emb, y, boost
+
+
+def tuning_sequences(run, clips, rng, speech):
+    """Hop embeddings (M, hops, D) of the tuning voice's keywords, each at the
+    end of three seconds (two of context), and their classes."""
+    seqs, cls = [], []
+    for row, x in clips:
+        if row[2] == "tune":
+            seqs.append(ex.place(x, rng, speech, [], seconds=3))
+            cls.append(row[1])
+    if not seqs:
+        return np.zeros((0, 12, run.backbone.cfg.embed_dim), np.float32), np.zeros(0, np.int64)
+    out = [ex.hop_embeddings(run.backbone, torch.from_numpy(np.stack(seqs[i:i + 32]))).numpy()
+           for i in range(0, len(seqs), 32)]
+    return np.concatenate(out).astype(np.float32), np.array(cls, np.int64)
+
+
+def embed_stage(run, words, renders, speech_hops_, real_words_, progress):
+    """Everything the head trains and tunes on, as embeddings."""
+    rng = np.random.default_rng([run.seed, 2])
+    clips = split_renders(*renders)
+    clips += [(["keyword", k, "recording", name, "recording"], x) for k, name, x in run.recordings_list()]
+    cut = []
+    paths = rd.speech_paths(run.data, "training")
+    if paths is not None:
+        spoken, _ = rd.sentences(paths[1])
+        cut = rd.excluded(spoken, run.said_like(words))
+    speech = context_audio(run, cut)
+    emb, y, boost = examples_of(run, clips, run.n_classes, speech, rng, progress)
+    parts = {"emb": emb, "y": y, "boost": boost}
+    if speech_hops_ is not None:
+        hops, ends = speech_hops_
+        neg, tune = speech_parts(run, ends, cut)
+        idx = np.nonzero(neg)[0]
+        if len(idx) > MAX_SPEECH_HOPS:
+            idx = np.sort(rng.choice(idx, MAX_SPEECH_HOPS, replace=False))
+        parts = _append(parts, hops[idx], run.unknown)
+        parts["free"], parts["free_piece"] = hops[tune], _pieces(np.nonzero(tune)[0])
+    words_, wemb = real_words_
+    if len(words_):
+        keep = np.array([w not in run.said_like(words) for w in words_])
+        parts = _append(parts, wemb[keep], run.unknown)
+    parts["tune_seq"], parts["tune_cls"] = tuning_sequences(run, clips, rng, speech)
+    return parts
+
+
+def _append(parts, emb, cls):
+    parts = dict(parts)
+    parts["emb"] = np.concatenate([parts["emb"], emb.astype(np.float32)])
+    parts["y"] = np.concatenate([parts["y"], np.full(len(emb), cls, np.int64)])
+    parts["boost"] = np.concatenate([parts["boost"], np.ones(len(emb))])
+    return parts
+
+
+def _pieces(idx):
+    """A piece number per index: a new piece wherever the indices jump."""
+    return np.concatenate([[0], np.cumsum(np.diff(idx) != 1)]) if len(idx) else np.zeros(0, np.int64)
+
+
+def train_stage(run, parts, progress):
+    model = hd.new_model(run.backbone, run.n_classes)
+    w = hd.balanced_weights(parts["y"], run.n_classes) * parts["boost"]
+    w = hd.balanced_weights(parts["y"], run.n_classes) if not w.any() else _renormalize(w, parts["y"], run.n_classes)
+    return hd.train_head(model, parts["emb"], parts["y"], w, run.steps, run.seed, progress)
+
+
+def _renormalize(w, y, n_classes):
+    for c in range(n_classes):
+        k = y == c
+        if k.any() and w[k].sum() > 0:
+            w[k] /= w[k].sum()
+    return w
+
+
+def tune_stage(run, model, parts, hop_s):
+    """The detection defaults, and the tuning figures per keyword."""
+    seq_probs = {k: [hd.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == k]
+                 for k in range(len(run.labels))}
+    free = parts.get("free")
+    pieces, hours = [], 0.0
+    if free is not None and len(free):
+        probs = hd.posteriors(model, free)
+        piece = parts["free_piece"]
+        pieces = [probs[piece == p] for p in np.unique(piece)]
+        hours = len(free) * hop_s / 3600.0
+    smoothing, ths, figs = hd.tune(seq_probs, pieces, hours, list(range(len(run.labels))), hop_s,
+                                   run.backbone.cfg.window_chunks, run.max_fa_per_hour)
+    thresholds = [float(ths.get(k, 1.0)) for k in range(run.n_classes)]
+    return {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": hd.REFRACTORY_MS}, figs, hours
