@@ -48,13 +48,14 @@ def chirp(f0: float, f1: float, n: int) -> np.ndarray:
 def gate(n: int, on_s: float, off_s: float, start_s: float = 0.0, ramp_s: float = 0.0) -> np.ndarray:
     """An on/off envelope of n samples: on for on_s, off for off_s, repeated from
     start_s (silent before), each edge a linear ramp of ramp_s. Beeps are a tone
-    times this."""
-    t = _times(n) - start_s
-    phase = np.mod(t, on_s + off_s)
-    env = ((phase < on_s) & (t >= 0)).astype(np.float64)
-    if ramp_s > 0:
-        ramp = np.minimum(np.minimum(phase, on_s - phase) / ramp_s, 1.0)
-        env *= np.clip(ramp, 0.0, 1.0)
+    times this. Counted in whole samples, so every period is the same."""
+    on, period = max(1, int(round(on_s * SR))), max(1, int(round((on_s + off_s) * SR)))
+    k = np.arange(n) - int(round(start_s * SR))
+    phase = np.mod(k, period)
+    env = ((phase < on) & (k >= 0)).astype(np.float64)
+    ramp = int(round(ramp_s * SR))
+    if ramp > 0:
+        env *= np.clip(np.minimum(phase, on - phase) / ramp, 0.0, 1.0)
     return env
 
 
@@ -113,9 +114,19 @@ def random_nonspeech(n: int, rng: np.random.Generator, kind: str = None) -> np.n
     elif kind in KINDS:
         x = _periodic(kind, n, rng)
         if kind == "beeps":
-            # the first beep within the first half, so every clip holds one
-            x = x * gate(n, rng.uniform(*BEEP_ON_S), rng.uniform(*BEEP_OFF_S), rng.uniform(0, n / SR / 2),
-                         rng.uniform(*RAMP_S))
+            x = x * gate(n, rng.uniform(*BEEP_ON_S), rng.uniform(*BEEP_OFF_S), 0.0, rng.uniform(*RAMP_S))
     else:
         raise ValueError(f"{kind}: not a kind of non-speech sound ({', '.join(KINDS)})")
     return np.clip(_at_level(x, float(rng.uniform(*RMS_DB_RANGE))), -1.0, 1.0).astype(np.float32)
+
+
+def nonspeech_window(rng: np.random.Generator) -> np.ndarray:
+    """A training input of make_batch's shape (the context second, then the
+    target second) holding one random non-speech sound that starts at a random
+    point of the first 1.5 s: a sound already under way and one that begins
+    inside the window both teach _silence_ (the beeps that fired did so at an
+    onset and later)."""
+    x = np.zeros(2 * SR, np.float32)
+    start = int(rng.integers(0, 3 * SR // 2))
+    x[start:] = random_nonspeech(2 * SR - start, rng)
+    return x
