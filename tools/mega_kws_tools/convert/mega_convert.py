@@ -119,7 +119,8 @@ def _offset_vector(builder, offsets):
     return builder.EndVector()
 
 
-# The detector's ranges (runtime/src/detector.cpp), which the loader enforces too.
+# The detector's ranges (runtime/include/mega/detection_limits.hpp, which the loader enforces too); the
+# installed converter cannot read the header: tests/test_detection_limits.py checks these agree with it.
 SMOOTHING_HOPS_RANGE = (1, 1024)
 REFRACTORY_MS_RANGE = (0, 600000)
 
