@@ -58,7 +58,7 @@ install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT
 # The converter: the modules of the package mega_kws_tools (tools/) that it
 # needs, as in the source tree, under share/mega_kws/tools/mega_kws_tools, run
 # by a small wrapper in bin that finds them relative to itself.
-install(FILES tools/mega_kws_tools/__init__.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools COMPONENT cli)
+install(FILES tools/mega_kws_tools/__init__.py tools/mega_kws_tools/hashing.py DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools COMPONENT cli)
 install(DIRECTORY tools/mega_kws_tools/model/ DESTINATION ${MEGA_INSTALL_DATADIR}/tools/mega_kws_tools/model
         COMPONENT cli FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES tools/mega_kws_tools/convert/__init__.py tools/mega_kws_tools/convert/mega_convert.py

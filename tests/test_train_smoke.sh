@@ -131,6 +131,8 @@ augmentation_run() {
 # --mixup-prob, --babble-prob: the run resumes exactly (also with --prefetch) and the mix reaches the loss
 augmentation_run m "--mixup-prob 0.5 --mixup-alpha 0.4" "^mixup: 0.5 of the clips"
 augmentation_run b "--babble-prob 0.8" "^babble: 0.8 of the noise"
+# --nonspeech-negatives (issue 83 item 5): generated tones, beeps and noise as _silence_ reach the loss
+augmentation_run ns "--nonspeech-negatives 0.3" "^non-speech negatives: 0.3 of the examples, labelled _silence_"
 # --voice-adversary: the run resumes exactly and the adversary reaches the loss; voice_probe.py and
 # voice_norm_check.py read its checkpoints; a run made with it does not resume without it
 augmentation_run va "--voice-adversary 0.5 --voice-adversary-ramp 5 --steps 25" "^voice adversary: weight 0.5 (reached at step 5), [0-9]* voice classes"

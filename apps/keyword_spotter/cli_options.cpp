@@ -10,6 +10,7 @@
 #include <string>
 
 #include "default_model.h"
+#include "mega/detection_limits.hpp"
 #include "parse_number.h"
 
 namespace kws {
@@ -198,12 +199,16 @@ bool parse_label_thresholds(const std::string& v, Params* p, std::string* why) {
   return true;
 }
 
+std::string integer_range(int64_t lo, int64_t hi) {
+  return "needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
 // One option and its value (null for a switch): stored in *p, or false and *why.
 bool take_option(const Option& o, const char* v, Params* p, std::string* why) {
   const std::string name = o.long_name;
   int64_t iv = 0;
   double fv = 0.0;
-  auto bad = [&](const char* msg) {
+  auto bad = [&](const std::string& msg) {
     *why = name + " " + msg;
     return false;
   };
@@ -230,10 +235,14 @@ bool take_option(const Option& o, const char* v, Params* p, std::string* why) {
     if (!parse_unit(v, &p->threshold)) return bad("needs a number in (0, 1], or LABEL=T,...");
     p->label_thresholds.clear();
   } else if (name == "--smoothing") {
-    if (!parse_int(v, 1, 1024, &iv)) return bad("needs an integer in [1, 1024]");
+    if (!parse_int(v, mega::kMinSmoothingHops, mega::kMaxSmoothingHops, &iv)) {
+      return bad(integer_range(mega::kMinSmoothingHops, mega::kMaxSmoothingHops));
+    }
     p->smoothing = int32_t(iv);
   } else if (name == "--refractory-ms") {
-    if (!parse_int(v, 0, 600000, &iv)) return bad("needs an integer in [0, 600000]");
+    if (!parse_int(v, mega::kMinRefractoryMs, mega::kMaxRefractoryMs, &iv)) {
+      return bad(integer_range(mega::kMinRefractoryMs, mega::kMaxRefractoryMs));
+    }
     p->refractory_ms = int32_t(iv);
   } else if (name == "--sensitivity") {
     if (!parse_float(v, 0.0, 1.0, &fv)) return bad("needs a number in [0, 1]");

@@ -419,9 +419,9 @@ class Detector(_Owned):
         if threshold is not None:
             o.threshold = _option("threshold", threshold, 0, 1, above_lo=True)
         if smoothing is not None:
-            o.smoothing_hops = _option("smoothing", smoothing, 1, 1024, integer=True)
+            o.smoothing_hops = _option("smoothing", smoothing, *_args.SMOOTHING_HOPS_RANGE, integer=True)
         if refractory_ms is not None:
-            o.refractory_ms = _option("refractory_ms", refractory_ms, 0, 600000, integer=True)
+            o.refractory_ms = _option("refractory_ms", refractory_ms, *_args.REFRACTORY_MS_RANGE, integer=True)
         if sensitivity is not None:
             o.sensitivity = _option("sensitivity", sensitivity, 0, 1)
         st = _native._S(-1)

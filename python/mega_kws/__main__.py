@@ -23,6 +23,10 @@ import os
 import sys
 
 import mega_kws
+from mega_kws._args import REFRACTORY_MS_RANGE, SMOOTHING_HOPS_RANGE
+
+SMOOTHING = "{}..{}".format(*SMOOTHING_HOPS_RANGE)  # as the help states them
+REFRACTORY = "{}..{}".format(*REFRACTORY_MS_RANGE)
 
 
 def _json_str(s):
@@ -106,8 +110,8 @@ def _parser():
     _common(sc)
     sc.add_argument("--threshold", help="T in (0, 1] for every keyword, or per keyword by label (go=0.8,on=0.85; "
                                         "the others keep the model's) [from the model]")
-    sc.add_argument("--smoothing", help="posteriors averaged over this many hops, 1..1024 [from the model]")
-    sc.add_argument("--refractory-ms", help="quiet time after a detection, 0..600000 [from the model]")
+    sc.add_argument("--smoothing", help=f"posteriors averaged over this many hops, {SMOOTHING} [from the model]")
+    sc.add_argument("--refractory-ms", help=f"quiet time after a detection, {REFRACTORY} [from the model]")
     sc.add_argument("--sensitivity", help="0..1; 0.5 keeps the thresholds, higher fires more")
     sc.add_argument("files", nargs="+", metavar="FILE", help="WAV files; - for standard input")
     cl = sub.add_parser("classify", help="the most probable label of each clip")
@@ -121,9 +125,10 @@ def _check_numbers(a):
     a.threads = _number(a.threads, 1, 16, "--threads needs an integer in [1, 16]", integer=True)
     if a.command == "scan":
         a.threshold = _threshold(a.threshold)
-        a.smoothing = _number(a.smoothing, 1, 1024, "--smoothing needs an integer in [1, 1024]", integer=True)
-        a.refractory_ms = _number(a.refractory_ms, 0, 600000, "--refractory-ms needs an integer in [0, 600000]",
-                                  integer=True)
+        a.smoothing = _number(a.smoothing, *SMOOTHING_HOPS_RANGE, "--smoothing needs an integer in [{}, {}]"
+                              .format(*SMOOTHING_HOPS_RANGE), integer=True)
+        a.refractory_ms = _number(a.refractory_ms, *REFRACTORY_MS_RANGE, "--refractory-ms needs an integer in "
+                                  "[{}, {}]".format(*REFRACTORY_MS_RANGE), integer=True)
         a.sensitivity = _number(a.sensitivity, 0.0, 1.0, "--sensitivity needs a number in [0, 1]")
     if a.files.count("-") > 1:
         raise _Usage("standard input (-) can be read only once")

@@ -9,6 +9,11 @@ import numbers
 import numpy as np
 
 INT32_MAX = 2 ** 31 - 1
+# The detector's ranges, as runtime/include/mega/detection_limits.hpp defines them (the library checks
+# them too; here they give the message a Python user expects). tests/test_detection_limits.py
+# checks that these agree with the header.
+SMOOTHING_HOPS_RANGE = (1, 1024)
+REFRACTORY_MS_RANGE = (0, 600000)
 
 
 def integer(name, value, unit=""):

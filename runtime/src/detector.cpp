@@ -4,9 +4,21 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mega/detection_limits.hpp"
 #include "mega/mega.hpp"
 
 namespace mega {
+namespace {
+
+// The ranges as the error messages state them, from detection_limits.hpp.
+std::string smoothing_range() {
+  return std::to_string(kMinSmoothingHops) + ".." + std::to_string(kMaxSmoothingHops);
+}
+std::string refractory_range() {
+  return std::to_string(kMinRefractoryMs) + ".." + std::to_string(kMaxRefractoryMs);
+}
+
+}  // namespace
 
 std::unique_ptr<Detector> Detector::create(const std::vector<std::string>& labels, const DetectorConfig& cfg,
                                            std::string* error) {
@@ -20,10 +32,14 @@ std::unique_ptr<Detector> Detector::create(const std::vector<std::string>& label
     return fail("need " + std::to_string(n) + " thresholds, got " + std::to_string(cfg.thresholds.size()));
   }
   for (float t : cfg.thresholds) {
-    if (!(t > 0.0f && t <= 1.0f)) return fail("thresholds must be in (0, 1]");
+    if (!threshold_in_range(t)) return fail("thresholds must be in (0, 1]");
   }
-  if (cfg.smoothing_hops < 1 || cfg.smoothing_hops > 1024) return fail("smoothing must be 1..1024 hops");
-  if (cfg.refractory_ms < 0 || cfg.refractory_ms > 600000) return fail("refractory time must be 0..600000 ms");
+  if (cfg.smoothing_hops < kMinSmoothingHops || cfg.smoothing_hops > kMaxSmoothingHops) {
+    return fail("smoothing must be " + smoothing_range() + " hops");
+  }
+  if (cfg.refractory_ms < kMinRefractoryMs || cfg.refractory_ms > kMaxRefractoryMs) {
+    return fail("refractory time must be " + refractory_range() + " ms");
+  }
   if (cfg.hop_ms <= 0) return fail("hop duration must be positive");
   if (cfg.warmup_hops < 0) return fail("warm-up hops must be >= 0");
   std::unique_ptr<Detector> d(new Detector());
@@ -152,21 +168,27 @@ bool Detector::config_for_model(const Model& model, const DetectorOverrides& o, 
   };
   const ModelInfo& info = model.info();
   const size_t n = info.labels.size();
-  auto in_unit = [](float t) { return t > 0.0f && t <= 1.0f; };  // false for NaN
   // negative means "the model's"; anything else must be in range (NaN never is)
-  if (!(o.threshold < 0.0f || in_unit(o.threshold))) return fail("threshold must be in (0, 1] (negative: the model's)");
+  if (!(o.threshold < 0.0f || threshold_in_range(o.threshold))) {
+    return fail("threshold must be in (0, 1] (negative: the model's)");
+  }
   if (!o.thresholds.empty() && o.threshold >= 0.0f) return fail("give thresholds per label or one threshold, not both");
   if (!o.thresholds.empty() && o.thresholds.size() != n) {
     return fail("need " + std::to_string(n) + " thresholds (one per label), got " + std::to_string(o.thresholds.size()));
   }
   for (float t : o.thresholds) {
-    if (!in_unit(t)) return fail("thresholds must be in (0, 1]");
+    if (!threshold_in_range(t)) return fail("thresholds must be in (0, 1]");
   }
   if (!(o.sensitivity < 0.0f || (o.sensitivity >= 0.0f && o.sensitivity <= 1.0f))) {
     return fail("sensitivity must be in [0, 1] (negative: none)");
   }
-  if (o.smoothing_hops == 0 || o.smoothing_hops > 1024) return fail("smoothing must be 1..1024 hops (negative: the model's)");
-  if (o.refractory_ms > 600000) return fail("refractory time must be 0..600000 ms (negative: the model's)");
+  // negative keeps the model's (refractory's lower bound, 0, is where "negative" starts)
+  if ((o.smoothing_hops >= 0 && o.smoothing_hops < kMinSmoothingHops) || o.smoothing_hops > kMaxSmoothingHops) {
+    return fail("smoothing must be " + smoothing_range() + " hops (negative: the model's)");
+  }
+  if (o.refractory_ms > kMaxRefractoryMs) {
+    return fail("refractory time must be " + refractory_range() + " ms (negative: the model's)");
+  }
   DetectorConfig c;
   // untuned models get 0.5 (the README says so)
   c.thresholds = info.detection.thresholds.empty() ? std::vector<float>(n, 0.5f) : info.detection.thresholds;

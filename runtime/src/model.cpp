@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "mega/detection_limits.hpp"
 #include "mega_model_generated.h"
 #include "mega_format.h"
 #include "model_data.h"
@@ -349,7 +350,7 @@ bool read_detection(const fb::Detection* d, const HParams& hp, ModelInfo* info, 
     }
     for (flatbuffers::uoffset_t i = 0; i < d->thresholds()->size(); ++i) {
       const float t = d->thresholds()->Get(i);
-      if (!(t > 0.0f && t <= 1.0f)) {  // NaN too
+      if (!threshold_in_range(t)) {
         char value[32];
         std::snprintf(value, sizeof value, "%g", double(t));
         return err->set(Status::bad_model, "detection threshold of label '" + info->labels[i] + "' is " + value +
@@ -360,8 +361,8 @@ bool read_detection(const fb::Detection* d, const HParams& hp, ModelInfo* info, 
   }
   info->detection.smoothing_hops = d->smoothing_hops();
   info->detection.refractory_ms = d->refractory_ms();
-  return check_range(err, "detection smoothing_hops", d->smoothing_hops(), 1, 1024) &&
-         check_range(err, "detection refractory_ms", d->refractory_ms(), 0, 600000);
+  return check_range(err, "detection smoothing_hops", d->smoothing_hops(), kMinSmoothingHops, kMaxSmoothingHops) &&
+         check_range(err, "detection refractory_ms", d->refractory_ms(), kMinRefractoryMs, kMaxRefractoryMs);
 }
 
 void load_norm(TensorTable& tt, const std::string& prefix, const HParams& hp, NormWeights* n, LoadError* err) {

@@ -60,6 +60,10 @@ def train_cmd(dataset, tmp_path):
     ("--speed-range 0.9", "-range"),
     ("--weight-average 1", "must be between 0 and 1"),
     ("--label-smoothing 1", "must be at least 0 and below 1"),
+    ("--nonspeech-negatives 1.5", "--nonspeech-negatives 1.5: must be between 0 and 1"),
+    ("--nonspeech-negatives 0.2 --consistency 2", "does not combine with --hard-examples, --splice-prob or --nonspeech"),
+    ("--nonspeech-negatives 0.2 --voice-adversary 0.5", "--nonspeech-negatives needs --classes kws12"),
+    ("--nonspeech-negatives 0.2 --classes sc10", "--nonspeech-negatives needs --classes kws12"),
 ])
 def test_train_refuses(train_cmd, capsys, monkeypatch, bad, message):
     assert message in refused(train.main, train_cmd + bad.split(), capsys, monkeypatch)

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "mega/detection_limits.hpp"
+
 namespace mega {
 
 class Model;
@@ -50,8 +52,8 @@ struct Detection {
 struct DetectorOverrides {
   std::vector<float> thresholds;  // one per label, in (0, 1]; empty: see threshold
   float threshold = -1.0f;        // every label, in (0, 1]; not with thresholds
-  int32_t smoothing_hops = -1;    // 1..1024
-  int32_t refractory_ms = -1;     // 0..600000
+  int32_t smoothing_hops = -1;    // kMinSmoothingHops..kMaxSmoothingHops (1..1024; detection_limits.hpp)
+  int32_t refractory_ms = -1;     // kMinRefractoryMs..kMaxRefractoryMs (0..600000)
   float sensitivity = -1.0f;      // 0..1, applied to the thresholds last (apply_sensitivity)
 };
 

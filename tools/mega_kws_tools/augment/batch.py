@@ -7,16 +7,17 @@ import torch
 
 from mega_kws_tools.audio import SR
 from mega_kws_tools.augment.noise import add_babble, add_noise, noise_pools
+from mega_kws_tools.augment.nonspeech import nonspeech_window
 from mega_kws_tools.augment.speaker import change_speed, FORMANT_RANGE, formant_track, PITCH_RANGE, recolor, shift_pitch, SPEED_RANGE, TILT_RANGE
 from mega_kws_tools.augment.splice import splice_pair, splice_pool
 from mega_kws_tools.data.dataset import Dataset
-from mega_kws_tools.data.layout import KEYWORDS, UNKNOWN
+from mega_kws_tools.data.layout import KEYWORDS, SILENCE, UNKNOWN
 
 
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
                speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0,
                vowel_prob: float = 0.0, pitch_prob: float = 0.0, babble_prob: float = 0.0,
-               speed_range=SPEED_RANGE):
+               speed_range=SPEED_RANGE, nonspeech: float = 0.0):
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
@@ -27,7 +28,10 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     (shift_pitch); with probability speed_prob the target second is played speed_range (default
     0.88-1.12) times as fast, and
     with probability noise_prob noise is added to it: with probability babble_prob
-    babble of several _unknown_ words (add_babble), else one noise clip (add_noise)."""
+    babble of several _unknown_ words (add_babble), else one noise clip (add_noise).
+    With probability nonspeech an example becomes, whole, a generated non-speech
+    sound (nonspeech.nonspeech_window: a tone, beeps, a chirp, noise, notes)
+    labelled _silence_; needs the _silence_ class."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
     y = ds.y[idx].copy()
@@ -36,7 +40,12 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     pools = noise_pools(ds) if train and noise_prob > 0 else []
     babble_ids = np.nonzero(ds.y == ds.labels.index(UNKNOWN))[0] if train and babble_prob > 0 else []
     splice = train and splice_prob > 0 and UNKNOWN in ds.labels
+    if train and nonspeech > 0 and SILENCE not in ds.labels:
+        raise ValueError(f"non-speech negatives need the {SILENCE} class (labels {ds.labels})")
     for i, j in enumerate(idx):
+        if train and nonspeech > 0 and rng.random() < nonspeech:
+            x[i], y[i] = nonspeech_window(rng), ds.labels.index(SILENCE)
+            continue
         target = ds.audio[j].astype(np.float32) / 32768.0
         if splice and ds.y[j] in keyword_ids and rng.random() < splice_prob:
             pool = splice_pool(ds, KEYWORDS[ds.y[j]], j)

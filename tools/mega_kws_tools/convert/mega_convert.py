@@ -10,7 +10,6 @@ conversion never leaves a half-written model behind.
 """
 
 import argparse
-import hashlib
 import math
 import numbers
 import os
@@ -28,6 +27,7 @@ from mega_kws_tools.convert import fp16_peaks, mega_format
 from mega_kws_tools.convert.schema import (DType, EmaDirection, AttentionFn, NormType, Activation,
                                      Pooling, PatchFeatures, PatchNorm, HParams, Tensor, Detection, Provenance,
                                      SelfTest, Fp16Peak, Fp16Range, Model)
+from mega_kws_tools.hashing import sha256_of
 
 CONVERTER_VERSION = "0.1.0"
 
@@ -119,7 +119,8 @@ def _offset_vector(builder, offsets):
     return builder.EndVector()
 
 
-# The detector's ranges (runtime/src/detector.cpp), which the loader enforces too.
+# The detector's ranges (runtime/include/mega/detection_limits.hpp, which the loader enforces too); the
+# installed converter cannot read the header: tests/test_detection_limits.py checks these agree with it.
 SMOOTHING_HOPS_RANGE = (1, 1024)
 REFRACTORY_MS_RANGE = (0, 600000)
 
@@ -376,14 +377,6 @@ def placeholder_clause(notes: str):
         if colon and words and all(w in _PLACEHOLDERS for w in words):
             return clause.strip()
     return None
-
-
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits) -> str:

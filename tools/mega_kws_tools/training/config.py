@@ -17,11 +17,12 @@ from typing import Optional
 from mega_kws_tools import model as mt
 from mega_kws_tools.audio import SR
 from mega_kws_tools.augment.features import RANGE_LIMITS, WARP_RANGE
+from mega_kws_tools.augment.nonspeech import KINDS as NONSPEECH_KINDS
 from mega_kws_tools.augment.speaker import COLOR_HOP, FORMANT_RANGE, PITCH_RANGE, SPEED_RANGE, TILT_RANGE, VOWEL_KNOT
 from mega_kws_tools.training.presets import PRESETS
 
 PROBABILITIES = ("babble_prob", "noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob",
-                 "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share")
+                 "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share", "nonspeech_negatives")
 
 
 def option(default, **argparse_settings):
@@ -112,6 +113,11 @@ class TrainConfig:
         0.0, type=float, metavar="P",
         help="SpecAugment-style time and channel masks on an example's features with probability P "
              "(default 0)")
+    nonspeech_negatives: float = option(
+        0.0, type=float, metavar="F",
+        help=f"replace this fraction of the training examples, whole, with a generated non-speech sound "
+             f"({', '.join(NONSPEECH_KINDS)}: random frequencies, beep timings and levels) labelled _silence_, "
+             "so that tones, beeps and music stop firing (needs --classes kws12; default 0)")
     unknown_share: float = option(
         0.0, type=float, metavar="S",
         help="draw _unknown_ clips this share of the time (the other classes equally often in "
@@ -238,9 +244,12 @@ class TrainConfig:
             yield f"--consistency needs an even --batch (two views of each clip), not {self.batch}"
         if self.consistency_scope != "all" and self.consistency == 0:
             yield f"--consistency-scope {self.consistency_scope} needs --consistency W (the term it scopes)"
-        if self.consistency > 0 and (self.hard_examples or self.splice_prob > 0):
-            yield ("--consistency does not combine with --hard-examples or --splice-prob "
-                   "(both change a clip's label in one view only)")
+        if self.consistency > 0 and (self.hard_examples or self.splice_prob > 0 or self.nonspeech_negatives > 0):
+            yield ("--consistency does not combine with --hard-examples, --splice-prob or --nonspeech-negatives "
+                   "(each changes a clip's label in one view only)")
+        if self.nonspeech_negatives > 0 and (self.classes != "kws12" or self.voice_adversary > 0):
+            yield ("--nonspeech-negatives needs --classes kws12 (its sounds are _silence_) and does not combine "
+                   "with --voice-adversary (a generated sound has no voice)")
 
     def _value_problems(self):
         for item in self.class_boost:

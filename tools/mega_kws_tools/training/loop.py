@@ -145,7 +145,7 @@ def make_drawer(cfg: TrainConfig, data: Data):
                                   speed_prob=cfg.speed_prob, splice_prob=cfg.splice_prob,
                                   color_prob=cfg.color_prob, vowel_prob=cfg.vowel_prob,
                                   pitch_prob=cfg.pitch_prob, babble_prob=cfg.babble_prob,
-                                  speed_range=tuple(cfg.speed_range))
+                                  speed_range=tuple(cfg.speed_range), nonspeech=cfg.nonspeech_negatives)
                          for _ in range(n_views)))
         x, y = torch.cat(xs), torch.cat(ys)
         if len(data.hard):
@@ -261,7 +261,8 @@ def describe(cfg: TrainConfig, run: Run):
     if cfg.babble_prob > 0:
         print(f"babble: {cfg.babble_prob:g} of the noise, {BABBLE_WORDS[0]}-{BABBLE_WORDS[1]} _unknown_ words at "
               f"{BABBLE_SNR_DB[0]:g}..{BABBLE_SNR_DB[1]:g} dB", flush=True)
-
+    if cfg.nonspeech_negatives > 0:
+        print(f"non-speech negatives: {cfg.nonspeech_negatives:g} of the examples, labelled _silence_", flush=True)
     if cfg.speed_prob > 0 or cfg.warp_prob > 0:
         print(f"speed factors {cfg.speed_range[0]:g}-{cfg.speed_range[1]:g} (p {cfg.speed_prob:g}), "
               f"warp factors {cfg.warp_range[0]:g}-{cfg.warp_range[1]:g} (p {cfg.warp_prob:g})", flush=True)

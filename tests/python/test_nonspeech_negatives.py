@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The non-speech sounds training mixes in as _silence_ (mega_kws_tools.augment.nonspeech,
+--nonspeech-negatives): each sound measured on what it is (a tone's frequency, a chirp's
+sweep, a beep's timing, a noise's spectral slope, the level drawn), and make_batch's use of
+them (issue 83 item 5)."""
+
+import numpy as np
+import pytest
+
+from mega_kws_tools.augment import batch
+from mega_kws_tools.augment import nonspeech as ns
+from mega_kws_tools.data import dataset as dataset_mod
+
+SR = 16000
+
+
+def peak_hz(x):
+    spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x))))
+    return np.fft.rfftfreq(len(x), 1 / SR)[int(np.argmax(spectrum))]
+
+
+def crossings_hz(x):
+    """the frequency of a periodic signal from its upward zero crossings"""
+    up = np.nonzero((x[:-1] < 0) & (x[1:] >= 0))[0]
+    return (len(up) - 1) / ((up[-1] - up[0]) / SR)
+
+
+@pytest.mark.parametrize("freq", [220.0, 440.0, 1000.0, 2000.0, 3150.0])
+def test_tone_square_and_saw_have_the_frequency_asked(freq):
+    n = SR
+    assert abs(peak_hz(ns.tone(freq, n)) - freq) <= 1.0
+    sq = ns.square(freq, n)
+    assert set(np.unique(sq)) == {-1.0, 1.0} and abs(peak_hz(sq) - freq) <= 1.0
+    saw = ns.sawtooth(freq, n)
+    assert saw.min() >= -1.0 and saw.max() < 1.0 and abs(peak_hz(saw) - freq) <= 1.0
+    # a sawtooth rises through each period and falls once per period
+    assert abs(np.sum(np.diff(saw) < 0) - freq) <= 1
+
+
+def test_chirp_sweeps_from_f0_to_f1():
+    x = ns.chirp(300.0, 3000.0, 2 * SR)
+    tenth = SR // 10
+    assert abs(crossings_hz(x[:tenth]) - (300 + 2700 * 0.025)) < 30  # mean over the first 0.1 s
+    assert abs(crossings_hz(x[-tenth:]) - (3000 - 2700 * 0.025)) < 30
+    assert abs(crossings_hz(x[SR - tenth // 2:SR + tenth // 2]) - 1650) < 30
+
+
+def test_gate_is_on_and_off_as_asked_from_its_start():
+    env = ns.gate(SR, 0.1, 0.15, start_s=0.2)
+    assert not env[:int(0.2 * SR)].any()
+    on = env > 0
+    edges = np.nonzero(np.diff(on.astype(int)))[0] + 1
+    assert list(edges[:4]) == [3200, 4800, 7200, 8800], edges[:4]
+    ramped = ns.gate(SR, 0.1, 0.15, start_s=0.2, ramp_s=0.01)
+    assert ramped[3200] == 0.0 and 0 < ramped[3200 + 80] < 1 and ramped[3200 + 160] == 1.0
+    assert (ramped <= env).all()
+
+
+@pytest.mark.parametrize("exponent", [0.0, 1.0, 2.0])
+def test_coloured_noise_falls_as_asked(exponent):
+    x = ns.coloured_noise(4 * SR, exponent, np.random.default_rng(5))
+    assert abs(np.sqrt(np.mean(x * x)) - 1.0) < 1e-6 and abs(x.mean()) < 1e-6
+    power = np.abs(np.fft.rfft(x)) ** 2
+    f = np.fft.rfftfreq(len(x), 1 / SR)
+    # mean power per octave band, 100 Hz to 6.4 kHz: a line of slope -exponent per doubling in log-log
+    octaves = [power[(f >= lo) & (f < 2 * lo)].mean() for lo in 100 * 2.0 ** np.arange(6)]
+    slope = np.polyfit(np.arange(6), np.log2(octaves), 1)[0]
+    assert abs(slope + exponent) < 0.15, slope
+
+
+def test_notes_are_pitched_sounds_that_change():
+    x = ns.notes(2 * SR, np.random.default_rng(2))
+    assert np.abs(x).max() > 0
+    peaks = {peak_hz(x[s:s + SR // 10]) for s in range(0, 2 * SR, SR // 10)}
+    assert len(peaks) >= 3 and all(100 <= p <= 880 * 5 + 20 for p in peaks), peaks
+
+
+@pytest.mark.parametrize("kind", ns.KINDS)
+def test_random_nonspeech_of_each_kind(kind):
+    levels = []
+    for seed in range(6):
+        x = ns.random_nonspeech(SR, np.random.default_rng(seed), kind)
+        assert x.dtype == np.float32 and x.shape == (SR,) and np.abs(x).max() <= 1.0
+        assert np.array_equal(x, ns.random_nonspeech(SR, np.random.default_rng(seed), kind))
+        levels.append(20 * np.log10(np.sqrt(np.mean(x.astype(np.float64) ** 2))))
+    lo, hi = ns.RMS_DB_RANGE
+    assert all(lo - 0.01 <= v <= hi + 0.01 for v in levels), levels  # clipping only lowers it
+    assert max(levels) - min(levels) > 3, levels  # levels are drawn, not fixed
+
+
+def test_random_nonspeech_draws_every_kind_and_refuses_an_unknown_one():
+    rng = np.random.default_rng(0)
+    shapes = {ns.random_nonspeech(SR, rng).tobytes() for _ in range(40)}
+    assert len(shapes) == 40
+    with pytest.raises(ValueError, match="speech: not a kind"):
+        ns.random_nonspeech(SR, rng, "speech")
+
+
+def test_beeps_are_bursts_between_silences():
+    for seed in range(5):
+        x = ns.random_nonspeech(2 * SR, np.random.default_rng(seed), "beeps")
+        silent = np.abs(x) < 1e-7
+        assert silent.mean() > 0.02 and (~silent).mean() > 0.01, seed
+
+
+def test_nonspeech_window_starts_at_a_random_point_of_the_first_one_and_a_half_seconds():
+    for seed in range(20):
+        x = ns.nonspeech_window(np.random.default_rng(seed))
+        assert x.shape == (2 * SR,)
+        onset = int(np.argmax(np.abs(x) > 0))  # (a sound may start on a zero sample: +1)
+        assert np.abs(x).max() > 0 and onset <= 3 * SR // 2 and not x[:onset].any(), (seed, onset)
+    onsets = [int(np.argmax(np.abs(ns.nonspeech_window(np.random.default_rng(s))) > 0)) for s in range(20)]
+    assert max(onsets) - min(onsets) > SR // 2, onsets  # onsets are drawn, not fixed
+
+
+def test_make_batch_replaces_the_share_asked_with_silence_labelled_sounds(dataset):
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
+    silence = ds.labels.index("_silence_")
+    keywords = np.nonzero(ds.y < 10)[0][:16]
+
+    def draw(train=True, idx=keywords, seed=1, **options):
+        return batch.make_batch(ds, idx, np.random.default_rng(seed), train, **options)
+    (x0, y0), (x1, y1) = draw(), draw(nonspeech=0.0)
+    assert (x0 == x1).all() and (y0 == y1).all()  # off: the batch of a run without the option
+    xa, ya = draw(nonspeech=1.0)
+    assert (ya == silence).all() and (y0 < 10).all()
+    # each row is the window nonspeech_window draws from the same generator after the coin
+    rng = np.random.default_rng(1)
+    for row in xa.numpy():
+        rng.random()
+        assert np.array_equal(row, np.clip(ns.nonspeech_window(rng), -1, 1))
+    _, yh = draw(idx=np.repeat(keywords, 25), seed=2, nonspeech=0.3)
+    assert 0.2 < float((yh == silence).float().mean()) < 0.4
+    assert (draw(train=False, nonspeech=1.0)[1] == y0).all()  # evaluation batches are never replaced
+
+
+def test_make_batch_refuses_nonspeech_without_a_silence_class(dataset):
+    ds = dataset_mod.Dataset(dataset, "sc10", "training", 0, 1)
+    with pytest.raises(ValueError, match="need the _silence_ class"):
+        batch.make_batch(ds, np.arange(4), np.random.default_rng(1), True, nonspeech=0.5)
