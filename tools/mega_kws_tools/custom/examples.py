@@ -13,6 +13,7 @@ formants), exactly as a streaming session would hear it.
 import numpy as np
 import torch
 
+from mega_kws_tools.augment.nonspeech import random_nonspeech
 from mega_kws_tools.augment.speaker import change_speed, recolor, shift_pitch
 from mega_kws_tools.data.sc10_audio import colored_noise, reverb, rms, trim
 
@@ -99,20 +100,11 @@ def place(word: np.ndarray, rng: np.random.Generator, speech, words, seconds: in
 
 
 def non_speech(rng: np.random.Generator, seconds: int = 2) -> np.ndarray:
-    """Silence, noise, a tone, a beep train or a square wave: what must not fire."""
-    n, t = seconds * SR, np.arange(seconds * SR) / SR
-    kind = int(rng.integers(5))
-    if kind == 0:
-        x = colored_noise(rng, n, str(rng.choice(["white", "pink", "brown"])))
-    elif kind == 1:
-        x = np.sin(2 * np.pi * rng.uniform(100, 3000) * t)
-    elif kind == 2:
-        x = np.sin(2 * np.pi * rng.uniform(300, 2500) * t) * (np.sin(2 * np.pi * rng.uniform(1, 6) * t) > 0)
-    elif kind == 3:
-        x = np.sign(np.sin(2 * np.pi * rng.uniform(80, 1500) * t))
-    else:
-        x = colored_noise(rng, n, "white") * 1e-4
-    return (x * 10 ** (rng.uniform(-40, -6) / 20)).astype(np.float32)
+    """Silence, or a sound that is not speech (tones, beeps, chirps, square and
+    saw waves, coloured noise, notes: augment/nonspeech.py): what must not fire."""
+    if rng.random() < 0.15:
+        return (colored_noise(rng, seconds * SR, "white") * 10 ** rng.uniform(-5, -3.5)).astype(np.float32)
+    return random_nonspeech(seconds * SR, rng).astype(np.float32)
 
 
 def build(words_by_class, copies: int, rng: np.random.Generator, speech, n_non_speech: int, silence_class: int):

@@ -2,8 +2,9 @@
 """What the custom-keyword modules share: the repository's root, the stage
 names in order, a file's hash."""
 
-import hashlib
 import os
+
+from mega_kws_tools.hashing import sha256_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEFAULT_BACKBONE = os.path.join(ROOT, "models", "sc10-demo.mega")
@@ -11,8 +12,4 @@ STAGES = ["words", "render", "speech", "embed", "train", "tune", "write", "measu
 
 
 def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return sha256_of(path)
