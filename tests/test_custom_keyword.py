@@ -58,6 +58,18 @@ def test_a_keyword_too_long_to_say_in_a_second_is_refused(tmp_path):
     assert "too long for the model's 1-second window" in r.stderr.strip().splitlines()[-1]
 
 
+def test_a_recordings_folder_without_a_clip_is_refused_before_any_work(tmp_path):
+    empty = tmp_path / "recordings"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not audio\n")
+    r = custom(["--keyword", "lights", "--out", str(tmp_path / "m.mega"), "--work", str(tmp_path / "run"),
+                "--recordings", str(empty)] + TINY, tmp_path)
+    assert r.returncode == 2, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "no clip of 'lights' that could be read" in last, r.stderr
+    assert not (tmp_path / "run" / "text" / "words.json").exists()
+
+
 def scan(model, wav):
     r = subprocess.run([CLI, "scan", "--json", "-m", model, wav], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

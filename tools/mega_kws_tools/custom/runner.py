@@ -56,6 +56,7 @@ class Run:
         torch.set_num_threads(self.threads)
         print(f"custom keyword model for {', '.join(repr(x) for x in self.labels)}; run folder {self.work}",
               file=sys.stderr)
+        self.recordings_list()  # a --recordings folder without a usable clip is refused before any work
         ckpt = load_init(self.backbone_path)
         if ckpt is None:
             return 2
