@@ -134,3 +134,11 @@ def test_speech_that_says_the_keyword_is_not_keyword_free():
     assert rd.keyword_free_stretches([(0.0, 9.0)], cut) == [(0.0, 2.0), (6.0, 9.0)]
     ends = np.array([1.0, 2.5, 6.5, 7.5])
     assert rd.hop_mask(ends, cut).tolist() == [True, False, False, True]
+
+
+def test_tuning_recall_weighs_the_voice_and_the_recordings_alike():
+    from mega_kws_tools.custom import head as hd
+    loud = np.tile([0.05, 0.05, 0.9], (12, 1))[None].repeat(3, 0)   # label 2 sure at every hop
+    quiet = np.tile([0.5, 0.45, 0.05], (12, 1))[None].repeat(1, 0)  # label 2 never
+    assert hd.keyword_recall([list(loud), list(quiet)], 2, 0.5, 2, 4, 4) == 0.5  # 3 of 3 and 0 of 1
+    assert hd.keyword_recall([list(loud), []], 2, 0.5, 2, 4, 4) == 1.0  # no recordings: the voice alone

@@ -56,18 +56,24 @@ def examples_of(run, clips, n_classes, speech, rng, progress):
 
 
 def tuning_sequences(run, clips, rng, speech):
-    """Hop embeddings (M, hops, D) of the tuning voice's keywords, each at the
-    end of three seconds (two of context), and their classes."""
+    """Hop embeddings (M, hops, D) of the tuning voice's keywords and of the
+    user's recordings, each at the end of three seconds (two of context), and
+    their classes. With recordings, the smoothing is chosen for real speech
+    too: a voice synthesizer's words stay above a threshold for more hops than
+    people's do."""
     seqs, cls = [], []
     for row, x in clips:
-        if row[2] == "tune":
+        if row[2] in ("tune", "recording"):
             seqs.append(ex.place(x, rng, speech, [], seconds=3))
-            cls.append(row[1])
+            cls.append(row[1] + (TUNE_RECORDING if row[2] == "recording" else 0))
     if not seqs:
         return np.zeros((0, 12, run.backbone.cfg.embed_dim), np.float32), np.zeros(0, np.int64)
     out = [ex.hop_embeddings(run.backbone, torch.from_numpy(np.stack(seqs[i:i + 32]))).numpy()
            for i in range(0, len(seqs), 32)]
     return np.concatenate(out).astype(np.float32), np.array(cls, np.int64)
+
+
+TUNE_RECORDING = 1000  # added to a tuning sequence's class when it is one of the user's recordings
 
 
 def embed_stage(run, words, renders, speech_hops_, real_words_, progress):
@@ -129,8 +135,9 @@ def _renormalize(w, y, n_classes):
 
 def tune_stage(run, model, parts, hop_s):
     """The detection defaults, and the tuning figures per keyword."""
-    seq_probs = {k: [hd.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == k]
-                 for k in range(len(run.labels))}
+    # per keyword, the tuning voice's sequences and the recordings' (each source weighs the same)
+    seq_probs = {k: [[hd.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == code]
+                     for code in (k, k + TUNE_RECORDING)] for k in range(len(run.labels))}
     free = parts.get("free")
     pieces, hours = [], 0.0
     if free is not None and len(free):

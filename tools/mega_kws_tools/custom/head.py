@@ -90,11 +90,13 @@ def _detections(probs, label, threshold, smoothing, warmup, refractory_hops):
     return streamscore.detect(probs, th, smoothing, refractory_hops, can_fire, warmup)
 
 
-def keyword_recall(seq_probs, label, threshold, smoothing, warmup, refractory_hops) -> float:
-    """Share of sequences (each a stream with a word of `label` at its end) in
-    which the detector fires `label`."""
-    hits = sum(bool(_detections(p, label, threshold, smoothing, warmup, refractory_hops)) for p in seq_probs)
-    return hits / max(1, len(seq_probs))
+def keyword_recall(sources, label, threshold, smoothing, warmup, refractory_hops) -> float:
+    """The mean over the sources that have any (the tuning voice, the user's
+    recordings) of the share of sequences (each a stream with a word of
+    `label` at its end) in which the detector fires `label`."""
+    shares = [sum(bool(_detections(p, label, threshold, smoothing, warmup, refractory_hops)) for p in seqs)
+              / len(seqs) for seqs in sources if seqs]
+    return float(np.mean(shares)) if shares else 0.0
 
 
 def false_alarms(free_probs, label, threshold, smoothing, refractory_hops) -> int:
