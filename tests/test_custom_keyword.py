@@ -142,3 +142,12 @@ def test_tuning_recall_weighs_the_voice_and_the_recordings_alike():
     quiet = np.tile([0.5, 0.45, 0.05], (12, 1))[None].repeat(1, 0)  # label 2 never
     assert hd.keyword_recall([list(loud), list(quiet)], 2, 0.5, 2, 4, 4) == 0.5  # 3 of 3 and 0 of 1
     assert hd.keyword_recall([list(loud), []], 2, 0.5, 2, 4, 4) == 1.0  # no recordings: the voice alone
+
+
+def test_eight_or_more_recordings_keep_every_fourth_out_of_training_to_tune():
+    from mega_kws_tools.custom.fit import recording_clips
+    clip = np.zeros(8000, np.float32)
+    rows = [r for r, _ in recording_clips([(0, f"a{i}.wav", clip) for i in range(8)]
+                                           + [(1, f"b{i}.wav", clip) for i in range(7)])]
+    assert [r[2] for r in rows if r[1] == 0] == ["recording", "recording", "recording", "recording-tune"] * 2
+    assert all(r[2] == "recording" for r in rows if r[1] == 1)  # seven: all train

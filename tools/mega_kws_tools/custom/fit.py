@@ -13,6 +13,24 @@ RECORDING_BOOST = 8.0   # a user's own clip counts as this many rendered ones
 MAX_SPEECH_HOPS = 12000  # real speech windows kept as negatives
 
 
+HOLD_OUT_FROM = 8  # with this many recordings of a keyword or more, every fourth only tunes
+
+
+def recording_clips(recordings):
+    """The user's clips as render rows: "recording" ones train; with
+    HOLD_OUT_FROM or more of a keyword, every fourth is "recording-tune",
+    kept out of training to tune the defaults on real speech it never heard."""
+    out, seen = [], {}
+    for k, name, x in recordings:
+        seen[k] = seen.get(k, 0) + 1
+    index = {}
+    for k, name, x in recordings:
+        index[k] = index.get(k, 0) + 1
+        held = seen[k] >= HOLD_OUT_FROM and index[k] % 4 == 0
+        out.append((["keyword", k, "recording-tune" if held else "recording", name, "recording"], x))
+    return out
+
+
 def split_renders(audio, lengths, info):
     """[(info row, clip)] from the render stage's concatenated audio."""
     ends = np.cumsum(lengths)
@@ -63,9 +81,9 @@ def tuning_sequences(run, clips, rng, speech):
     people's do."""
     seqs, cls = [], []
     for row, x in clips:
-        if row[2] in ("tune", "recording"):
+        if row[2] in TUNE_SOURCES:
             seqs.append(ex.place(x, rng, speech, [], seconds=3))
-            cls.append(row[1] + (TUNE_RECORDING if row[2] == "recording" else 0))
+            cls.append(row[1] + TUNE_SOURCES[row[2]])
     if not seqs:
         return np.zeros((0, 12, run.backbone.cfg.embed_dim), np.float32), np.zeros(0, np.int64)
     out = [ex.hop_embeddings(run.backbone, torch.from_numpy(np.stack(seqs[i:i + 32]))).numpy()
@@ -73,14 +91,15 @@ def tuning_sequences(run, clips, rng, speech):
     return np.concatenate(out).astype(np.float32), np.array(cls, np.int64)
 
 
-TUNE_RECORDING = 1000  # added to a tuning sequence's class when it is one of the user's recordings
+# added to a tuning sequence's class: which source it comes from
+TUNE_SOURCES = {"tune": 0, "recording": 1000, "recording-tune": 2000}
 
 
 def embed_stage(run, words, renders, speech_hops_, real_words_, progress):
     """Everything the head trains and tunes on, as embeddings."""
     rng = np.random.default_rng([run.seed, 2])
     clips = split_renders(*renders)
-    clips += [(["keyword", k, "recording", name, "recording"], x) for k, name, x in run.recordings_list()]
+    clips += recording_clips(run.recordings_list())
     cut = []
     paths = rd.speech_paths(run.data, "training")
     if paths is not None:
@@ -135,9 +154,15 @@ def _renormalize(w, y, n_classes):
 
 def tune_stage(run, model, parts, hop_s):
     """The detection defaults, and the tuning figures per keyword."""
-    # per keyword, the tuning voice's sequences and the recordings' (each source weighs the same)
-    seq_probs = {k: [[hd.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == code]
-                     for code in (k, k + TUNE_RECORDING)] for k in range(len(run.labels))}
+    # per keyword: held-out recordings alone when there are any (real speech the head never
+    # heard); else the tuning voice's sequences and the recordings', each source weighing the same
+    def source(k, name):
+        code = k + TUNE_SOURCES[name]
+        return [hd.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == code]
+    seq_probs = {}
+    for k in range(len(run.labels)):
+        held = source(k, "recording-tune")
+        seq_probs[k] = [held] if held else [source(k, "tune"), source(k, "recording")]
     free = parts.get("free")
     pieces, hours = [], 0.0
     if free is not None and len(free):
