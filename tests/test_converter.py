@@ -373,3 +373,20 @@ def test_build_model_file_refuses_what_the_runtime_would(d):
     # NumPy's numbers are numbers
     tuned = {"thresholds": [np.float32(0.5)] * 4, "smoothing_hops": np.int64(2), "refractory_ms": np.int32(0)}
     mega_convert.build_model_file(model, extra["labels"], detection=tuned)
+
+
+@pytest.mark.parametrize("name", ["mega_convert", "mega_unpack", "check_official"])
+def test_tools_convert_entry_points_run_the_package(name, tmp_path):
+    """tools/convert/NAME.py (where the layout names the converter) runs
+    mega_kws_tools.convert.NAME from any directory with no PYTHONPATH: the
+    same usage as the module's."""
+    tools = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    script = subprocess.run([sys.executable, os.path.join(tools, "convert", name + ".py"), "--help"],
+                            capture_output=True, text=True, cwd=tmp_path, env=env)
+    module = subprocess.run([sys.executable, "-m", "mega_kws_tools.convert." + name, "--help"],
+                            capture_output=True, text=True, cwd=tools, env=env)
+    assert script.returncode == 0, script.stderr
+    assert module.returncode == 0, module.stderr
+    assert script.stdout.startswith("usage: " + name + ".py")
+    assert script.stdout == module.stdout
