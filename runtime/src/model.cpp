@@ -441,7 +441,8 @@ void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, Ema
   }
 }
 
-bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) {
+// The container: size, identifier, end marker, checksum, FlatBuffers structure.
+bool check_container(const uint8_t* buf, size_t size, LoadError* err) {
   if (size < kMinFileBytes) {
     return err->set(Status::bad_model, "file is too small to be a model (" + std::to_string(size) + " bytes)");
   }
@@ -472,8 +473,12 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   if (!fb::VerifyModelBuffer(verifier)) {
     return err->set(Status::bad_model, "file structure is corrupt or truncated (FlatBuffers verification failed)");
   }
-  const fb::Model* m = fb::GetModel(buf);
-  ModelInfo& info = md->info;
+  return true;
+}
+
+// What the model is: schema version, hyperparameters, sample rate, input
+// scaling, labels, detection defaults, provenance.
+bool read_metadata(const fb::Model* m, ModelInfo& info, LoadError* err) {
   info.schema_version = m->schema_version();
   if (info.schema_version > kSchemaVersion) {
     return err->set(Status::unsupported_model, "schema version " + std::to_string(info.schema_version) +
@@ -500,42 +505,53 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
     if (p->source_format()) info.source_format = p->source_format()->str();
     if (p->notes()) info.notes = p->notes()->str();
   }
-  if (const fb::SelfTest* st = m->self_test()) {
-    if (st->input() && st->expected_logits()) {
-      const int64_t n_in = st->input()->size();
-      if (n_in <= 0 || n_in > (int64_t(1) << 24) || int64_t(st->expected_logits()->size()) != hp.n_classes) {
-        return err->set(Status::bad_model, "self-test has " + std::to_string(n_in) + " samples and " +
-                                               std::to_string(st->expected_logits()->size()) + " logits for " +
-                                               std::to_string(hp.n_classes) + " classes");
-      }
-      md->self_test_input.assign(st->input()->begin(), st->input()->end());
-      md->self_test_logits.assign(st->expected_logits()->begin(), st->expected_logits()->end());
-      md->self_test_tolerance = st->tolerance();
-      for (float v : md->self_test_input) {
-        if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test input has a non-finite sample");
-      }
-      for (float v : md->self_test_logits) {
-        if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test logits are not finite");
-      }
-      if (!(md->self_test_tolerance > 0.0f && md->self_test_tolerance < 1.0f)) {
-        return err->set(Status::bad_model, "self-test tolerance must be in (0, 1)");
-      }
-      info.self_test_samples = n_in;
-    }
-  }
+  return true;
+}
 
-  if (const fb::Fp16Range* r = m->fp16_range()) {
-    Fp16Peaks& fp = info.fp16_peaks;
-    if (!read_fp16_peak(r->residual(), "residual", hp.n_layers, &fp.residual, err) ||
-        !read_fp16_peak(r->other(), "other", hp.n_layers, &fp.other, err)) {
-      return false;
+// The converter's check: an input and the logits it must give, within a tolerance.
+bool read_self_test(const fb::SelfTest* st, ModelData* md, LoadError* err) {
+  const HParams& hp = md->info.hparams;
+  ModelInfo& info = md->info;
+  if (st->input() && st->expected_logits()) {
+    const int64_t n_in = st->input()->size();
+    if (n_in <= 0 || n_in > (int64_t(1) << 24) || int64_t(st->expected_logits()->size()) != hp.n_classes) {
+      return err->set(Status::bad_model, "self-test has " + std::to_string(n_in) + " samples and " +
+                                             std::to_string(st->expected_logits()->size()) + " logits for " +
+                                             std::to_string(hp.n_classes) + " classes");
     }
-    fp.present = true;
+    md->self_test_input.assign(st->input()->begin(), st->input()->end());
+    md->self_test_logits.assign(st->expected_logits()->begin(), st->expected_logits()->end());
+    md->self_test_tolerance = st->tolerance();
+    for (float v : md->self_test_input) {
+      if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test input has a non-finite sample");
+    }
+    for (float v : md->self_test_logits) {
+      if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test logits are not finite");
+    }
+    if (!(md->self_test_tolerance > 0.0f && md->self_test_tolerance < 1.0f)) {
+      return err->set(Status::bad_model, "self-test tolerance must be in (0, 1)");
+    }
+    info.self_test_samples = n_in;
   }
+  return true;
+}
 
-  // Tensors, in the order the forward pass uses them.
-  TensorTable tt(m, md, err);
-  const int32_t d = hp.embed_dim, h = hp.hidden_dim, z = hp.z_dim, f = hp.ffn_hidden_dim;
+// The float16 peaks the converter measured (schema 5), where the file has them.
+bool read_fp16_range(const fb::Fp16Range* r, ModelInfo& info, LoadError* err) {
+  if (!r) return true;
+  const HParams& hp = info.hparams;
+  Fp16Peaks& fp = info.fp16_peaks;
+  if (!read_fp16_peak(r->residual(), "residual", hp.n_layers, &fp.residual, err) ||
+      !read_fp16_peak(r->other(), "other", hp.n_layers, &fp.other, err)) {
+    return false;
+  }
+  fp.present = true;
+  return true;
+}
+
+// The embedding's tensors (its front end's, as the hparams say).
+bool load_embedding(TensorTable& tt, const HParams& hp, ModelData* md, LoadError* err) {
+  const int32_t d = hp.embed_dim;
   const bool log_power = hp.patch_features == PatchFeatures::log_power;
   const bool log_mel = hp.patch_features == PatchFeatures::log_mel;
   const int64_t filters = log_mel ? 2 * int64_t(hp.patch_bins) : log_power ? 2 * d : d;
@@ -557,6 +573,16 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   }
   md->embed_b = tt.get("embed_tokens.bias", {d});
   if (hp.patch_norm == PatchNorm::running_mean) md->embed_m0 = tt.get("embed_tokens.norm_init", {d});
+  return true;
+}
+
+// Tensors, in the order the forward pass uses them; each one named where its
+// shape is wrong, missing, or left over.
+bool load_tensors(const fb::Model* m, ModelData* md, LoadError* err) {
+  const HParams& hp = md->info.hparams;
+  TensorTable tt(m, md, err);
+  if (!load_embedding(tt, hp, md, err)) return false;
+  const int32_t d = hp.embed_dim, h = hp.hidden_dim, z = hp.z_dim, f = hp.ffn_hidden_dim;
   md->layers.resize(size_t(hp.n_layers));
   for (int32_t i = 0; i < hp.n_layers && !err->failed(); ++i) {
     LayerWeights& L = md->layers[size_t(i)];
@@ -587,6 +613,16 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   md->projection = load_linear(tt, "sentence_projection_layer.", hp.n_classes, hp.classifier_dim, false);
   tt.check_all_used();
   return !err->failed();
+}
+
+bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) {
+  if (!check_container(buf, size, err)) return false;
+  const fb::Model* m = fb::GetModel(buf);
+  if (!read_metadata(m, md->info, err)) return false;
+  if (const fb::SelfTest* st = m->self_test()) {
+    if (!read_self_test(st, md, err)) return false;
+  }
+  return read_fp16_range(m->fp16_range(), md->info, err) && load_tensors(m, md, err);
 }
 
 std::shared_ptr<const Model> finish(std::unique_ptr<ModelData> md, LoadError& err, const std::string& what,
