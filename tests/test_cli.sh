@@ -11,6 +11,7 @@ KS=$1
 ROOT=$2
 RTF=${3:-$(dirname "$KS")/bench/mega_rtf}
 PY=/usr/bin/python3
+CHECKS=$(dirname "$0")/cli_checks.py  # the checks of the output, one function each
 export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
 FIX=$ROOT/tests/fixtures/data
 RANDOM_MODEL=$ROOT/models/sc10-random-init.mega  # base architecture, random weights (slow under ASan)
@@ -106,22 +107,9 @@ expect_not_in "$T/notes" "None" "no 'None' in the notes"
 expect_not_in "$T/notes" "?" "no '?' in the notes"
 # --json: one JSON object, for info and selftest as for the others
 expect_rc 0 "info --json" -- "$KS" info -m "$DEMO" --json
-if $PY - "$T/out" <<'PY'; then pass "info --json is JSON with the model's fields"; else fail "info --json"; cat "$T/out"; fi
-import json, sys
-text = open(sys.argv[1]).read()
-assert text.count("\n") == 1, "one line"
-i = json.loads(text)
-assert i["labels"][:3] == ["yes", "no", "up"] and len(i["labels"]) == 12, i["labels"]
-assert i["hparams"]["sample_rate"] == 16000 and i["hparams"]["window_chunks"] == 4, i["hparams"]
-assert len(i["detection"]["thresholds"]) == 12 and i["self_test"] is True and i["dtype"] == "float32"
-assert "None" not in i["notes"] and i["notes"].endswith("See docs/models.md."), i["notes"]
-PY
+if $PY "$CHECKS" info_json "$T/out"; then pass "info --json is JSON with the model's fields"; else fail "info --json"; cat "$T/out"; fi
 expect_rc 0 "selftest --json" -- "$KS" selftest -m "$DEMO" --json
-if $PY - "$T/out" <<'PY'; then pass "selftest --json is JSON"; else fail "selftest --json"; cat "$T/out"; fi
-import json, sys
-r = json.loads(open(sys.argv[1]).read())
-assert r["passed"] is True and r["status"] == "ok" and 0 <= r["max_abs_diff"] <= r["tolerance"], r
-PY
+if $PY "$CHECKS" selftest_json "$T/out"; then pass "selftest --json is JSON"; else fail "selftest --json"; cat "$T/out"; fi
 # results that cannot be written (a full disk) are an error: exit 1, one line on stderr
 for args in "classify -m $DEMO $ROOT/samples/yes.wav $ROOT/samples/no.wav" "classify -m $DEMO --json $ROOT/samples/yes.wav" \
             "scan -m $DEMO $ROOT/samples/commands.wav" "info -m $DEMO" "info -m $DEMO --json" "selftest -m $DEMO" \
@@ -138,24 +126,10 @@ for args in "classify -m $DEMO $ROOT/samples/yes.wav $ROOT/samples/no.wav" "clas
 done
 # the demo model gets every bundled sample clip right (espeak-ng en-us renderings)
 expect_rc 0 "classify the bundled samples with the demo model" -- "$KS" classify -m "$DEMO" --json "$ROOT"/samples/{yes,no,up,down,left,right,on,off,stop,go}.wav
-if $PY - "$T/out" <<'PY'; then pass "every sample clip classified correctly"; else fail "sample clips misclassified"; cat "$T/out"; fi
-import json, os, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    assert r["label"] == os.path.basename(r["file"])[:-4], r
-PY
+if $PY "$CHECKS" samples_classified "$T/out"; then pass "every sample clip classified correctly"; else fail "sample clips misclassified"; cat "$T/out"; fi
 # scan finds the spoken keywords of samples/commands.wav, in order, each within one hop of the word's end
 expect_rc 0 "scan the commands recording" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$ROOT/samples/commands.wav"
-if $PY - "$T/out" "$ROOT/samples/commands.csv" <<'PY'; then pass "scan: right keywords at the right times"; else fail "scan timing"; cat "$T/out"; fi
-import csv, json, sys
-dets = [d for d in map(json.loads, open(sys.argv[1])) if d["type"] == "detection"]
-words = list(csv.DictReader(open(sys.argv[2])))
-assert [d["label"] for d in dets] == [w["label"] for w in words], dets
-hop = 0.25
-for d, w in zip(dets, words):
-    # reported time: the end of the hop in which the word was heard (smoothing only delays the output)
-    assert abs(d["time_s"] - float(w["offset_s"])) <= hop + 1e-6, (d, w)
-PY
+if $PY "$CHECKS" scan_finds_commands "$T/out" "$ROOT/samples/commands.csv"; then pass "scan: right keywords at the right times"; else fail "scan timing"; cat "$T/out"; fi
 # a word that ends the file: the end-of-stream flush completes the chunk and the smoothing
 # (the demo model smooths over 3 hops; "go" fills the last one or two of a 0.68 s file)
 if command -v flite >/dev/null; then
@@ -205,29 +179,16 @@ want=$(ls "$ROOT"/samples/*.wav | wc -l)
 [ "$n" -eq "$want" ] && pass "one JSON line per file" || fail "expected $want lines, got $n"
 # (three clips keep this quick: each block size streams them again)
 head -n 3 "$T/offline.jsonl" >"$T/offline3.jsonl"
-mapfile -t three < <($PY -c 'import json,sys; [print(json.loads(l)["file"]) for l in open(sys.argv[1])]' "$T/offline3.jsonl")
+mapfile -t three < <($PY "$CHECKS" files "$T/offline3.jsonl")
 for b in 1 7 999 1000 1001 16000; do
   expect_rc 0 "classify --block-size $b" -- "$KS" classify -m "$MODEL" --json --block-size "$b" "${three[@]}"
-  if $PY - "$T/offline3.jsonl" "$T/out" <<'PY'; then pass "block $b logits equal offline"; else fail "block $b logits differ"; fi
-import json, sys
-a = [json.loads(l) for l in open(sys.argv[1])]
-b = [json.loads(l) for l in open(sys.argv[2])]
-assert len(a) == len(b) == 3
-for x, y in zip(a, b):
-    assert {"file", "label", "score", "logits", "padded", "window_start_s"} <= set(x) and len(x["logits"]) == 12
-    assert x["file"] == y["file"] and x["label"] == y["label"]
-    assert max(abs(p - q) for p, q in zip(x["logits"], y["logits"])) <= 1e-4 * max(1, max(map(abs, x["logits"])))
-PY
+  if $PY "$CHECKS" block_logits_equal_offline "$T/offline3.jsonl" "$T/out"; then pass "block $b logits equal offline"; else fail "block $b logits differ"; fi
 done
 # the reference kernels (plain scalar loops) agree with the optimized ones
 expect_rc 0 "optimized kernels" -- "$KS" classify -m "$FIX/tiny_uni.mega" --json "$ROOT/samples/yes.wav"
 cp "$T/out" "$T/opt.json"
 expect_rc 0 "reference kernels" -- "$KS" classify -m "$FIX/tiny_uni.mega" --json --kernels reference "$ROOT/samples/yes.wav"
-if $PY - "$T/opt.json" "$T/out" <<'PY'; then pass "reference kernels agree"; else fail "reference kernels differ"; fi
-import json, sys
-a, b = (json.loads(open(p).readline()) for p in sys.argv[1:3])
-assert max(abs(p - q) for p, q in zip(a["logits"], b["logits"])) <= 1e-4, (a, b)
-PY
+if $PY "$CHECKS" reference_kernels_agree "$T/opt.json" "$T/out"; then pass "reference kernels agree"; else fail "reference kernels differ"; fi
 
 # formats: 24-bit, float, FLAC and stereo versions of one clip give the same label
 src=$ROOT/samples/stop.wav
@@ -238,16 +199,7 @@ sox "$src" -r 8000 "$T/s8k.wav" && sox "$src" -r 44100 -c 2 "$T/s44k_st.wav" && 
   fail "sox could not make rate variants"
 expect_rc 0 "classify format and rate variants" -- "$KS" classify -m "$ROOT/models/sc10-demo.mega" --json "$src" \
   "$T/s24.wav" "$T/f32.wav" "$T/s.flac" "$T/stereo.wav" "$T/u8.wav" "$T/s.ogg" "$T/s8k.wav" "$T/s44k_st.wav" "$T/s48k.wav"
-if $PY - "$T/out" <<'PY'; then pass "every format and rate says stop"; else fail "formats/rates disagree"; cat "$T/out"; fi
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-assert len(rows) == 10
-base = rows[0]["logits"]
-for r in rows:
-    assert r["label"] == "stop" and r["padded"] is False, r
-for r in rows[1:5]:  # lossless conversions of the same samples (24-bit, float, FLAC, stereo): the same logits
-    assert max(abs(p - q) for p, q in zip(base, r["logits"])) <= 1e-3 * max(1, max(map(abs, base))), r["file"]
-PY
+if $PY "$CHECKS" formats_agree "$T/out"; then pass "every format and rate says stop"; else fail "formats/rates disagree"; cat "$T/out"; fi
 
 # bad inputs: each reported, the good file still classified, exit 1
 mkdir "$T/adir"
@@ -255,38 +207,10 @@ echo "this is not audio" >"$T/notaudio.wav"
 head -c 30 "$src" >"$T/trunc_header.wav"
 head -c 5000 "$T/s.ogg" >"$T/cut.ogg"  # an Ogg file cut before its last page has no length
 sox "$src" -r 8000 "$T/rate8k.wav"
-$PY - "$T" <<'PY'
-import struct, sys, wave
-d = sys.argv[1]
-with wave.open(d + "/empty.wav", "wb") as w:
-    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(b"")
-with wave.open(d + "/rate500.wav", "wb") as w:
-    w.setnchannels(1); w.setsampwidth(2); w.setframerate(500); w.writeframes(b"\0\1" * 500)
-with wave.open(d + "/ch65.wav", "wb") as w:
-    w.setnchannels(65); w.setsampwidth(2); w.setframerate(16000); w.writeframes(b"\0\1" * 65 * 100)
-def float_wav(path, samples):
-    data = struct.pack("<%df" % len(samples), *samples)
-    fmt = struct.pack("<HHIIHH", 3, 1, 16000, 64000, 4, 32)
-    with open(path, "wb") as f:
-        f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE")
-        f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data)
-float_wav(d + "/nan.wav", [0.0] * 100 + [float("nan")] + [0.0] * 100)
-float_wav(d + "/inf.wav", [0.0] * 100 + [float("inf")] + [0.0] * 100)
-float_wav(d + "/loud.wav", [1.5, -2.0, 0.5] * 8000)  # float audio beyond full scale
-PY
+$PY "$CHECKS" make_bad_files "$T"
 expect_rc 1 "bad files among good ones" -- "$KS" classify -m "$MODEL" --json "$T/missing.wav" "$T/adir" "$T/notaudio.wav" \
   "$T/empty.wav" "$T/trunc_header.wav" "$T/nan.wav" "$T/inf.wav" "$T/cut.ogg" "$T/rate500.wav" "$T/ch65.wav" "$src"
-if $PY - "$T/out" <<'PY'; then pass "each bad file has its own message"; else fail "bad-file messages"; cat "$T/out"; fi
-import json, sys
-rows = {json.loads(l)["file"].rsplit("/", 1)[-1]: json.loads(l) for l in open(sys.argv[1])}
-want = {"missing.wav": "no such file", "adir": "is a directory", "notaudio.wav": "not a readable audio file",
-        "empty.wav": "0 frames", "trunc_header.wav": "", "nan.wav": "not a finite number",
-        "inf.wav": "not a finite number", "cut.ogg": "no audio could be decoded",
-        "rate500.wav": "unsupported sample rate 500 Hz", "ch65.wav": "unsupported channel count 65"}
-for f, needle in want.items():
-    assert "error" in rows[f] and needle in rows[f]["error"], (f, rows.get(f))
-assert "label" in rows["stop.wav"]
-PY
+if $PY "$CHECKS" bad_file_messages "$T/out"; then pass "each bad file has its own message"; else fail "bad-file messages"; cat "$T/out"; fi
 # truncated files: a header that announces more audio than the file holds is an error (exit 1, one line
 # naming the file), for classify and scan; libsndfile itself trims the length to the data and reads on
 sox "$ROOT/samples/commands.wav" "$T/c.aiff" && sox "$ROOT/samples/commands.wav" "$T/c.au" &&
@@ -316,27 +240,11 @@ sox "$src" -r 44100 -c 2 "$T/s44k.wav"
 sox "$src" "$T/short.wav" trim 0 0.5
 sox "$ROOT/samples/yes.wav" "$ROOT/samples/no.wav" "$src" "$T/long.wav"
 expect_rc 0 "rates, short and long clips" -- "$KS" classify -m "$MODEL" --json "$T/rate8k.wav" "$T/s44k.wav" "$T/short.wav" "$T/long.wav"
-if $PY - "$T/out" <<'PY'; then pass "resampled, padded, best window"; else fail "rates/short/long"; cat "$T/out"; fi
-import json, sys
-r = {json.loads(l)["file"].rsplit("/", 1)[-1]: json.loads(l) for l in open(sys.argv[1])}
-assert r["rate8k.wav"]["sample_rate"] == 8000 and r["s44k.wav"]["sample_rate"] == 44100
-assert r["short.wav"]["padded"] is True and abs(r["short.wav"]["duration_s"] - 0.5) < 1e-3
-assert r["long.wav"]["padded"] is False and abs(r["long.wav"]["duration_s"] - 3.0) < 1e-3
-assert 0.0 <= r["long.wav"]["window_start_s"] <= 2.0
-PY
+if $PY "$CHECKS" rates_short_long "$T/out"; then pass "resampled, padded, best window"; else fail "rates/short/long"; cat "$T/out"; fi
 
 # scan: a detection stream over a recording (a low threshold makes the random model fire)
 expect_rc 0 "scan --json" -- "$KS" scan -m "$MODEL" --json --threshold 0.2 --refractory-ms 0 "$T/long.wav"
-if $PY - "$T/out" <<'PY'; then pass "scan output"; else fail "scan output"; cat "$T/out"; fi
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-assert rows[-1]["type"] == "summary" and rows[-1]["detections"] == len(rows) - 1, rows[-1]
-rows = rows[:-1]
-assert rows, "no detections at threshold 0.2"
-for r in rows:
-    assert set(r) == {"type", "file", "time_s", "label", "score"} and r["type"] == "detection" and 0 < r["time_s"] <= 3.0 and 0.2 <= r["score"] <= 1.0
-    assert abs(r["time_s"] / 0.25 - round(r["time_s"] / 0.25)) < 1e-3  # chunk hops of 250 ms
-PY
+if $PY "$CHECKS" scan_output "$T/out"; then pass "scan output"; else fail "scan output"; cat "$T/out"; fi
 expect_in "$T/err" "scanned 3.000 s" "scan summary on stderr"
 expect_rc 0 "scan of a resampled stereo file" -- "$KS" scan -m "$MODEL" "$T/s44k.wav"
 # resampled scans keep the resampler's tail: the whole file is scanned
@@ -357,16 +265,7 @@ expect_rc 0 "scan one file" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$
 cp "$T/out" "$T/one.jsonl"
 expect_rc 0 "scan several files" -- "$KS" scan -m "$DEMO" --json --sensitivity 0.8 "$CMDS" "$T/long.wav" "$CMDS"
 cp "$T/err" "$T/several.err"
-if $PY - "$T/one.jsonl" "$T/out" "$CMDS" "$T/long.wav" <<'PY'; then pass "several files: named, each from a fresh state"; else fail "scan of several files"; cat "$T/out"; fi
-import json, sys
-one = [json.loads(l) for l in open(sys.argv[1])]
-rows = [json.loads(l) for l in open(sys.argv[2])]
-cmds, long_wav = sys.argv[3], sys.argv[4]
-assert one and all(r["file"] == cmds for r in one)  # one file: named too
-assert [r["file"] for r in rows if r["type"] == "summary"] == [cmds, long_wav, cmds], rows
-# the first and the third file are the same recording: the same detections at the same times
-assert rows[:len(one)] == one and rows[-len(one):] == one, rows
-PY
+if $PY "$CHECKS" several_files "$T/one.jsonl" "$T/out" "$CMDS" "$T/long.wav"; then pass "several files: named, each from a fresh state"; else fail "scan of several files"; cat "$T/out"; fi
 expect_in "$T/several.err" "commands.wav: scanned 12.352 s: 5 detection(s)" "several files: a summary per file"
 expect_rc 0 "scan several files, plain" -- "$KS" scan -m "$DEMO" --sensitivity 0.8 "$CMDS" "$CMDS"
 if [ "$(grep -c "^$CMDS	[0-9.]*	[a-z]*	[0-9.]*\$" "$T/out")" -eq 10 ]; then pass "plain lines start with the file"; else fail "plain lines of several files"; cat "$T/out"; fi
@@ -386,7 +285,7 @@ sox "$CMDS" -t raw -e signed -b 16 -c 1 -r 16000 - | "$KS" scan -m "$DEMO" --jso
   cmp -s "$T/one_stdin.jsonl" "$T/stdin_raw.jsonl" && grep -q "scanned 12.352 s" "$T/err" && pass "raw s16le | scan -" ||
   { fail "raw s16le | scan -"; cat "$T/err"; }
 sox "$CMDS" -t wav -e floating-point -b 32 -r 44100 -c 2 - | "$KS" scan -m "$DEMO" --json --sensitivity 0.8 - >"$T/out" 2>"$T/err" &&
-  $PY -c 'import json,sys; a=[json.loads(l).get("label") for l in open(sys.argv[1])]; b=[json.loads(l).get("label") for l in open(sys.argv[2])]; sys.exit(a != b)' "$T/one.jsonl" "$T/out" &&
+  $PY "$CHECKS" same_labels "$T/one.jsonl" "$T/out" &&
   pass "a 44.1 kHz stereo float WAV stream: the same words" || { fail "float WAV stream"; cat "$T/err"; }
 head -c 98826 "$CMDS" | "$KS" scan -m "$DEMO" - >"$T/out" 2>"$T/err"
 rc=$?
@@ -459,17 +358,10 @@ expect_rc 2 "bad threshold" -- "$KS" scan -m "$MODEL" --threshold 2 "$src"
 # per-keyword thresholds by label: the others keep the model's
 expect_rc 0 "scan with the model's thresholds" -- "$KS" scan -m "$DEMO" --json "$ROOT/samples/commands.wav"
 cp "$T/out" "$T/scan_default.jsonl"
-first=$($PY -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["label"])' "$T/scan_default.jsonl")
-all=$($PY -c 'import json,sys; print(",".join(sorted({d["label"] + "=1.0" for d in map(json.loads, open(sys.argv[1])) if "label" in d})))' \
-  "$T/scan_default.jsonl")
+first=$($PY "$CHECKS" first_label "$T/scan_default.jsonl")
+all=$($PY "$CHECKS" every_label_at_one "$T/scan_default.jsonl")
 expect_rc 0 "scan --threshold $first=1.0" -- "$KS" scan -m "$DEMO" --json --threshold "$first=1.0" "$ROOT/samples/commands.wav"
-if $PY - "$T/scan_default.jsonl" "$T/out" "$first" <<'PY'; then pass "$first=1.0 silences $first, the others as before"; else fail "--threshold $first=1.0"; cat "$T/out"; fi
-import json, sys
-before, after = ([d["label"] for d in map(json.loads, open(p)) if d["type"] == "detection"] for p in sys.argv[1:3])
-word = sys.argv[3]
-assert word in before and word not in after, (before, after)
-assert after == [x for x in before if x != word], (before, after)
-PY
+if $PY "$CHECKS" threshold_silences_one "$T/scan_default.jsonl" "$T/out" "$first"; then pass "$first=1.0 silences $first, the others as before"; else fail "--threshold $first=1.0"; cat "$T/out"; fi
 expect_rc 0 "scan --threshold=$all" -- "$KS" scan -m "$DEMO" "--threshold=$all" "$ROOT/samples/commands.wav"
 if [ -s "$T/out" ]; then fail "every detected keyword at 1.0, still detected"; cat "$T/out"; else pass "every detected keyword at 1.0: nothing detected"; fi
 expect_rc 2 "--threshold with an unknown label" -- "$KS" scan -m "$DEMO" --threshold go=0.8,gone=0.5 "$src"
@@ -545,13 +437,7 @@ else
   expect_rc 1 "mega_rtf: a directory" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu "$T/adir"
   expect_in "$T/err" "mega_rtf: $T/adir: " "mega_rtf names the directory"
   expect_rc 0 "mega_rtf --json" -- "$RTF" -m "$FIX/tiny_patch.mega" --backend cpu --json --seconds 2
-  if $PY - "$T/out" <<'PY'; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi
-import json, sys
-b = json.loads(open(sys.argv[1]).read())
-for k in ("rtf", "chunk_ms_p50", "chunk_ms_p99", "peak_rss_mb", "load_ms", "threads", "backend"):
-    assert k in b, k
-assert b["rtf"] > 0 and b["chunk_ms_p99"] >= b["chunk_ms_p50"] > 0 and b["backend"] == "cpu"
-PY
+  if $PY "$CHECKS" rtf_fields "$T/out"; then pass "mega_rtf fields"; else fail "mega_rtf fields"; cat "$T/out"; fi
   expect_rc 0 "mega_rtf on a file" -- "$RTF" -m "$MODEL" --backend cpu --seconds 2 "$ROOT/samples/yes.wav"
   expect_in "$T/out" "real-time factor" "mega_rtf prints the real-time factor"
   # backends: cpu always; cuda runs where built in with a GPU, and says clearly why not elsewhere

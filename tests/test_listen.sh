@@ -42,6 +42,7 @@ shift 3
 EXPECTED=("$@")
 read -r -a EXTRA <<<"${LISTEN_EXTRA_ARGS:-}"
 PY=/usr/bin/python3
+CHECKS=$(dirname "$0")/listen_checks.py  # the check of the detections
 
 skip() { echo "SKIP: $*"; exit 77; }
 for tool in pulseaudio pactl paplay sox "$PY"; do
@@ -117,43 +118,7 @@ check_output() {
   local name=$1 out=$2 err=$3 rc=$4
   if [ "$rc" -eq 0 ]; then pass "$name: exit 0 after SIGTERM"; else fail "$name: exit $rc after SIGTERM, wanted 0"; fi
   grep -a "^listened " "$err" | sed "s/^/      $name: /"
-  if ! $PY - "$out" "$err" "${EXPECTED[@]}" <<'PY'; then
-import json, re, sys
-out, err, expected = sys.argv[1], sys.argv[2], sys.argv[3:]
-dets = []
-for n, line in enumerate(open(out, encoding="utf-8", errors="replace"), 1):
-    if not line.strip():
-        continue
-    try:
-        d = json.loads(line)
-    except ValueError:
-        sys.exit("stdout line %d is not JSON: %r" % (n, line))
-    if not isinstance(d, dict) or not isinstance(d.get("label"), str) or not isinstance(d.get("time_s"), (int, float)):
-        sys.exit("stdout line %d is not a detection: %r" % (n, line))
-    dets.append(d)
-labels = [d["label"] for d in dets]
-print("      detections: %s" % (" ".join("%s@%.2f" % (d["label"], d["time_s"]) for d in dets) or "none"))
-times = [d["time_s"] for d in dets]
-if times != sorted(times):
-    sys.exit("detection times go backwards: %s" % times)
-if expected == ["--any"]:
-    m = None
-    for line in open(err, encoding="utf-8", errors="replace"):
-        m = re.match(r"listened ([0-9.]+) s, ([0-9]+) chunks, ([0-9]+) detections, ([0-9]+) overflow frames", line) or m
-    if not m:
-        sys.exit("no 'listened S s, C chunks, ...' summary on stderr")
-    if int(m.group(2)) == 0:
-        sys.exit("no chunk went through the model (%s)" % m.group(0))
-    if int(m.group(3)) != len(dets):
-        sys.exit("summary says %s detections, stdout has %d" % (m.group(3), len(dets)))
-    sys.exit(0)
-i = 0
-for label in labels:
-    if i < len(expected) and label == expected[i]:
-        i += 1
-if i < len(expected):
-    sys.exit("expected %s in order; detected %s (missing from '%s' on)" % (expected, labels, expected[i]))
-PY
+  if ! $PY "$CHECKS" detections_expected "$out" "$err" "${EXPECTED[@]}"; then
     fail "$name: detections"
   else
     pass "$name: detections ${EXPECTED[*]}"

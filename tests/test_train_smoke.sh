@@ -11,6 +11,7 @@ set -eu
 KS=$1
 ROOT=$2
 PY=/usr/bin/python3
+CHECKS=$(dirname "$0")/train_smoke_checks.py  # the checks of what the tools write, one function each
 export PYTHONPATH="$ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
 for tool in espeak-ng flite sox text2wave; do
   command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
@@ -24,8 +25,7 @@ runtime_agrees() {
   "$KS" info -m "$T/$1.mega" | grep -q "schema version *$2"
   $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$T/$1.mega" --data "$T/data" --split validation \
       --json-out "$T/$1-ks.json" >/dev/null
-  $PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
-      "$T/$1.json" "$T/$1-ks.json"
+  $PY "$CHECKS" same_confusion "$T/$1.json" "$T/$1-ks.json"
 }
 $PY -m mega_kws_tools.data.make_sc10 --out "$T/data" --per-word 4 --unknown 12 --silence 8 --jobs 2 --seed 3 >/dev/null
 # voice-disjoint splits: no voice group in two splits, no reserved voice
@@ -34,13 +34,7 @@ $PY -m mega_kws_tools.data.check_splits "$T/data" >"$T/splits.log"
 $PY -m mega_kws_tools.training.train --data "$T/data" --classes kws12 --out "$T/run" --preset smoke --steps 100 \
     --batch 16 --lr 1e-2 --warmup 5 --max-per-class 2 --eval-every 100 --threads 1 >"$T/train.log"
 # mean loss of the first 10 steps vs the last 10
-$PY - "$T/run/losses.txt" <<'PY'
-import sys
-loss = [float(l.split()[1]) for l in open(sys.argv[1])]
-first, last = sum(loss[:10]) / 10, sum(loss[-10:]) / 10
-print(f"loss {first:.3f} -> {last:.3f}")
-assert len(loss) == 100 and last < 0.9 * first, "loss did not decrease"
-PY
+$PY "$CHECKS" loss_falls "$T/run/losses.txt" 100
 $PY -m mega_kws_tools.convert.mega_convert "$T/run/last.pt" -o "$T/smoke.mega" >"$T/convert.log"
 grep -q "_silence_" "$T/convert.log"
 "$KS" selftest -m "$T/smoke.mega"
@@ -150,21 +144,11 @@ FT="--data $T/data --extra-data $T/data --extra-val $T/data --classes kws12 --pr
     --warp-prob 0.5 --mask-prob 0.5"
 $PY -m mega_kws_tools.training.train $FT --init "$T/run/last.pt" --out "$T/ft" >"$T/ft.log"
 grep -q "initialized from" "$T/ft.log"
-$PY - "$T/train.log" "$T/ft.log" <<'PY'
-import re, sys
-n = [re.search(r"data: (\d+) training, (\d+) validation", open(p).read()).groups() for p in sys.argv[1:3]]
-assert int(n[1][0]) == 2 * int(n[0][0]), f"--extra-data: {n[1][0]} training clips, expected twice {n[0][0]}"
-assert int(n[1][1]) == 2 * int(n[0][1]), f"--extra-val: {n[1][1]} validation clips, expected twice {n[0][1]}"
-PY
+$PY "$CHECKS" extra_data_doubles "$T/train.log" "$T/ft.log"
 # the trained weights were really loaded by --init: the first losses of run $1 are far below those of
 # run $2, the same command without --init (so the same batches and augmentation) from fresh weights
 expect_weights_loaded() {
-  $PY - "$T/$2/losses.txt" "$T/$1/losses.txt" "$3" <<'PY'
-import sys
-fresh = [float(l.split()[1]) for l in open(sys.argv[1])][:3]
-tuned = [float(l.split()[1]) for l in open(sys.argv[2])][:3]
-assert sum(tuned) < 0.9 * sum(fresh), f"{sys.argv[3]}: first losses {tuned} vs {fresh} from fresh weights"
-PY
+  $PY "$CHECKS" weights_loaded "$T/$2/losses.txt" "$T/$1/losses.txt" "$3"
 }
 $PY -m mega_kws_tools.training.train $FT --out "$T/ft0" >/dev/null
 expect_weights_loaded ft ft0 "--init"
@@ -192,8 +176,7 @@ grep -q "^train.py: --init .*does not fit preset smoke: .*(--patch-norm differs 
 [ "$(wc -l <"$T/cmn-bad2.log")" -le 3 ]
 $PY -m mega_kws_tools.evaluation.evaluate --checkpoint "$T/cmn/last.pt" --data "$T/data" --split validation \
     --json-out "$T/cmn.json" >/dev/null
-$PY -c "import json, sys; c = json.load(open(sys.argv[1]))['clips']; assert c['clips'] > 0 and c['errors'] == 0, c" \
-    "$T/cmn.json"
+$PY "$CHECKS" clips_without_errors "$T/cmn.json"
 # it converts (schema 3), passes the runtime's self-test, and the runtime classifies the clips
 # as PyTorch does
 $PY -m mega_kws_tools.convert.mega_convert "$T/cmn/last.pt" -o "$T/cmn.mega" >"$T/cmn-convert.log"
@@ -205,15 +188,10 @@ $PY -m mega_kws_tools.evaluation.evaluate --checkpoint "$T/smoke.mega" --data "$
     --json-out "$T/pt.json" >/dev/null
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$T/smoke.mega" --data "$T/data" --split training \
     --json-out "$T/ks.json" >/dev/null
-$PY -c "import json, sys; a, b = (json.load(open(p))['clips']['confusion'] for p in sys.argv[1:]); assert a == b, (a, b)" \
-    "$T/pt.json" "$T/ks.json"
+$PY "$CHECKS" same_confusion "$T/pt.json" "$T/ks.json"
 # evaluate.py's trade-off (keyword accuracy at each rejection level): the runtime's logits give the
 # checkpoint's levels
-$PY - "$T/pt.json" "$T/ks.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p))["clips"]["keywords_at_rejection"] for p in sys.argv[1:3])
-assert a.keys() == b.keys() and all((a[k] is None) == (b[k] is None) for k in a), (a, b)
-PY
+$PY "$CHECKS" rejection_levels_agree "$T/pt.json" "$T/ks.json"
 # --init from a .mega model file (mega_unpack.py): the converted weights are loaded
 FTM="--data $T/data --classes kws12 --preset smoke --steps 10 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2
      --eval-every 10 --threads 1"
@@ -230,62 +208,20 @@ $PY -m mega_kws_tools.training.train --data "$T/data" --init "$T/run/last.pt" --
     --preset smoke --steps 20 --batch 16 --lr 1e-2 --warmup 1 --max-per-class 2 --eval-every 20 --threads 1 \
     --weight-average 0.9 --resume >"$T/wa2.log"
 grep -q "weight average: decay 0.9, 10 updates so far" "$T/wa2.log"
-$PY - "$T/wa" <<'PY'
-import sys
-import torch
-best, last = (torch.load(f"{sys.argv[1]}/{n}.pt") for n in ("best", "last"))
-avg = last["weight_average"]
-assert avg["n"] == 20 and best["step"] == 20, (avg["n"], best["step"])
-assert all(torch.equal(v, avg["avg"][k]) for k, v in best["model"].items()), "best.pt is not the average"
-assert any(not torch.equal(v, last["model"][k]) for k, v in best["model"].items()), "the average is the weights"
-print("--weight-average: best.pt holds the average")
-PY
+$PY "$CHECKS" weight_average_kept "$T/wa"
 # soup.py: the weighted mean of every floating-point tensor of two runs of one
 # configuration (integer counters from the first); the soup converts and passes the
 # runtime's self-test; checkpoints of another configuration or labels are refused
 $PY -m mega_kws_tools.training.soup -o "$T/soup.pt" "$T/run/last.pt" "$T/wa/last.pt" --weights 1 3 >"$T/soup.log"
-$PY - "$T/run/last.pt" "$T/wa/last.pt" "$T/soup.pt" <<'PY'
-import sys
-import torch
-a, b, s = (torch.load(p)["model"] for p in sys.argv[1:4])
-floats = [k for k, v in a.items() if v.is_floating_point()]
-assert floats and any(not torch.equal(a[k], b[k]) for k in floats), "the two runs have the same weights"
-for k, v in s.items():
-    assert v.dtype == a[k].dtype, k
-    if v.is_floating_point():
-        assert torch.allclose(v.double(), (a[k].double() + 3 * b[k].double()) / 4, rtol=1e-6, atol=1e-7), k
-    else:
-        assert torch.equal(v, a[k]), k
-print(f"soup.py: {len(floats)} tensors averaged 1:3")
-PY
+$PY "$CHECKS" soup_is_weighted_mean "$T/run/last.pt" "$T/wa/last.pt" "$T/soup.pt"
 $PY -m mega_kws_tools.convert.mega_convert "$T/soup.pt" -o "$T/soup.mega" >/dev/null
 "$KS" selftest -m "$T/soup.mega"
-$PY - "$T/run/last.pt" "$T/other.pt" "$T/relabel.pt" <<'PY'
-import sys
-import torch
-ck = torch.load(sys.argv[1])
-torch.save(dict(ck, config=dict(ck["config"], n_layers=ck["config"]["n_layers"] + 1)), sys.argv[2])
-torch.save(dict(ck, labels=list(reversed(ck["labels"]))), sys.argv[3])
-PY
+$PY "$CHECKS" make_mismatched_checkpoints "$T/run/last.pt" "$T/other.pt" "$T/relabel.pt"
 # soup.py --greedy: every candidate scored; the best first; the soup written is the
 # mean of the checkpoints it names
 $PY -m mega_kws_tools.training.soup -o "$T/greedy.pt" "$T/run/last.pt" "$T/wa/last.pt" "$T/ftm/last.pt" \
     --greedy "$T/data" >"$T/greedy.log"
-$PY - "$T/greedy.log" "$T/greedy.pt" <<'PY'
-import re, sys
-import torch
-log = open(sys.argv[1]).read()
-score = {m[0]: float(m[1]) for m in re.findall(r"^soup.py: (\S+\.pt): ([0-9.]+)$", log, re.M)}
-assert len(score) == 3, log
-kept = re.search(r"^soup.py: greedy soup of \d+: (.*) \(([0-9.]+)\)$", log, re.M)
-names = kept[1].split()
-assert names[0] == max(score, key=score.get) and float(kept[2]) >= max(score.values()), log
-got, parts = torch.load(sys.argv[2])["model"], [torch.load(n)["model"] for n in names]
-for k, v in got.items():
-    if v.is_floating_point():
-        assert torch.allclose(v.double(), sum(p[k].double() for p in parts) / len(parts), rtol=1e-6, atol=1e-7), k
-print(f"soup.py --greedy: kept {len(names)} of 3")
-PY
+$PY "$CHECKS" greedy_soup "$T/greedy.log" "$T/greedy.pt"
 for bad in "other.pt:configuration differs" "relabel.pt:labels differ" "soup.log:cannot read it"; do
   if $PY -m mega_kws_tools.training.soup -o "$T/bad_soup.pt" "$T/run/last.pt" "$T/${bad%%:*}" 2>"$T/soup.err"; then
     echo "soup.py accepted ${bad%%:*}"; exit 1
@@ -298,61 +234,22 @@ augmentation_run wr "--warp-range 0.7 1.3" "^speed factors 0.88-1.12 (p 0.5), wa
 # make_splices.py: half-keyword clips of one split, all _unknown_, listed for evaluate.py; never
 # over an existing folder
 $PY -m mega_kws_tools.augment.make_splices --data "$T/data" --split training --per-keyword 2 --out "$T/half" >/dev/null
-$PY - "$T/half" <<'PY'
-import csv, os, sys
-rows = list(csv.DictReader(open(os.path.join(sys.argv[1], "splices.csv"))))
-listed = open(os.path.join(sys.argv[1], "validation_list.txt")).read().split()
-assert len(rows) == 20 and listed == [r["clip"] for r in rows], (len(rows), listed[:3])
-assert all(r["clip"].startswith("halfword/") and os.path.getsize(os.path.join(sys.argv[1], r["clip"])) == 32044
-           for r in rows)
-assert {r["kept"] for r in rows} == {"onset", "coda"} and len({r["keyword"] for r in rows}) == 10
-print("make_splices: 20 half-keyword clips")
-PY
+$PY "$CHECKS" splices_listed "$T/half"
 # evaluate.py reads splices.csv: per keyword and part kept, the clips called that keyword
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$T/smoke.mega" --data "$T/half" --split validation \
     --json-out "$T/half.json" >/dev/null
-$PY - "$T/half.json" <<'PY'
-import json, sys
-h = json.load(open(sys.argv[1]))["clips"]["halfwords"]
-assert len(h) == 20 and all(r["clips"] == 1 for r in h.values()), h
-assert all(0 <= r["called_the_keyword"] <= r["called_a_keyword"] <= 1 for r in h.values()), h
-PY
+$PY "$CHECKS" halfwords_evaluated "$T/half.json"
 # a listed clip missing from disk counts as an error, not as a clip the split lacks
 cp -r "$T/half" "$T/half-missing"
 rm "$T/half-missing/$(head -n 1 "$T/half/validation_list.txt")"
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$T/smoke.mega" --data "$T/half-missing" \
     --split validation --json-out "$T/half-missing.json" >/dev/null 2>"$T/half-missing.err"
 grep -q "1 clip(s) of .* validation list missing" "$T/half-missing.err"
-$PY - "$T/half-missing.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))["clips"]
-assert c["errors"] == 1 and c["clips"] == 19, (c["errors"], c["clips"])
-PY
+$PY "$CHECKS" missing_clip_counted "$T/half-missing.json"
 # evaluate.py's _unknown_ words (from the manifest) agree with its confusion matrix's _unknown_ row
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$T/smoke.mega" --data "$T/data" --split training \
     --json-out "$T/train-clips.json" >/dev/null
-$PY - "$T/train-clips.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))["clips"]
-u, words = c["labels"].index("_unknown_"), c["unknown_words"]
-row = c["confusion"][u]
-kw = [i for i, l in enumerate(c["labels"]) if not l.startswith("_")]
-assert words and sum(r["clips"] for r in words.values()) == sum(row), (words, row)
-assert round(sum(r["called_a_keyword"] * r["clips"] for r in words.values())) == sum(row[i] for i in kw), (words, row)
-assert all((r["most_called"] in c["labels"]) == (r["called_a_keyword"] > 0) for r in words.values()), words
-# pooled by kind of word, the same clips and the same rejections
-kinds = c["unknown_kinds"]
-assert set(kinds) <= {"speech_commands", "near_miss", "other"} and kinds, kinds
-assert sum(r["clips"] for r in kinds.values()) == sum(row), (kinds, row)
-assert round(sum((1 - r["rejected"]) * r["clips"] for r in kinds.values())) == sum(row[i] for i in kw), kinds
-# per noise condition of the manifest: every keyword clip once, the same keywords right
-noise = c["per_noise"]
-assert noise, "no keyword clips with a manifest row"
-assert sum(r["clips"] for r in noise.values()) == sum(sum(c["confusion"][i]) for i in kw), noise
-assert round(sum(r["keyword_accuracy"] * r["clips"] for r in noise.values())) == sum(c["confusion"][i][i] for i in kw)
-assert round(sum(r["called_unknown"] * r["clips"] for r in noise.values())) == sum(c["confusion"][i][u] for i in kw)
-print(f"evaluate.py: {len(words)} _unknown_ words, {sum(row[i] for i in kw)} clips called a keyword")
-PY
+$PY "$CHECKS" unknown_words_reported "$T/train-clips.json"
 if $PY -m mega_kws_tools.augment.make_splices --data "$T/data" --split training --out "$T/half" 2>/dev/null; then
   echo "make_splices.py wrote over an existing folder"; exit 1
 fi
@@ -361,23 +258,7 @@ $PY -m mega_kws_tools.data.make_stream --data "$T/data" --split training --minut
     --labels-out "$T/tr.csv" --seed 4 >/dev/null
 $PY -m mega_kws_tools.training.mine_hard --checkpoint "$T/run/last.pt" --stream "$T/tr.wav" --labels "$T/tr.csv" \
     --data "$T/data" -o "$T/hard.npz" --negative-min 0 --positive-max 1.01 >"$T/mine.log"
-$PY - "$T/hard.npz" "$T/tr.csv" <<'PY'
-import csv, sys
-import numpy as np
-z = np.load(sys.argv[1])
-rows = list(csv.DictReader(open(sys.argv[2])))
-kws = [(float(r["onset_s"]), float(r["offset_s"]), r["label"]) for r in rows if r["kind"] == "keyword"]
-labels, times = z["labels"].tolist(), z["times_s"]
-assert z["audio"].shape == (len(labels), 32000) and z["audio"].dtype == np.int16
-neg = [t for l, t in zip(labels, times) if l == "_unknown_"]
-pos = [(l, t) for l, t in zip(labels, times) if l != "_unknown_"]
-assert neg and pos, f"{len(neg)} negatives, {len(pos)} positives"
-# a negative's window (the last second up to t) holds no part of any keyword
-assert all(not (on < t + 0.3 and off > t - 1.0) for t in neg for on, off, _ in kws)
-# a positive's window holds its whole keyword
-assert all(any(k == l and on >= t - 1.0 and off <= t for on, off, k in kws) for l, t in pos)
-print(f"mine_hard: {len(neg)} negatives, {len(pos)} positives")
-PY
+$PY "$CHECKS" hard_examples_mined "$T/hard.npz" "$T/tr.csv"
 # a recording of validation or test voices is refused
 $PY -m mega_kws_tools.data.make_stream --data "$T/data" --split validation --minutes 0.3 --out "$T/va.wav" \
     --labels-out "$T/va.csv" --seed 4 >/dev/null
@@ -392,14 +273,7 @@ for s in 5 6; do
   $PY -m mega_kws_tools.data.make_stream --data "$T/data" --split training --minutes 0.4 --out "$T/once$s.wav" \
       --labels-out "$T/once$s.csv" --seed $s --once "$T/played.txt" >/dev/null
 done
-$PY - "$T/played.txt" "$T/once5.csv" "$T/once6.csv" <<'PY'
-import csv, sys
-played = open(sys.argv[1]).read().split()
-words = [r["source"] for p in sys.argv[2:] for r in csv.DictReader(open(p)) if r["kind"] in ("keyword", "unknown")]
-assert words and sorted(words) == sorted(played), "the played list is not the recordings' words"
-assert len(set(words)) == len(words), "a clip was played twice"
-print(f"--once: {len(words)} clips, none twice")
-PY
+$PY "$CHECKS" once_plays_each_once "$T/played.txt" "$T/once5.csv" "$T/once6.csv"
 if $PY -m mega_kws_tools.data.make_stream --data "$T/data" --split training --minutes 30 --out "$T/once7.wav" \
     --labels-out "$T/once7.csv" --seed 7 --once "$T/played.txt" 2>"$T/once7.log"; then
   echo "make_stream.py --once played clips again"; exit 1
@@ -409,12 +283,7 @@ grep -q "used up" "$T/once7.log"
 # --only-split: more clips of one split's voices, past an earlier run's indices, that merge into it
 $PY -m mega_kws_tools.data.make_sc10 --out "$T/valmore" --per-word 1 --unknown 2 --silence 0 --near-miss 2 \
     --only-split validation --first-index 12 --jobs 2 --seed 3 >/dev/null
-$PY - "$T/valmore" <<'PY'
-import csv, os, sys
-rows = list(csv.DictReader(open(os.path.join(sys.argv[1], "manifest.csv"))))
-assert len(rows) == 14 and all(r["split"] == "validation" for r in rows), [(r["path"], r["split"]) for r in rows]
-assert all(int(r["path"].split("_")[-3].lstrip("n")) >= 12 for r in rows), [r["path"] for r in rows]
-PY
+$PY "$CHECKS" validation_only_split "$T/valmore"
 $PY -m mega_kws_tools.data.merge_sets --out "$T/merged" "$T/data" "$T/valmore" >/dev/null
 $PY -m mega_kws_tools.training.train --data "$T/data" --init "$T/run/last.pt" --classes kws12 --out "$T/fth" \
     --preset smoke --steps 5 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 5 --threads 1 \
@@ -430,38 +299,18 @@ $PY -m mega_kws_tools.training.train --data "$T/data" --init "$T/run/last.pt" --
     --preset smoke --steps 4 --batch 16 --lr 1e-3 --warmup 1 --max-per-class 2 --eval-every 2 --threads 1 \
     --val-stream "$T/va.wav" "$T/va.csv" >"$T/fts.log"
 [ "$(grep -c "validation accuracy .*, stream recall [0-9.]* at threshold" "$T/fts.log")" = 2 ]
-$PY -c "import sys, torch; k = torch.load(sys.argv[1])['best_key']; assert len(k) == 3 and k[0] in (0, 1), k" \
-    "$T/fts/best.pt"
+$PY "$CHECKS" best_key_is_stream_ranked "$T/fts/best.pt"
 # tune_detection.py pools several recordings: one recording twice tunes as it does once (offsets line up)
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --max-fa-per-hour 50 -o "$T/det1.json" >/dev/null 2>&1
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --stream "$T/va.wav" --labels "$T/va.csv" --max-fa-per-hour 50 -o "$T/det2.json" >/dev/null 2>&1
-$PY - "$T/det1.json" "$T/det2.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-assert b["tuned_on"]["stream"] == "va.wav + va.wav", b["tuned_on"]
-assert a["thresholds"] == b["thresholds"] and a["smoothing_hops"] == b["smoothing_hops"], (a, b)
-ta, tb = a["tuned_on"], b["tuned_on"]
-assert abs(ta["recall"] - tb["recall"]) < 1e-9 and tb["false_alarms"] == 2 * ta["false_alarms"], (ta, tb)
-assert abs(ta["fa_per_hour_keyword_free"] - tb["fa_per_hour_keyword_free"]) < 1e-6, (ta, tb)
-print("tune_detection: recordings pooled")
-PY
+$PY "$CHECKS" tuned_on_two_streams "$T/det1.json" "$T/det2.json"
 # --curve: one line per limit, recall never falling as the limit grows; at 50 per hour it is
 # what -o tuned there (det1.json)
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --curve >"$T/curve.log" 2>&1
-$PY - "$T/curve.log" "$T/det1.json" <<'PY'
-import json, re, sys
-rows = re.findall(r"<= (\d+) per keyword-free hour: recall ([\d.]+)% at threshold ([\d.]+), smoothing (\d)",
-                  open(sys.argv[1]).read())
-assert [int(r[0]) for r in rows] == [5, 10, 20, 50, 100], rows
-recall = [float(r[1]) for r in rows]
-assert recall == sorted(recall), recall
-det = json.load(open(sys.argv[2]))
-assert abs(recall[3] - 100 * det["tuned_on"]["recall"]) < 0.051 and int(rows[3][3]) == det["smoothing_hops"], (rows, det)
-print("tune_detection --curve:", recall)
-PY
+$PY "$CHECKS" curve_matches_tuning "$T/curve.log" "$T/det1.json"
 # --false-alarms: the smoke model raises none (the report on false alarms placed by hand:
 # tests/python/test_evaluation.py)
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
@@ -471,33 +320,14 @@ grep -q "^0 false alarms, 0 in keyword-free stretches$" "$T/fa.log"
 # that recording (tests/python/test_evaluation.py), so the shared threshold is det1's and scores as det1 did
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --stream "$T/va.wav" --labels "$T/va.csv" --max-fa-per-hour 50 --holdout-check >"$T/holdout.txt" 2>&1
-$PY - "$T/det1.json" "$T/holdout.txt" <<'PY'
-import json, re, sys
-a = json.load(open(sys.argv[1]))
-rows = [l for l in open(sys.argv[2]) if l.startswith("| first half") or l.startswith("| second half")]
-assert len(rows) == 2, open(sys.argv[2]).read()
-for row in rows:
-    m = re.match(r"\| \w+ half \| ([0-9.]+), smoothing (\d); ([0-9.]+)%, ([0-9.]+) \| .*; ([0-9.]+)%, ([0-9.]+) \|$", row.strip())
-    assert m, row
-    assert abs(float(m[1]) - a["thresholds"][0]) < 1e-9 and int(m[2]) == a["smoothing_hops"], (row, a)
-    t = a["tuned_on"]
-    assert abs(float(m[3]) - round(100 * t["recall"], 1)) < 0.051, (row, t)
-    assert abs(float(m[4]) - round(t["fa_per_hour_keyword_free"], 1)) < 0.051, (row, t)
-print("tune_detection: holdout check")
-PY
+$PY "$CHECKS" holdout_halves "$T/det1.json" "$T/holdout.txt"
 # --preset *-mel (log-mel front end): a run trains, resumes, converts (schema 4), passes the runtime's
 # self-test and classifies as PyTorch does
 MEL="--data $T/data --classes kws12 --out $T/mel --preset smoke-mel --batch 16 --lr 1e-2 --warmup 5
      --max-per-class 2 --eval-every 20 --threads 1 --warp-prob 0.5 --mask-prob 0.5"
 $PY -m mega_kws_tools.training.train $MEL --steps 60 >"$T/mel.log"
 grep -q "^log-mel: 16 bands, bias set from" "$T/mel.log"
-$PY - "$T/mel/losses.txt" <<'PY'
-import sys
-loss = [float(l.split()[1]) for l in open(sys.argv[1])]
-first, last = sum(loss[:10]) / 10, sum(loss[-10:]) / 10
-print(f"log-mel loss {first:.3f} -> {last:.3f}")
-assert len(loss) == 60 and last < 0.9 * first, "log-mel: loss did not decrease"
-PY
+$PY "$CHECKS" loss_falls "$T/mel/losses.txt" 60 log-mel
 $PY -m mega_kws_tools.training.train $MEL --steps 70 --resume >"$T/mel-resume.log"
 grep -q "resumed at step 60" "$T/mel-resume.log"
 $PY -m mega_kws_tools.convert.mega_convert "$T/mel/last.pt" -o "$T/mel.mega" >"$T/mel-convert.log"
@@ -519,10 +349,5 @@ for e in 0.0 0.5; do
       --label-smoothing $e >"$T/ls$e.log"
   grep -q "^label smoothing $e$" "$T/ls$e.log"
 done
-$PY - "$T/ls0.0/losses.txt" "$T/ls0.5/losses.txt" <<'PY'
-import sys
-plain, smoothed = (float(open(p).readline().split()[1]) for p in sys.argv[1:3])
-assert smoothed > plain + 0.05, f"--label-smoothing 0.5: first loss {smoothed}, without {plain}"
-print(f"--label-smoothing: first loss {plain:.3f} -> {smoothed:.3f} with 0.5")
-PY
+$PY "$CHECKS" label_smoothing_raises_loss "$T/ls0.0/losses.txt" "$T/ls0.5/losses.txt"
 echo "training smoke test passed"
