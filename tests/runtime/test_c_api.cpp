@@ -510,7 +510,7 @@ TEST(CApiDetector, InvalidOptionsAreRefused) {
 }
 
 // samples/commands.wav: the C API finds the words keyword_spotter scan finds,
-// at the same times (the C++ detector's, which tests/test_cli.sh checks
+// at the same times (the C++ detector's, which tests/apps/test_cli.sh checks
 // against the CLI: the five spoken words of samples/commands.csv, in order,
 // each within one hop of the word's end), through both of its paths, in any
 // block size, at the defaults and with overrides; and again after a reset.
@@ -725,7 +725,7 @@ TEST(CApiDetector, AFlushDetectionIsTimedNoLaterThanTheAudio) {
   ASSERT_NE(int64_t(x.size()) % mega_model_chunk_samples(m), 0);
   mega_detector_options o;
   mega_detector_options_init(&o);
-  o.sensitivity = 0.8f;  // as the pipeline's test (kws_stream_pipeline.cpp)
+  o.sensitivity = 0.8f;  // as the pipeline's test (apps/audio/test_stream_pipeline.cpp)
   mega_detector* d = mega_detector_create(m, &o, &st);
   mega_session* s = mega_session_create(m, &st);
   ASSERT_TRUE(d && s) << mega_load_error();

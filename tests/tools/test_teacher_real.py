@@ -20,7 +20,7 @@ from mega_kws_tools.audio import SR, read_wav
 from mega_kws_tools.data import sc10_render
 from mega_kws_tools.teacher import features, fetch, graph, port_check, torch_port
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 MODELS = os.environ.get("MEGA_TEACHER_DIR", os.path.join(ROOT, fetch.DEFAULT_OUT))
 HEAD = os.path.join(MODELS, "check", "hey_jarvis_v0.1.onnx")
 KEYWORD_WAVS = sorted(w for w in glob.glob(os.path.join(ROOT, "samples", "*.wav")) if "commands" not in w)

@@ -10,7 +10,7 @@ that the runtime ignores, a keyword sustained from hop 0, and streams shorter
 than the warm-up (judged by the flush).
 
 Run by ctest (test streamscore_runtime) with MEGA_KWS_LIBRARY set; by hand:
-/usr/bin/python3 -m pytest tests/test_streamscore_runtime.py (default: build/)."""
+/usr/bin/python3 -m pytest tests/tools/test_streamscore_runtime.py (default: build/)."""
 
 import math
 import os
@@ -18,7 +18,7 @@ import os
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 os.environ.setdefault("MEGA_KWS_LIBRARY", os.path.join(ROOT, "build", "libmega_kws.so"))
 
 import mega_kws  # noqa: E402

@@ -8,7 +8,7 @@ package installs with pip (no build isolation, no index) into a venv of
 Debian's Python and works from there.
 
 Run by ctest (test python_api) with MEGA_KWS_LIBRARY and MEGA_KWS_CLI set;
-by hand: /usr/bin/python3 -m pytest tests/test_python.py (defaults: build/)."""
+by hand: /usr/bin/python3 -m pytest tests/python/test_api.py (defaults: build/)."""
 
 import csv
 import json
@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-FIX = os.path.join(HERE, "fixtures", "data")
+ROOT = os.path.dirname(os.path.dirname(HERE))  # tests/tools/ -> the root
+FIX = os.path.join(ROOT, "tests", "fixtures", "data")
 SAMPLES = os.path.join(ROOT, "samples")
 DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
 os.environ.setdefault("MEGA_KWS_LIBRARY", os.path.join(ROOT, "build", "libmega_kws.so"))
@@ -136,7 +136,7 @@ def test_json_file_names_as_the_cli_writes_them(tmp_path):
 def test_scan_file_finds_the_five_words(demo):
     found, seconds = mega_kws.scan_file(COMMANDS, demo, sensitivity=0.8)
     # the five spoken words of samples/commands.csv, in order, each within one
-    # hop (250 ms) of the word's end, as tests/test_cli.sh checks the CLI (at
+    # hop (250 ms) of the word's end, as tests/apps/test_cli.sh checks the CLI (at
     # --sensitivity 0.8: the model's defaults are stricter)
     with open(os.path.join(SAMPLES, "commands.csv")) as f:
         words = list(csv.DictReader(f))

@@ -3,7 +3,7 @@
 """The float16 peaks the converter stores (schema 5, Model.fp16_range;
 tools/mega_kws_tools/convert/fp16_peaks.py): written by default, left out on
 request as older converters did, and measured on the activations the CUDA
-backend stores in float16. The CUDA tests (tests/cuda/test_cuda_fp16_peaks.cpp)
+backend stores in float16. The CUDA tests (tests/kernels/cuda/test_cuda_fp16_peaks.cpp)
 check them against the runtime's own measurement and that engine creation
 reads them. Runs with /usr/bin/python3 -m pytest tests/test_fp16_peaks.py."""
 
@@ -16,7 +16,7 @@ from mega_kws_tools import model as mt
 from mega_kws_tools.convert import fp16_peaks, mega_convert
 from mega_kws_tools.convert.schema import Model
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "data")
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "data")
 LABELS4 = ["class0", "class1", "class2", "class3"]
 # the runtime's names (kernels/cuda/fp16_range.cpp, RangeProbe)
 RESIDUAL = {"patch embedding", "norm output", "v projection", "FFN hidden layer", "residual stream x",

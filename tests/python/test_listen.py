@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """mega_kws.listen and mega_kws.devices (python/mega_kws/_listen.py over
-libmega_kws_audio) without a sound card, the way tests/test_listen.sh tests
+libmega_kws_audio) without a sound card, the way tests/apps/test_listen.sh tests
 keyword_spotter listen (docs: testing-audio.md): a PulseAudio null sink at
 16 kHz whose monitor is the default input, the clip played into it in real
 time.
@@ -21,7 +21,7 @@ time.
 Every microphone runs in a child process with its own environment (sound
 server, HOME), as the CLI's test does. Run by ctest (test python_listen) with
 MEGA_KWS_LIBRARY set; by hand: /usr/bin/python3 -m pytest
-tests/test_python_listen.py (defaults: build/)."""
+tests/python/test_listen.py (defaults: build/)."""
 
 import json
 import os
@@ -36,7 +36,7 @@ import pytest
 import mega_kws  # python/ is on the path (pytest.ini)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))  # tests/tools/ -> the root
 DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
 COMMANDS = os.path.join(ROOT, "samples", "commands.wav")  # yes stop go left no
 WORDS = ["yes", "stop", "go", "left", "no"]
@@ -338,5 +338,5 @@ def test_bad_arguments_are_refused_before_any_device_opens():
     with pytest.raises(mega_kws.InvalidArgumentError, match="threshold"):  # the Detector's own checks
         mega_kws.listen(DEMO, threshold=2)
     with pytest.raises(mega_kws.MegaError) as e:
-        mega_kws.listen(os.path.join(HERE, "fixtures", "data", "tiny_bi.mega"))
+        mega_kws.listen(os.path.join(ROOT, "tests", "fixtures", "data", "tiny_bi.mega"))
     assert e.value.status == mega_kws.Status.NOT_STREAMABLE and "bidirectional" in e.value.message

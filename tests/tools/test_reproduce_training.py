@@ -13,7 +13,7 @@ from scripts.check_readme_paths import paths_named
 from mega_kws_tools.data import speechocean
 from mega_kws_tools.data.sentence_keywords import SOURCES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 SCRIPT = os.path.join(ROOT, "tools", "scripts", "reproduce_training.sh")
 SOURCES_FILE = os.path.join(ROOT, "tools", "mega_kws_tools", "data", "real_sc_sources.txt")
 

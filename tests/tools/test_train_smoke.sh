@@ -5,7 +5,7 @@
 # and pass its self-test in the runtime; then the training options end to end (runs stopped and
 # resumed give the same losses, each option reaches the loss, checkpoints convert and classify as
 # PyTorch does). The functions behind them, and the refusal of bad option values, are tested on
-# generated signals, without the text-to-speech programs, in tests/python/ (pytest).
+# generated signals, without the text-to-speech programs, in tests/tools/ (pytest).
 #   test_train_smoke.sh PATH/TO/keyword_spotter REPO_ROOT
 set -eu
 KS=$1
@@ -312,12 +312,12 @@ $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --
     --curve >"$T/curve.log" 2>&1
 $PY "$CHECKS" curve_matches_tuning "$T/curve.log" "$T/det1.json"
 # --false-alarms: the smoke model raises none (the report on false alarms placed by hand:
-# tests/python/test_evaluation.py)
+# tests/tools/test_evaluation.py)
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --max-fa-per-hour 50 --false-alarms >"$T/fa.log" 2>&1
 grep -q "^0 false alarms, 0 in keyword-free stretches$" "$T/fa.log"
 # --holdout-check tunes on one half and scores on the other: on one recording twice, each half is
-# that recording (tests/python/test_evaluation.py), so the shared threshold is det1's and scores as det1 did
+# that recording (tests/tools/test_evaluation.py), so the shared threshold is det1's and scores as det1 did
 $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$T/fts/best.pt" --stream "$T/va.wav" --labels "$T/va.csv" \
     --stream "$T/va.wav" --labels "$T/va.csv" --max-fa-per-hour 50 --holdout-check >"$T/holdout.txt" 2>&1
 $PY "$CHECKS" holdout_halves "$T/det1.json" "$T/holdout.txt"

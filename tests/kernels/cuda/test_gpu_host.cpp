@@ -11,7 +11,7 @@
 //     kernels/cuda/host_ops.h) against the golden fixtures, streaming and offline,
 //     and B streams in one batch against B single streams.
 // What this cannot check: thread mapping, warp shuffles, cuBLAS itself, graphs
-// and pinned memory. tests/cuda/ does, on a GPU.
+// and pinned memory. tests/kernels/cuda/ does, on a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -16,7 +16,7 @@ from mega_kws_tools import model as mega_torch
 from mega_kws_tools.convert import mega_convert, mega_format, mega_unpack
 from mega_kws_tools.convert.schema import Model
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "data")
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "data")
 CONVERT = mega_convert.__name__  # run with python3 -m
 UNPACK = mega_unpack.__name__
 
@@ -380,7 +380,7 @@ def test_tools_convert_entry_points_run_the_package(name, tmp_path):
     """tools/convert/NAME.py (where the layout names the converter) runs
     mega_kws_tools.convert.NAME from any directory with no PYTHONPATH: the
     same usage as the module's."""
-    tools = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+    tools = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     script = subprocess.run([sys.executable, os.path.join(tools, "convert", name + ".py"), "--help"],
                             capture_output=True, text=True, cwd=tmp_path, env=env)

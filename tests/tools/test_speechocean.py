@@ -17,7 +17,7 @@ import pytest
 from mega_kws_tools.data import speechocean as so
 from mega_kws_tools.training import mine_hard
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 
 SR = 16000
 

@@ -15,7 +15,7 @@ import pytest
 
 from mega_kws_tools.convert import mega_format
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 
 HEADER = os.path.join(ROOT, "formats", "mega_format.h")
 SCHEMA = os.path.join(ROOT, "formats", "mega_model.fbs")

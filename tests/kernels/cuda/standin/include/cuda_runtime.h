@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA stand-in's cuda_runtime.h: the part of the CUDA runtime API the
-// backend (kernels/) and its tests use, run on the CPU (tests/cuda_standin/,
+// backend (kernels/) and its tests use, run on the CPU (tests/kernels/cuda/standin/,
 // docs/cuda-standin.md). Test code only: it is never installed or shipped.
 //
 // Kernels are plain C++ functions; a launch (MEGA_KERNEL_LAUNCH in

@@ -25,7 +25,7 @@
 
 namespace mega_test {
 
-// On the CPU stand-in (tests/cuda_standin/) every kernel thread is a fiber
+// On the CPU stand-in (tests/kernels/cuda/standin/) every kernel thread is a fiber
 // and a warp shuffle is a context switch per lane: the base-size model costs
 // seconds per chunk there. Its cases then use the first few chunks of their
 // input (the model is causal: the golden chunk logits' prefix still applies;

@@ -7,7 +7,7 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=${MEGA_OFFICIAL_REPO:-/work/.mirror/facebookresearch+mega/repo}
 PYTHON=${PYTHON:-/usr/bin/python3}
-export PYTHONPATH="$HERE/../tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
+export PYTHONPATH="$HERE/../../tools${PYTHONPATH:+:$PYTHONPATH}"  # the mega_kws_tools package
 if [ ! -d "$REPO/fairseq" ] && ! git --git-dir="$REPO" rev-parse --verify -q HEAD >/dev/null 2>&1; then
     echo "SKIP: official repo not available"
     exit 77

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 CLI = os.environ.get("MEGA_KWS_CLI", os.path.join(ROOT, "build", "keyword_spotter"))
 DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
 COMMANDS = os.path.join(ROOT, "samples", "commands.wav")

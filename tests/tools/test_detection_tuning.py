@@ -15,7 +15,7 @@ import pytest
 
 from mega_kws_tools.evaluation import tune_detection as td
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 
 LABELS = ["yes", "no", "_silence_", "_unknown_"]
 HOP_S = 0.25
