@@ -9,7 +9,7 @@
 // whole model streaming chunk by chunk. Counters: GFLOP/s (FLOPs as in
 // model_flops.h) against CPU time, the real-time factor, and heap
 // allocations per chunk (counted by replacing the allocator, as
-// tests/allocations_per_chunk.cpp does). The model defaults to the paper's
+// tests/runtime/allocations_per_chunk.cpp does). The model defaults to the paper's
 // base architecture (models/sc10-random-init.mega).
 #include <benchmark/benchmark.h>
 #include <cblas.h>

@@ -2,7 +2,7 @@
 // The .mega file's framing, defined once for C++: the newest schema version
 // this runtime reads, and the trailer after the FlatBuffer. The FlatBuffer
 // itself is formats/mega_model.fbs. Python's twin is
-// tools/mega_kws_tools/convert/mega_format.py; tests/test_mega_format.py checks that the two,
+// tools/mega_kws_tools/convert/mega_format.py; tests/tools/test_mega_format.py checks that the two,
 // and the schema's version history, agree.
 //
 // File layout:  FlatBuffer (identifier "MEGA")  |  trailer, 12 bytes:

@@ -22,7 +22,9 @@ import os
 import sys
 
 
-def py_files(paths, exclude):
+def files_under(paths, exclude, extensions=(".py",)):
+    """Each file named in paths, and each file with one of the extensions in
+    the folders named there (__pycache__ and the excluded folders skipped)."""
     skip = {os.path.normpath(e) for e in exclude}
     for p in paths:
         if os.path.isfile(p):
@@ -30,7 +32,19 @@ def py_files(paths, exclude):
             continue
         for folder, dirs, files in os.walk(p):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and os.path.normpath(os.path.join(folder, d)) not in skip)
-            yield from (os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
+            yield from (os.path.join(folder, f) for f in sorted(files) if f.endswith(extensions))
+
+
+def limits_parser(doc, unit, max_unit_lines):
+    """The command line both size checks take (unit: "module" or "file")."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("paths", nargs="+", metavar="PATH")
+    ap.add_argument(f"--max-{unit}-lines", type=int, default=max_unit_lines)
+    ap.add_argument("--max-function-lines", type=int, default=80)
+    ap.add_argument("--exclude", action="append", default=[], metavar="DIR")
+    ap.add_argument("--allow", action="append", default=[], metavar="NAME")
+    ap.add_argument("--top", type=int, default=5, metavar="K")
+    return ap
 
 
 def functions(tree, prefix=""):
@@ -47,27 +61,16 @@ def functions(tree, prefix=""):
             yield from functions(node, prefix)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="+", metavar="PATH")
-    ap.add_argument("--max-module-lines", type=int, default=500)
-    ap.add_argument("--max-function-lines", type=int, default=80)
-    ap.add_argument("--exclude", action="append", default=[], metavar="DIR")
-    ap.add_argument("--allow", action="append", default=[], metavar="NAME")
-    ap.add_argument("--top", type=int, default=5, metavar="K")
-    args = ap.parse_args(argv)
-    mods, funcs = [], []
-    for path in py_files(args.paths, args.exclude):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        mods.append((len(text.splitlines()), path))
-        funcs += [(last - first + 1, f"{path}:{first} {name}", f"{path}:{name}")
-                  for name, first, last in functions(ast.parse(text, path))]
-    over = [(p, f"module {p}: {n} lines (limit {args.max_module_lines})")
-            for n, p in mods if args.max_module_lines and n > args.max_module_lines]
-    over += [(key, f"function {w}: {n} lines (limit {args.max_function_lines})")
-             for n, w, key in funcs if args.max_function_lines and n > args.max_function_lines]
-    allowed = {os.path.normpath(a) if ":" not in a else a for a in args.allow}
+def report(kind, units, funcs, max_unit_lines, max_function_lines, allow, top):
+    """Prints what is over its limit (kind: "module" or "file"; units: (lines,
+    path); funcs: (lines, where, PATH:NAME)) and the largest of each; returns
+    the exit status: 1 if anything over is not allowed, or allowed and not
+    over (also used by check_cpp_sizes.py)."""
+    over = [(p, f"{kind} {p}: {n} lines (limit {max_unit_lines})")
+            for n, p in units if max_unit_lines and n > max_unit_lines]
+    over += [(key, f"function {w}: {n} lines (limit {max_function_lines})")
+             for n, w, key in funcs if max_function_lines and n > max_function_lines]
+    allowed = {os.path.normpath(a) if ":" not in a else a for a in allow}
     failing = 0
     for key, line in over:
         known = key in allowed or os.path.normpath(key) in allowed
@@ -76,11 +79,22 @@ def main(argv=None) -> int:
     for name in sorted(allowed - {k for k, _ in over} - {os.path.normpath(k) for k, _ in over}):
         failing += 1
         print(f"--allow {name}: not over the limits (any more): take it off the list")
-    funcs = [(n, w) for n, w, _ in funcs]
-    for kind, items in (("modules", mods), ("functions", funcs)):
-        print(f"largest {kind}: " + "; ".join(f"{w} {n}" for n, w in sorted(items, reverse=True)[:args.top]))
-    print(f"{len(mods)} modules, {len(funcs)} functions: {len(over)} over the limits, {failing} failing")
+    for what, items in ((kind + "s", units), ("functions", [(n, w) for n, w, _ in funcs])):
+        print(f"largest {what}: " + "; ".join(f"{w} {n}" for n, w in sorted(items, reverse=True)[:top]))
+    print(f"{len(units)} {kind}s, {len(funcs)} functions: {len(over)} over the limits, {failing} failing")
     return 1 if failing else 0
+
+
+def main(argv=None) -> int:
+    args = limits_parser(__doc__, "module", 500).parse_args(argv)
+    mods, funcs = [], []
+    for path in files_under(args.paths, args.exclude):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        mods.append((len(text.splitlines()), path))
+        funcs += [(last - first + 1, f"{path}:{first} {name}", f"{path}:{name}")
+                  for name, first, last in functions(ast.parse(text, path))]
+    return report("module", mods, funcs, args.max_module_lines, args.max_function_lines, args.allow, args.top)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       festvox-hi-nsk festvox-mr-nsk festvox-te-nsk festival-hi festival-mr festival-te
       pulseaudio pulseaudio-utils libasound2-plugins jackd2 alsa-utils
       valgrind clang libclang-rt-14-dev
-      chromium-bsu-data   # tests/test_nonspeech.py: its two music loops (Expat), 1.6 MB
+      chromium-bsu-data   # tests/apps/test_nonspeech.py: its two music loops (Expat), 1.6 MB
       lintian)   # scripts/test_packages.sh: the Debian packages must be clean of lintian errors
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

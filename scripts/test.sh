@@ -30,7 +30,7 @@ echo "Debian packages: $((SECONDS - t0)) s"
 bash scripts/test_cross.sh build     # aarch64: cross build, unit tests and CLI parity under qemu
 
 # The CUDA backend's tests on the CPU stand-in for the CUDA runtime and cuBLAS
-# (tests/cuda_standin/, docs/cuda-standin.md): every cuda-labelled test runs,
+# (tests/kernels/cuda/standin/, docs/cuda-standin.md): every cuda-labelled test runs,
 # none may be skipped; then again under the sanitizers (without the base-size
 # cases and the thousand streams, which take minutes there).
 standin() {  # preset

@@ -31,7 +31,7 @@ namespace {
 constexpr double kStartTimeout = 10.0;    // opening the audio system (a hung sound server blocks it)
 constexpr double kCleanupTimeout = 3.0;   // stopping a broken device must not hang the process
 
-// Test only (tests/test_listen.sh): KWS_TEST_CONSUMER_DELAY_MS=N makes the
+// Test only (tests/apps/test_listen.sh): KWS_TEST_CONSUMER_DELAY_MS=N makes the
 // inference thread sleep N ms after each block it pops, as a machine too slow
 // for the model would, so that the ring overflows.
 std::chrono::milliseconds test_consumer_delay() {

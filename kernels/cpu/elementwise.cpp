@@ -13,7 +13,7 @@
 //     exponent field. erf: odd polynomial below |z| = 1, above it erfc(|z|) =
 //     exp(-z^2) t Q(t) with t = 1/(1 + |z|/2). Coefficients were fitted for this file
 //     (iteratively reweighted least squares towards minimax relative error, then rounded
-//     to float and checked in float arithmetic); tests/test_elementwise.cpp checks bounds.
+//     to float and checked in float arithmetic); tests/kernels/cpu/test_elementwise.cpp checks bounds.
 //   - NaN flows through: clamps are selects on a compare (a NaN compare is false, so
 //     NaN keeps its value) rather than std::min/std::max.
 // Do not build this file with -ffast-math: the rounding and NaN handling rely on IEEE

@@ -4,7 +4,7 @@
 // vector width (simd_kernels.inc) and compiled for AVX-512, for AVX2 + FMA and
 // for plain 128-bit vectors (SSE2 / NEON); the best set this CPU runs is
 // picked once at run time. Each kernel's scalar reference twin lives in
-// kernels.h (attention_ref, linear_ref, ema_causal_ref) and tests/test_kernels.cpp holds
+// kernels.h (attention_ref, linear_ref, ema_causal_ref) and tests/kernels/cpu/test_kernels.cpp holds
 // every compiled set to it.
 #pragma once
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's steps (runtime/src/core/ops.h) one at a time on a device, for the
-// backend-comparison harness (tests/test_backend_ops.cpp): forward.h's GpuOps
+// backend-comparison harness (tests/kernels/test_backend_ops.cpp): forward.h's GpuOps
 // over the kernels and cuBLAS, on the device setup a DeviceSession makes
 // (weights, memory plan, stream, cuBLAS: DevicePlan, device_plan.h),
 // without the session's staging slots and graphs. The harness gives every

@@ -3,7 +3,7 @@
 // each kernel as a loop over the same element function its CUDA kernel calls,
 // the EMA's segmented scan phase by phase, the GEMMs through column-major
 // cblas_sgemm with the arguments cuBLAS gets. Float storage only. Used by the
-// tests (tests/test_gpu_host.cpp) so that the host build checks everything of
+// tests (tests/kernels/cuda/test_gpu_host.cpp) so that the host build checks everything of
 // the CUDA code except its thread mapping, shuffles and the cuBLAS calls.
 #pragma once
 

@@ -3,7 +3,7 @@
 // host_ops.h, or another host launcher derived from HostOps): the same memory
 // plan, weight packing, staging and forward as the device session, in host
 // memory and without graphs or streams. Float storage. The tests run it
-// against the golden fixtures (tests/test_gpu_host.cpp); the float16 range
+// against the golden fixtures (tests/kernels/cuda/test_gpu_host.cpp); the float16 range
 // check (fp16_range.h) measures a model's activations with it.
 #pragma once
 

@@ -4,7 +4,7 @@
 //
 // Every kernel launch goes through MEGA_KERNEL_LAUNCH(grid, block, shmem,
 // stream, kernel)(args...): nvcc's <<<grid, block, shmem, stream>>>, or, in
-// the test-only CPU stand-in build (MEGA_CUDA_STANDIN, tests/cuda_standin/),
+// the test-only CPU stand-in build (MEGA_CUDA_STANDIN, tests/kernels/cuda/standin/),
 // the stand-in's grid loop over the same kernel compiled as host C++.
 #pragma once
 

@@ -18,7 +18,12 @@ import ctypes
 import dataclasses
 import os
 
-from . import Detector, Session, Status, _detection, _error, _invalid, _model, _native, _Owned
+from . import _native
+from ._detector import Detector, _detection
+from ._errors import Status, _error, _invalid
+from ._model import _model
+from ._owned import _Owned
+from ._session import Session
 
 AUDIO_LIBRARY_NAME = f"libmega_kws_audio.so.{_native.SOVERSION}"
 READ_TIMEOUT_S = 0.1  # how long one native read may block: Ctrl-C and close() act within this

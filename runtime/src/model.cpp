@@ -13,12 +13,12 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "mega/detection_limits.hpp"
 #include "mega_model_generated.h"
 #include "mega_format.h"
 #include "model_data.h"
+#include "model_load.h"
 
 namespace mega {
 
@@ -43,152 +43,6 @@ const char* status_name(Status s) {
 }
 
 namespace {
-
-struct LoadError {
-  Status status = Status::ok;
-  std::string message;
-  bool failed() const { return status != Status::ok; }
-  bool set(Status s, std::string m) {
-    if (!failed()) {
-      status = s;
-      message = std::move(m);
-    }
-    return false;
-  }
-};
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t man = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalize
-      int e = -1;
-      do {
-        ++e;
-        man <<= 1;
-      } while ((man & 0x400u) == 0);
-      bits = sign | uint32_t(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
-    }
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | man << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// Looks tensors up by name, checks shape, dtype, size and finiteness, and
-// tracks which file tensors were used so leftovers can be reported.
-class TensorTable {
- public:
-  TensorTable(const fb::Model* m, ModelData* out, LoadError* err) : out_(out), err_(err) {
-    const auto* ts = m->tensors();
-    for (flatbuffers::uoffset_t i = 0; i < ts->size(); ++i) {
-      const fb::Tensor* t = ts->Get(i);
-      std::string name = t->name()->str();
-      if (!by_name_.emplace(name, t).second) {
-        err_->set(Status::bad_model, "tensor '" + name + "' appears twice");
-        return;
-      }
-    }
-  }
-
-  const float* get(const std::string& name, std::vector<int64_t> shape) {
-    if (err_->failed()) return nullptr;
-    auto it = by_name_.find(name);
-    if (it == by_name_.end()) {
-      err_->set(Status::bad_model, "missing tensor '" + name + "' (expected shape " + shape_str(shape) + ")");
-      return nullptr;
-    }
-    const fb::Tensor* t = it->second;
-    used_.emplace(name);
-    std::vector<int64_t> got(t->shape()->begin(), t->shape()->end());
-    if (got != shape) {
-      err_->set(Status::bad_model,
-                "tensor '" + name + "' has shape " + shape_str(got) + ", expected " + shape_str(shape));
-      return nullptr;
-    }
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    const int32_t dtype = int32_t(t->dtype());
-    if (dtype != fb::DType_F32 && dtype != fb::DType_F16) {
-      err_->set(Status::unsupported_model, "tensor '" + name + "' has unknown dtype " + std::to_string(dtype));
-      return nullptr;
-    }
-    const size_t elem = dtype == fb::DType_F32 ? 4 : 2;
-    if (t->data()->size() != size_t(count) * elem) {
-      err_->set(Status::bad_model, "tensor '" + name + "' holds " + std::to_string(t->data()->size()) +
-                                       " bytes, expected " + std::to_string(size_t(count) * elem));
-      return nullptr;
-    }
-    const uint8_t* raw = t->data()->data();
-    const float* p;
-    if (dtype == fb::DType_F16) {
-      out_->info.fp16 = true;
-      std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(count) + 1]);
-      if (!buf) {
-        err_->set(Status::out_of_memory, "no memory for tensor '" + name + "'");
-        return nullptr;
-      }
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t h;
-        std::memcpy(&h, raw + 2 * i, 2);
-        buf[size_t(i)] = half_to_float(h);
-      }
-      p = buf.get();
-      out_->owned.push_back(std::move(buf));
-    } else if (reinterpret_cast<uintptr_t>(raw) % 64 != 0) {
-      // Written by a tool that did not align: copy rather than read misaligned.
-      std::unique_ptr<float[]> buf(new (std::nothrow) float[size_t(count) + 1]);
-      if (!buf) {
-        err_->set(Status::out_of_memory, "no memory for tensor '" + name + "'");
-        return nullptr;
-      }
-      std::memcpy(buf.get(), raw, size_t(count) * 4);
-      p = buf.get();
-      out_->owned.push_back(std::move(buf));
-    } else {
-      p = reinterpret_cast<const float*>(raw);
-    }
-    for (int64_t i = 0; i < count; ++i) {
-      if (!std::isfinite(p[i])) {
-        err_->set(Status::bad_model, "tensor '" + name + "' contains a non-finite value at index " +
-                                         std::to_string(i));
-        return nullptr;
-      }
-    }
-    out_->info.n_params += count;
-    return p;
-  }
-
-  void check_all_used() {
-    if (err_->failed()) return;
-    for (const auto& kv : by_name_) {
-      if (!used_.count(kv.first)) {
-        err_->set(Status::bad_model, "unexpected tensor '" + kv.first + "' (not part of this configuration)");
-        return;
-      }
-    }
-  }
-
- private:
-  ModelData* out_;
-  LoadError* err_;
-  std::map<std::string, const fb::Tensor*> by_name_;
-  std::set<std::string> used_;
-};
 
 uint32_t crc32(const uint8_t* p, size_t n) {
   static const auto table = [] {
@@ -365,84 +219,8 @@ bool read_detection(const fb::Detection* d, const HParams& hp, ModelInfo* info, 
          check_range(err, "detection refractory_ms", d->refractory_ms(), kMinRefractoryMs, kMaxRefractoryMs);
 }
 
-void load_norm(TensorTable& tt, const std::string& prefix, const HParams& hp, NormWeights* n, LoadError* err) {
-  const int64_t d = hp.embed_dim;
-  n->type = hp.norm_type;
-  n->eps = hp.norm_eps;
-  switch (hp.norm_type) {
-    case NormType::batch_norm: {
-      const float* w = tt.get(prefix + "weight", {d});
-      const float* b = tt.get(prefix + "bias", {d});
-      const float* mean = tt.get(prefix + "running_mean", {d});
-      const float* var = tt.get(prefix + "running_var", {d});
-      if (err->failed()) return;
-      n->bn_scale.resize(size_t(d));
-      n->bn_shift.resize(size_t(d));
-      for (int64_t i = 0; i < d; ++i) {
-        if (!(var[i] >= 0.0f)) {
-          err->set(Status::bad_model, "tensor '" + prefix + "running_var' has a negative variance");
-          return;
-        }
-        const double scale = double(w[i]) / std::sqrt(double(var[i]) + double(hp.norm_eps));
-        n->bn_scale[size_t(i)] = float(scale);
-        n->bn_shift[size_t(i)] = float(double(b[i]) - double(mean[i]) * scale);
-      }
-      break;
-    }
-    case NormType::layer_norm:
-      n->weight = tt.get(prefix + "weight", {d});
-      n->bias = tt.get(prefix + "bias", {d});
-      break;
-    case NormType::scale_norm: {
-      const float* s = tt.get(prefix + "scalar", {1});
-      if (s) n->scalar = s[0];
-      break;
-    }
-    case NormType::rms_norm:
-      n->weight = tt.get(prefix + "weight", {d});
-      break;
-  }
-}
-
-LinearWeights load_linear(TensorTable& tt, const std::string& prefix, int32_t n_out, int32_t n_in, bool bias) {
-  LinearWeights l;
-  l.n_out = n_out;
-  l.n_in = n_in;
-  l.w = tt.get(prefix + "weight", {n_out, n_in});
-  if (bias) l.b = tt.get(prefix + "bias", {n_out});
-  return l;
-}
-
-void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, EmaWeights* e, LoadError* err) {
-  const int32_t rows = hp.ema_direction == EmaDirection::bidirectional ? 2 * hp.embed_dim : hp.embed_dim;
-  const int32_t n = hp.n_dim;
-  const float* delta = tt.get(prefix + "delta", {rows, n});
-  const float* alpha = tt.get(prefix + "alpha", {rows, n});
-  const float* beta = tt.get(prefix + "beta", {rows, n});
-  const float* gamma = tt.get(prefix + "gamma", {rows, n});
-  e->omega = tt.get(prefix + "omega", {hp.embed_dim});
-  if (err->failed()) return;
-  e->n_rows = rows;
-  e->n_dim = n;
-  e->truncation = hp.truncation;
-  const size_t count = size_t(rows) * size_t(n);
-  e->gain.resize(count);
-  e->decay.resize(count);
-  e->decay_k.resize(count);
-  e->out.resize(count);
-  const double scale = std::sqrt(1.0 / double(n));
-  for (size_t i = 0; i < count; ++i) {
-    const double p = 1.0 / (1.0 + std::exp(-double(delta[i])));
-    const double a = 1.0 / (1.0 + std::exp(-double(alpha[i])));
-    const double q = 1.0 - p * a;
-    e->gain[i] = p * double(beta[i]);
-    e->decay[i] = q;
-    e->decay_k[i] = hp.truncation > 0 ? std::pow(q, double(hp.truncation)) : 0.0;
-    e->out[i] = double(gamma[i]) * scale;
-  }
-}
-
-bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) {
+// The container: size, identifier, end marker, checksum, FlatBuffers structure.
+bool check_container(const uint8_t* buf, size_t size, LoadError* err) {
   if (size < kMinFileBytes) {
     return err->set(Status::bad_model, "file is too small to be a model (" + std::to_string(size) + " bytes)");
   }
@@ -473,8 +251,12 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
   if (!fb::VerifyModelBuffer(verifier)) {
     return err->set(Status::bad_model, "file structure is corrupt or truncated (FlatBuffers verification failed)");
   }
-  const fb::Model* m = fb::GetModel(buf);
-  ModelInfo& info = md->info;
+  return true;
+}
+
+// What the model is: schema version, hyperparameters, sample rate, input
+// scaling, labels, detection defaults, provenance.
+bool read_metadata(const fb::Model* m, ModelInfo& info, LoadError* err) {
   info.schema_version = m->schema_version();
   if (info.schema_version > kSchemaVersion) {
     return err->set(Status::unsupported_model, "schema version " + std::to_string(info.schema_version) +
@@ -501,93 +283,58 @@ bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) 
     if (p->source_format()) info.source_format = p->source_format()->str();
     if (p->notes()) info.notes = p->notes()->str();
   }
+  return true;
+}
+
+// The converter's check: an input and the logits it must give, within a tolerance.
+bool read_self_test(const fb::SelfTest* st, ModelData* md, LoadError* err) {
+  const HParams& hp = md->info.hparams;
+  ModelInfo& info = md->info;
+  if (st->input() && st->expected_logits()) {
+    const int64_t n_in = st->input()->size();
+    if (n_in <= 0 || n_in > (int64_t(1) << 24) || int64_t(st->expected_logits()->size()) != hp.n_classes) {
+      return err->set(Status::bad_model, "self-test has " + std::to_string(n_in) + " samples and " +
+                                             std::to_string(st->expected_logits()->size()) + " logits for " +
+                                             std::to_string(hp.n_classes) + " classes");
+    }
+    md->self_test_input.assign(st->input()->begin(), st->input()->end());
+    md->self_test_logits.assign(st->expected_logits()->begin(), st->expected_logits()->end());
+    md->self_test_tolerance = st->tolerance();
+    for (float v : md->self_test_input) {
+      if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test input has a non-finite sample");
+    }
+    for (float v : md->self_test_logits) {
+      if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test logits are not finite");
+    }
+    if (!(md->self_test_tolerance > 0.0f && md->self_test_tolerance < 1.0f)) {
+      return err->set(Status::bad_model, "self-test tolerance must be in (0, 1)");
+    }
+    info.self_test_samples = n_in;
+  }
+  return true;
+}
+
+// The float16 peaks the converter measured (schema 5), where the file has them.
+bool read_fp16_range(const fb::Fp16Range* r, ModelInfo& info, LoadError* err) {
+  if (!r) return true;
+  const HParams& hp = info.hparams;
+  Fp16Peaks& fp = info.fp16_peaks;
+  if (!read_fp16_peak(r->residual(), "residual", hp.n_layers, &fp.residual, err) ||
+      !read_fp16_peak(r->other(), "other", hp.n_layers, &fp.other, err)) {
+    return false;
+  }
+  fp.present = true;
+  return true;
+}
+
+bool load_model(const uint8_t* buf, size_t size, ModelData* md, LoadError* err) {
+  if (!check_container(buf, size, err)) return false;
+  const fb::Model* m = fb::GetModel(buf);
+  if (!read_metadata(m, md->info, err)) return false;
   if (const fb::SelfTest* st = m->self_test()) {
-    if (st->input() && st->expected_logits()) {
-      const int64_t n_in = st->input()->size();
-      if (n_in <= 0 || n_in > (int64_t(1) << 24) || int64_t(st->expected_logits()->size()) != hp.n_classes) {
-        return err->set(Status::bad_model, "self-test has " + std::to_string(n_in) + " samples and " +
-                                               std::to_string(st->expected_logits()->size()) + " logits for " +
-                                               std::to_string(hp.n_classes) + " classes");
-      }
-      md->self_test_input.assign(st->input()->begin(), st->input()->end());
-      md->self_test_logits.assign(st->expected_logits()->begin(), st->expected_logits()->end());
-      md->self_test_tolerance = st->tolerance();
-      for (float v : md->self_test_input) {
-        if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test input has a non-finite sample");
-      }
-      for (float v : md->self_test_logits) {
-        if (!std::isfinite(v)) return err->set(Status::bad_model, "self-test logits are not finite");
-      }
-      if (!(md->self_test_tolerance > 0.0f && md->self_test_tolerance < 1.0f)) {
-        return err->set(Status::bad_model, "self-test tolerance must be in (0, 1)");
-      }
-      info.self_test_samples = n_in;
-    }
+    if (!read_self_test(st, md, err)) return false;
   }
-
-  if (const fb::Fp16Range* r = m->fp16_range()) {
-    Fp16Peaks& fp = info.fp16_peaks;
-    if (!read_fp16_peak(r->residual(), "residual", hp.n_layers, &fp.residual, err) ||
-        !read_fp16_peak(r->other(), "other", hp.n_layers, &fp.other, err)) {
-      return false;
-    }
-    fp.present = true;
-  }
-
-  // Tensors, in the order the forward pass uses them.
-  TensorTable tt(m, md, err);
-  const int32_t d = hp.embed_dim, h = hp.hidden_dim, z = hp.z_dim, f = hp.ffn_hidden_dim;
-  const bool log_power = hp.patch_features == PatchFeatures::log_power;
-  const bool log_mel = hp.patch_features == PatchFeatures::log_mel;
-  const int64_t filters = log_mel ? 2 * int64_t(hp.patch_bins) : log_power ? 2 * d : d;
-  md->embed_w = tt.get("embed_tokens.weight", {filters, hp.patch_kernel});
-  md->embed_filters.w = md->embed_w;
-  md->embed_filters.n_out = int32_t(filters);
-  md->embed_filters.n_in = hp.patch_kernel;
-  if (log_power) md->embed_g = tt.get("embed_tokens.scale", {d});
-  if (log_mel) {
-    md->embed_bands = tt.get("embed_tokens.bands", {hp.patch_bands, hp.patch_bins});
-    md->embed_mix = tt.get("embed_tokens.mix", {d, hp.patch_bands});
-    // negative band weights could take a log below zero energy: NaN at run time
-    for (int64_t i = 0; md->embed_bands && i < int64_t(hp.patch_bands) * hp.patch_bins; ++i) {
-      if (md->embed_bands[i] < 0.0f) {
-        return err->set(Status::bad_model, "tensor 'embed_tokens.bands' has a negative weight at element " +
-                                               std::to_string(i) + "; band weights must be >= 0");
-      }
-    }
-  }
-  md->embed_b = tt.get("embed_tokens.bias", {d});
-  if (hp.patch_norm == PatchNorm::running_mean) md->embed_m0 = tt.get("embed_tokens.norm_init", {d});
-  md->layers.resize(size_t(hp.n_layers));
-  for (int32_t i = 0; i < hp.n_layers && !err->failed(); ++i) {
-    LayerWeights& L = md->layers[size_t(i)];
-    const std::string p = "layers." + std::to_string(i) + ".";
-    const std::string ml = p + "mega_layer.";
-    load_norm(tt, ml + "norm.norm.", hp, &L.norm, err);
-    load_ema(tt, ml + "move.", hp, &L.ema, err);
-    L.v_proj = load_linear(tt, ml + "v_proj.", h, d, true);
-    L.mx_proj = load_linear(tt, ml + "mx_proj.", z + h + 2 * d, d, true);
-    L.h_proj = load_linear(tt, ml + "h_proj.", d, h, true);
-    L.qk_gamma = tt.get(ml + "gamma", {2, z});
-    L.qk_beta = tt.get(ml + "beta", {2, z});
-    L.rel_pos_bias = tt.get(ml + "rel_pos_bias.rel_pos_bias", {2 * int64_t(hp.chunk_size) - 1});
-    L.has_ffn = f > 0;
-    if (L.has_ffn) {
-      load_norm(tt, p + "nffn.norm.norm.", hp, &L.ffn_norm, err);
-      L.fc1 = load_linear(tt, p + "nffn.fc1.", f, d, true);
-      L.fc2 = load_linear(tt, p + "nffn.fc2.", d, f, true);
-    }
-  }
-  md->has_final_norm = hp.prenorm;
-  if (hp.prenorm) load_norm(tt, "final_norm.norm.", hp, &md->final_norm, err);
-  for (int32_t j = 0; j < hp.classifier_layers; ++j) {
-    const int32_t n_in = j == 0 ? d : hp.classifier_dim;
-    md->classifier.push_back(
-        load_linear(tt, "classifier." + std::to_string(j) + ".0.", hp.classifier_dim, n_in, true));
-  }
-  md->projection = load_linear(tt, "sentence_projection_layer.", hp.n_classes, hp.classifier_dim, false);
-  tt.check_all_used();
-  return !err->failed();
+  return read_fp16_range(m->fp16_range(), md->info, err) && load_tensors(m, md, err);
 }
 
 std::shared_ptr<const Model> finish(std::unique_ptr<ModelData> md, LoadError& err, const std::string& what,

@@ -6,6 +6,12 @@ read_wav takes a path or the file's bytes; it reads 8-, 16- and 32-bit PCM at
 rate, float or extensible formats, a broken file) raises ValueError naming
 the file; a tool that wants those too converts with sox and reads the result
 (see data.fetch_real_sc.decode). write_wav writes mono 16-bit 16 kHz.
+
+The runtime's Python package has its own reader (python/mega_kws/_wav.py:
+float32 at any rate, for inference). This one stays the tools' own: the
+tools run with only tools/ on their path (PYTHONPATH=tools, the installed
+converter), and the training data must read back bit for bit as before
+(int16; 32-bit PCM shifted, not rounded through float32).
 """
 
 import io

