@@ -28,7 +28,7 @@ bash scripts/setup_cross.sh
 cmake --preset aarch64-cross -DMEGA_TEST_GENERATED="${MEGA_TEST_GENERATED:-$PWD/build-fixtures}" \
       -DCMAKE_INSTALL_PREFIX=/usr
 cmake --build --preset aarch64-cross -j "$JOBS"
-readelf -h $B/keyword_spotter | grep -q 'AArch64' || { echo "$B/keyword_spotter is not an aarch64 program"; exit 1; }
+readelf -h $B/keyword_spotter | grep 'AArch64' >/dev/null || { echo "$B/keyword_spotter is not an aarch64 program"; exit 1; }
 emulator() {  # emulator BUILD_DIR: how the toolchain file runs target programs there (see its note on -L)
   sed -n 's/^MEGA_EMULATOR:INTERNAL=//p' "$1/CMakeCache.txt" | tr ';' ' '
 }
@@ -81,7 +81,7 @@ bash scripts/make_test_sysroot.sh "$SYSROOT"
 cmake -S . -B $J -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/jetson-aarch64.cmake -DMEGA_SYSROOT="$SYSROOT" \
       -DCMAKE_BUILD_TYPE=Release -DMEGA_WERROR=ON -DMEGA_BUILD_TESTS=OFF -DMEGA_BUILD_BENCH=OFF >/dev/null
 cmake --build $J -j "$JOBS" --target keyword_spotter
-if ninja -C $J -t commands keyword_spotter | grep -E -- '-o keyword_spotter' | grep -q -- ' /usr/lib/'; then
+if ninja -C $J -t commands keyword_spotter | grep -E -- '-o keyword_spotter' | grep -- ' /usr/lib/' >/dev/null; then
   echo "the sysroot build linked a library from the host's /usr/lib"; exit 1
 fi
 $(emulator $J) $J/keyword_spotter classify --json -m models/sc10-demo.mega samples/*.wav > "$T/jetson.arm.json"

@@ -29,6 +29,8 @@
 #   --installed: the packages are installed already, by you: step 2's checks
 #   only, nothing installed or removed)
 set -euo pipefail
+# (grep without -q in pipelines: -q exits at the first match, and the writer it leaves may die of
+# SIGPIPE, which pipefail turns into a failure; a clean-clone CI failed so on a loaded machine)
 cd "$(dirname "$0")/.."
 INSTALL=1
 ARCH=$(dpkg --print-architecture)
@@ -71,7 +73,7 @@ done
 depends_on() {  # depends_on PACKAGE DEP...: each DEP is one of PACKAGE's dependencies
   local p=$1 d; shift
   for d in "$@"; do
-    field "$p" Depends | tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep -qx "$d" ||
+    field "$p" Depends | tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep -x "$d" >/dev/null ||
       fail "$p does not depend on $d: Depends: $(field "$p" Depends)"
   done
 }
@@ -79,11 +81,11 @@ depends_on "$LIBPKG" libopenblas0 libc6 libstdc++6
 depends_on mega-kws "$LIBPKG" libsndfile1 libsamplerate0 libportaudio2 libc6
 depends_on libmega-kws-dev "$LIBPKG"
 depends_on python3-mega-kws "$LIBPKG" python3 python3-numpy
-field mega-kws Depends | grep -q "$LIBPKG (= $VERSION)" || fail "mega-kws must depend on exactly $LIBPKG $VERSION"
+field mega-kws Depends | grep "$LIBPKG (= $VERSION)" >/dev/null || fail "mega-kws must depend on exactly $LIBPKG $VERSION"
 contains() {  # contains PACKAGE PATH...: each PATH is in PACKAGE
   local p=$1 f; shift
   for f in "$@"; do
-    dpkg-deb -c "$(deb "$p")" | awk '{print $6}' | grep -qx "./$f" || fail "$p lacks /$f"
+    dpkg-deb -c "$(deb "$p")" | awk '{print $6}' | grep -x "./$f" >/dev/null || fail "$p lacks /$f"
   done
 }
 contains "$LIBPKG" "usr/$LIBDIR/libmega_kws.so.$SOVERSION"
@@ -107,7 +109,7 @@ MACHINE=$(readelf -h "$X/usr/$LIBDIR/libmega_kws.so.$SOVERSION" | sed -n 's/^ *M
 rm -rf "$X"
 case $ARCH in amd64) want="X86-64" ;; arm64) want="AArch64" ;; *) want="" ;; esac
 [ -z "$want" ] || [[ "$MACHINE" == *"$want"* ]] || fail "$LIBPKG ($ARCH) holds a library for $MACHINE"
-dpkg-deb -I "$(deb "$LIBPKG")" shlibs | grep -qx "libmega_kws $SOVERSION $LIBPKG (>= $VERSION)" ||
+dpkg-deb -I "$(deb "$LIBPKG")" shlibs | grep -x "libmega_kws $SOVERSION $LIBPKG (>= $VERSION)" >/dev/null ||
   fail "$LIBPKG has no shlibs entry for libmega_kws.so.$SOVERSION"
 # Debian's checks: lintian must report no error (E:) on any package. The few
 # warnings that do not apply to a CPack-made package are overridden, each with
@@ -134,7 +136,7 @@ cleanup() {
 if [ "$INSTALL" -eq 1 ]; then
   [ "$(id -u)" -eq 0 ] || fail "installing the packages needs root (or run with --no-install)"
   for p in "${PKGS[@]}"; do
-    if dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    if dpkg -s "$p" 2>/dev/null | grep "^Status: install ok installed" >/dev/null; then
       fail "$p is already installed here: not touching it (apt-get remove it first)"
     fi
   done
@@ -198,7 +200,7 @@ if [ "$INSTALL" -eq 2 ]; then echo "installed packages: CLI (no -m), Python pack
 cleanup
 trap - EXIT
 for p in "${PKGS[@]}"; do
-  if dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then fail "$p is still installed"; fi
+  if dpkg -s "$p" 2>/dev/null | grep "^Status: install ok installed" >/dev/null; then fail "$p is still installed"; fi
 done
 [ ! -e "/usr/$LIBDIR/libmega_kws.so.$SOVERSION" ] || fail "/usr/$LIBDIR/libmega_kws.so.$SOVERSION is still there"
 echo "Debian packages: built, installed, CLI (no -m), Python package, C example, pip install ./python, removed"
