@@ -151,3 +151,16 @@ def test_eight_or_more_recordings_keep_every_fourth_out_of_training_to_tune():
                                            + [(1, f"b{i}.wav", clip) for i in range(7)])]
     assert [r[2] for r in rows if r[1] == 0] == ["recording", "recording", "recording", "recording-tune"] * 2
     assert all(r[2] == "recording" for r in rows if r[1] == 1)  # seven: all train
+
+
+def test_compare_judges_at_the_threshold_that_keeps_false_alarms_under_the_limit():
+    from mega_kws_tools.custom.compare import judge
+    q = np.zeros(14400)  # an hour of 250 ms windows
+    q[[100, 200, 300]] = 0.95   # three isolated peaks: three false alarms at thresholds up to 0.95
+    q[500] = 0.7                # a fourth up to 0.7
+    p = np.array([[0.1, 0.97, 0.2], [0.1, 0.8, 0.1], [0.1, 0.6, 0.1]])
+    out = []
+    judge("m", p, q, 0.25, out)
+    one = [r for r in out if r["smoothing"] == 1]
+    assert one[0]["fa_per_hour"] == 1 and one[0]["threshold"] == 0.96 and one[0]["recall"] == round(1 / 3, 4)
+    assert one[1]["fa_per_hour"] == 3 and one[1]["threshold"] == 0.71 and one[1]["recall"] == round(2 / 3, 4)
