@@ -40,7 +40,8 @@ import os
 import sys
 
 from mega_kws_tools.custom import keywords as kw
-from mega_kws_tools.custom.paths import DEFAULT_BACKBONE, ROOT, STAGES, file_sha256
+from mega_kws_tools.hashing import sha256_of
+from mega_kws_tools.custom.paths import DEFAULT_BACKBONE, ROOT, STAGES
 
 
 
@@ -88,7 +89,7 @@ def text_hash(args, labels) -> str:
 
 def options_hash(args, labels) -> str:
     keys = dict(text=text_hash(args, labels), copies=args.copies, steps=args.steps, fa=args.max_fa_per_hour,
-                backbone=file_sha256(args.backbone), recordings=recordings_listing(args.recordings))
+                backbone=sha256_of(args.backbone), recordings=recordings_listing(args.recordings))
     return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -32,6 +32,7 @@ from mega_kws_tools.custom import examples as ex
 from mega_kws_tools.custom import fit
 from mega_kws_tools.custom import realdata as rd
 from mega_kws_tools.custom.evaluate import clip_names
+from mega_kws_tools.custom.head import balanced_weights
 from mega_kws_tools.custom.paths import ROOT
 from mega_kws_tools.data.sc10_audio import load_16k
 
@@ -57,9 +58,7 @@ def training_audio(word, data, rng):
 
 
 def draw(y, rng, batch):
-    w = np.zeros(len(y))
-    for c in range(3):
-        w[y == c] = 1.0 / max(1, (y == c).sum())
+    w = balanced_weights(y, 3)
     return rng.choice(len(y), batch, p=w / w.sum())
 
 

@@ -23,17 +23,6 @@ from mega_kws_tools.custom.paths import ROOT
 from mega_kws_tools.data.sc10_audio import load_16k
 
 
-class _Said:
-    """What package.false_alarm_rate needs of a run: the data and the words said like the label."""
-
-    def __init__(self, data, label):
-        self.data, self.label = data, label
-        self.homophones = kw.homophones(label, kw.load_dictionary()) if len(label.split()) == 1 else []
-
-    def said_like(self, _words):
-        return {self.label, *self.homophones}
-
-
 def clip_names(folder: str, split: str):
     """The folder's files; for a split, those its parent's validation_list.txt
     puts in it (Speech Commands layout)."""
@@ -72,7 +61,9 @@ def main(argv=None) -> int:
     clips = [(0, load_16k(os.path.join(args.clips, f))) for f in names]
     options = args.scan_options.split()
     found, n = pk.recall_of(ks, args.model, clips, [label], options).get(label, (0, 0))
-    fa = pk.false_alarm_rate(ks, args.model, _Said(args.data, label), None, options)
+    lexicon = kw.load_dictionary()
+    said_like = {label, *(kw.homophones(label, lexicon) if len(label.split()) == 1 else [])}
+    fa = pk.false_alarm_rate(ks, args.model, args.data, said_like, options)
     out = {"model": args.model, "label": label, "split": args.split, "clips": n, "detected": found, "recall": found / max(1, n),
            "false_alarms": fa[0] if fa else None, "keyword_free_hours": round(fa[1], 3) if fa else None}
     if args.json:

@@ -139,17 +139,8 @@ def _pieces(idx):
 
 def train_stage(run, parts, progress):
     model = hd.new_model(run.backbone, run.n_classes)
-    w = hd.balanced_weights(parts["y"], run.n_classes) * parts["boost"]
-    w = hd.balanced_weights(parts["y"], run.n_classes) if not w.any() else _renormalize(w, parts["y"], run.n_classes)
+    w = hd.balanced_weights(parts["y"], run.n_classes, parts["boost"])
     return hd.train_head(model, parts["emb"], parts["y"], w, run.steps, run.seed, progress)
-
-
-def _renormalize(w, y, n_classes):
-    for c in range(n_classes):
-        k = y == c
-        if k.any() and w[k].sum() > 0:
-            w[k] /= w[k].sum()
-    return w
 
 
 def tune_stage(run, model, parts, hop_s):

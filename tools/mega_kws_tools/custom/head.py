@@ -72,13 +72,15 @@ def posteriors(model, emb: np.ndarray) -> np.ndarray:
         return torch.softmax(model.head(torch.from_numpy(emb)).double(), dim=-1).numpy()
 
 
-def balanced_weights(y: np.ndarray, n_classes: int, boost=None) -> np.ndarray:
-    """Per-example draw weights: each class in total 1 (times boost[class])."""
+def balanced_weights(y: np.ndarray, n_classes: int, weight=None) -> np.ndarray:
+    """Per-example draw weights, each class's summing to 1: within a class in
+    proportion to `weight` (per example, positive; default all equal)."""
+    weight = np.ones(len(y)) if weight is None else np.asarray(weight, np.float64)
     w = np.zeros(len(y))
     for c in range(n_classes):
         k = y == c
         if k.any():
-            w[k] = (boost or {}).get(c, 1.0) / k.sum()
+            w[k] = weight[k] / weight[k].sum()
     return w
 
 

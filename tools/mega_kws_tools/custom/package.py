@@ -66,23 +66,25 @@ def detected_words(ks: str, model: str, clips, options=()):
             paths.append(os.path.join(tmp, f"{i:05d}.wav"))
             write_wav(paths[-1], clip_stream(x, rng))
         found = [set() for _ in clips]
+        index = {p: i for i, p in enumerate(paths)}
         for i in range(0, len(paths), 200):
             _, out, _ = run_json([ks, "scan", "--json", "-m", model, *options] + paths[i:i + 200])
             for row in out:
                 if row.get("type") == "detection":
-                    found[paths.index(row["file"])].add(row["label"])
+                    found[index[row["file"]]].add(row["label"])
     return found
 
 
-def false_alarm_rate(ks: str, model: str, run, words, options=()):
+def false_alarm_rate(ks: str, model: str, data: str, said_like, options=()):
     """(false alarms, keyword-free hours) of the validation speakers' keyword-free
-    recording scanned at the defaults, the sentences that say a keyword left out;
-    None without that recording."""
-    paths = rd.speech_paths(run.data, "validation")
+    recording under `data` scanned at the defaults, the sentences that say one
+    of `said_like` (the keywords and words said like them) left out; None
+    without that recording."""
+    paths = rd.speech_paths(data, "validation")
     if paths is None:
         return None
     spoken, free = rd.sentences(paths[1])
-    stretches = rd.keyword_free_stretches(free, rd.excluded(spoken, run.said_like(words)))
+    stretches = rd.keyword_free_stretches(free, rd.excluded(spoken, said_like))
     _, out, _ = run_json([ks, "scan", "--json", "-m", model, *options, paths[0]])
     times = [row["time_s"] for row in out if row.get("type") == "detection"]
     fa = sum(any(a <= t <= b for a, b in stretches) for t in times)

@@ -14,7 +14,8 @@ from mega_kws_tools import model as mt
 from mega_kws_tools.custom import fit
 from mega_kws_tools.custom import package as pk
 from mega_kws_tools.custom import stages as st
-from mega_kws_tools.custom.paths import ROOT, STAGES, file_sha256
+from mega_kws_tools.hashing import sha256_of
+from mega_kws_tools.custom.paths import ROOT, STAGES
 from mega_kws_tools.custom.progress import Stage
 from mega_kws_tools.data.sc10_clips import espeak_variants
 
@@ -28,7 +29,7 @@ class Run:
         self.n_classes = len(labels) + 2
         self.non_speech = max(20, args.renders // 2)  # tones, noise, silence: the _silence_ class
         self.silence, self.unknown = len(labels), len(labels) + 1
-        self.backbone_path, self.backbone_sha = args.backbone, file_sha256(args.backbone)
+        self.backbone_path, self.backbone_sha = args.backbone, sha256_of(args.backbone)
         self.cache = os.path.join(ROOT, "work", "custom", "cache", self.backbone_sha[:16])
         self.variants = None
         self._recordings = None
@@ -96,9 +97,9 @@ class Run:
         path = self.path("renders.npz")
         if not self._skip(i, "render", path):
             self.variants = espeak_variants()
-            jobs, _ = st.render_jobs(self, self.words)
+            jobs, meta = st.render_jobs(self, self.words)
             audio, lengths, info, failed = self._timed(i, "render", len(jobs),
-                                                       lambda bar: st.render_stage(self, self.words, bar),
+                                                       lambda bar: st.render_stage(self, jobs, meta, bar),
                                                        lambda r: f"{len(r[1])} clips, {len(r[3])} failed")
             st.save_npz(path, audio=audio, lengths=lengths, info=np.array(json.dumps(info)))
         z = np.load(path)
@@ -107,11 +108,16 @@ class Run:
 
     def stage_speech(self, i):
         have = os.path.exists(os.path.join(self.cache, "speech_training.npz"))
-        self.speech_hops = self._timed(i, "speech", 1.0, lambda bar: st.speech_cache(self, self.backbone, bar),
-                                       lambda r: "none under --data" if r is None else
-                                       f"{len(r[0])} windows of real speech{' (cached)' if have else ''}")
-        self.real_words = self._timed(i, "speech", 1.0, lambda bar: st.real_word_cache(self, self.backbone, bar),
-                                      lambda r: f"{len(r[0])} real clips of other words")
+        def both(bar):
+            return (st.speech_cache(self, self.backbone, lambda d: bar(d / 2)),
+                    st.real_word_cache(self, self.backbone, lambda d: bar(0.5 + d / 2)))
+
+        def note(r):
+            hops, (words, _) = r
+            speech = "no real speech under --data" if hops is None else \
+                f"{len(hops[0])} windows of real speech{' (cached)' if have else ''}"
+            return f"{speech}, {len(words)} real clips of other words"
+        self.speech_hops, self.real_words = self._timed(i, "speech", 1.0, both, note)
         return 0
 
     def stage_embed(self, i):
@@ -169,7 +175,7 @@ class Run:
         def measure(bar):
             rec = pk.recall_of(self.ks, self.args.out, pk.hold_out_clips(self.renders), self.labels)
             bar(0.5)
-            return rec, pk.false_alarm_rate(self.ks, self.args.out, self, self.words)
+            return rec, pk.false_alarm_rate(self.ks, self.args.out, self.data, self.said_like(self.words))
         rec, fa = self._timed(i, "measure", 1.0, measure)
         self.report(rec, fa)
         return 0

@@ -71,8 +71,8 @@ def render_jobs(run, words):
     return jobs, meta
 
 
-def render_stage(run, words, progress):
-    jobs, meta = render_jobs(run, words)
+def render_stage(run, jobs, meta, progress):
+    """jobs, meta: render_jobs'. Renders them; refuses a keyword with too few usable renderings."""
     ok, failed = rn.render_all(jobs, run.seed, run.threads, progress)
     too_long = {}
     for text, why in failed:

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mega_kws_tools.custom.head import balanced_weights
 from mega_kws_tools.custom.paths import ROOT
 from mega_kws_tools.teacher import features
 from mega_kws_tools.teacher.embed_cache import N_STEPS, StepEmbedder
@@ -34,9 +35,7 @@ def last_steps(emb, audio):
 def train(x, y, rng, steps=3000):
     head = Head(3)
     opt = torch.optim.AdamW(head.parameters(), lr=1e-3, weight_decay=1e-2)
-    w = np.zeros(len(y))
-    for c in range(3):
-        w[y == c] = 1.0 / max(1, (y == c).sum())
+    w = balanced_weights(y, 3)
     xt, yt = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y)
     head.train()
     for _ in range(steps):
