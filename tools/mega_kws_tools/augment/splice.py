@@ -71,9 +71,8 @@ def splice_pool(ds: Dataset, keyword: str, j: int) -> np.ndarray:
     that the joint is a change of word, not of speaker. Cached in ds.splice_cache."""
     cache = ds.splice_cache
     if "ok" not in cache:
-        # the background-noise crops (no path) are never _unknown_
-        words = np.array([os.path.basename(os.path.dirname(p)) for p in ds.paths] +
-                         [""] * (len(ds.y) - len(ds.paths)))
+        # the background-noise crops (path "") are never _unknown_
+        words = np.array([os.path.basename(os.path.dirname(p)) for p in ds.paths])
         cache["ok"] = {k: (ds.y == ds.labels.index(UNKNOWN)) & ~np.isin(words, sorted(SPLICE_AVOID.get(k, ())))
                        for k in KEYWORDS}
     for field in ("voice_variant", "voice", "source"):

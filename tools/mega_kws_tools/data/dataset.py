@@ -83,6 +83,7 @@ class Dataset:
             crops.append(fit_second((src[start:start + SR] * rng.uniform(0.05, 1.0)).astype(np.int16)))
         self.audio = np.concatenate([self.audio, np.stack(crops)])
         self.y = np.concatenate([self.y, np.full(n, self.labels.index("_silence_"))])
+        self.paths += [""] * n  # a crop has no file of its own; paths stay one per clip
         self.source = np.zeros(len(self.y), dtype=np.int64)
         self.voice = np.concatenate([self.voice, np.full(n, "", dtype=object)])
         self.voice_variant = np.concatenate([self.voice_variant, np.full(n, "", dtype=object)])

@@ -197,6 +197,17 @@ class TrainConfig:
         0.01, type=float, metavar="A",
         help="with --patch-norm running_mean: weight of each new token in the mean (default 0.01, "
              "about 1 s at 100 tokens/s)")
+    teacher_targets: Optional[str] = option(
+        None, metavar="NPZ",
+        help="the teacher classifier's logits for training clips (python3 -m mega_kws_tools.teacher.targets), "
+             "for --distill")
+    distill: float = option(
+        0.0, type=float, metavar="W",
+        help="with --teacher-targets: add W times the distillation term (T^2 times the KL divergence from the "
+             "teacher's softmax at temperature T to the student's) on the clips the teacher has logits for "
+             "(default 0: off)")
+    distill_temperature: float = option(
+        2.0, type=float, metavar="T", help="with --distill: the temperature T of both softmaxes (default 2)")
     init: Optional[str] = option(
         None, metavar="CKPT",
         help="start from this checkpoint's weights (same preset) with a fresh optimizer "
@@ -229,6 +240,13 @@ class TrainConfig:
         if self.mixup_prob > 0 and self.consistency > 0:
             yield ("--mixup-prob does not combine with --consistency (its two views of a clip would be mixed "
                    "with different partners)")
+        if self.distill > 0 and self.mixup_prob > 0:
+            yield "--distill does not combine with --mixup-prob (a mixed clip is not the one the teacher heard)"
+        if (self.distill > 0) != bool(self.teacher_targets):
+            yield "--distill W > 0 and --teacher-targets NPZ go together (the term and the teacher's answers)"
+        if not (self.distill >= 0 and math.isfinite(self.distill)) or not self.distill_temperature > 0:
+            yield (f"--distill {self.distill} / --distill-temperature {self.distill_temperature}: the weight must "
+                   f"be a number of at least 0, the temperature above 0")
         if self.consistency < 0:
             yield f"--consistency {self.consistency}: must be at least 0"
 

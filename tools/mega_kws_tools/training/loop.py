@@ -32,6 +32,7 @@ from mega_kws_tools.training.adversary import adversary_scale, VoiceAdversary
 from mega_kws_tools.training.average import WeightAverage
 from mega_kws_tools.training.checkpoints import save, state_mismatch
 from mega_kws_tools.training.config import TrainConfig
+from mega_kws_tools.training.distill import distill_loss, kept_rows, TeacherTargets
 from mega_kws_tools.training.frontend_init import init_logmel_bias, init_running_mean
 from mega_kws_tools.training.losses import js_divergence, keyword_js_divergence, mixup, mixup_loss
 from mega_kws_tools.training.mining import HardExamples
@@ -53,6 +54,7 @@ class Data:
     p_sample: np.ndarray
     voice_names: list
     voice_class: np.ndarray
+    teacher: Optional[TeacherTargets] = None  # --teacher-targets
 
 
 @dataclasses.dataclass
@@ -128,7 +130,17 @@ def load_data(cfg: TrainConfig, t0: float) -> Data:
         print(f"voice adversary: weight {cfg.voice_adversary:g} (reached at step "
               f"{cfg.voice_adversary_ramp}), {len(voice_names)} voice classes over "
               f"{int((voice_class >= 0).sum())} clips", flush=True)
-    return Data(train, val, hard, stream, p_sample, voice_names, voice_class)
+    teacher = None
+    if cfg.teacher_targets:
+        try:
+            teacher = TeacherTargets(cfg.teacher_targets, train.labels, train.paths)
+        except (OSError, ValueError, KeyError) as e:
+            raise RunError(f"--teacher-targets: {e}") from None
+        if not teacher.found:
+            raise RunError(f"--teacher-targets {cfg.teacher_targets}: none of the {len(train)} training clips is in it")
+        print(f"distillation: the teacher's logits for {teacher.found} of {len(train)} training clips, weight "
+              f"{cfg.distill:g}, temperature {cfg.distill_temperature:g}", flush=True)
+    return Data(train, val, hard, stream, p_sample, voice_names, voice_class, teacher)
 
 
 def views(cfg: TrainConfig) -> int:
@@ -148,9 +160,13 @@ def make_drawer(cfg: TrainConfig, data: Data):
                                   speed_range=tuple(cfg.speed_range), nonspeech=cfg.nonspeech_negatives)
                          for _ in range(n_views)))
         x, y = torch.cat(xs), torch.cat(ys)
+        drawn_y = torch.from_numpy(np.tile(data.train.y[idx], n_views))
         if len(data.hard):
-            data.hard.replace(x, y, rng, cfg.hard_share)
-        return x, y, torch.from_numpy(np.tile(data.voice_class[idx], n_views))
+            drawn_y[data.hard.replace(x, y, rng, cfg.hard_share)] = -1  # no longer the drawn clip
+        voice = torch.from_numpy(np.tile(data.voice_class[idx], n_views))
+        if data.teacher is None:
+            return x, y, voice
+        return x, y, voice, data.teacher.rows(idx, n_views), drawn_y
     return draw
 
 
@@ -268,9 +284,11 @@ def describe(cfg: TrainConfig, run: Run):
               f"warp factors {cfg.warp_range[0]:g}-{cfg.warp_range[1]:g} (p {cfg.warp_prob:g})", flush=True)
 
 
-def step_loss(cfg: TrainConfig, run: Run, x, y, voice, keyword_mask, counts: list):
-    """The loss of one batch: cross-entropy (or mixup's), the consistency of two
-    views, the voice adversary's; counts[0:2] gathers the adversary's hits and tries."""
+def step_loss(cfg: TrainConfig, run: Run, batch: tuple, keyword_mask, counts: list):
+    """The loss of one batch (draw's tuple): cross-entropy (or mixup's), the
+    consistency of two views, the teacher's distillation term, the voice
+    adversary's; counts[0:2] gathers the adversary's hits and tries."""
+    x, y, voice = batch[:3]
     if cfg.mixup_prob > 0:  # drawn from augment_rng, in this process: --resume restores it
         x, partner_y, lam = mixup(x, y, run.augment_rng, cfg.mixup_prob, cfg.mixup_alpha)
     embedding = run.model.window_embedding(x)
@@ -284,6 +302,10 @@ def step_loss(cfg: TrainConfig, run: Run, x, y, voice, keyword_mask, counts: lis
         divergence = (keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
                       if cfg.consistency_scope == "keywords" else js_divergence(a, b))
         loss = loss + cfg.consistency * divergence
+    if cfg.distill > 0:
+        teacher, drawn_y = batch[3:]
+        loss = loss + cfg.distill * distill_loss(logits, teacher, kept_rows(teacher, drawn_y, y),
+                                                 cfg.distill_temperature)
     voiced = voice >= 0
     if run.adversary is not None and bool(voiced.any()):
         scale = adversary_scale(cfg.voice_adversary, cfg.voice_adversary_ramp, run.step)
@@ -340,13 +362,13 @@ def steps(cfg: TrainConfig, run: Run, data: Data, draw, worker, stop: int, stop_
         for g in run.opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         if worker is None:
-            x, y, voice = draw(run.rng)
+            batch = draw(run.rng)
         else:
             try:
-                x, y, voice = worker.next(run.rng)
+                batch = worker.next(run.rng)
             except RuntimeError as e:
                 raise RunError(f"--prefetch: {e}") from None
-        loss = step_loss(cfg, run, x, y, voice, keyword_mask, counts)
+        loss = step_loss(cfg, run, batch, keyword_mask, counts)
         run.opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(run.model.parameters(), 1.0)

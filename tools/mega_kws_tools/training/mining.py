@@ -36,9 +36,12 @@ class HardExamples:
         counts = np.bincount(self.y, minlength=len(self.labels))
         return ", ".join(f"{l} {c}" for l, c in zip(self.labels, counts) if c)
 
-    def replace(self, x: torch.Tensor, y: torch.Tensor, rng: np.random.Generator, share: float):
-        for i in np.nonzero(rng.random(len(y)) < share)[0]:
+    def replace(self, x: torch.Tensor, y: torch.Tensor, rng: np.random.Generator, share: float) -> np.ndarray:
+        """Replaces about `share` of the batch's rows with hard examples; returns the rows replaced."""
+        rows = np.nonzero(rng.random(len(y)) < share)[0]
+        for i in rows:
             j = int(rng.integers(len(self.y)))
             a = self.audio[j].astype(np.float32) / 32768.0 * float(10 ** (rng.uniform(-6, 6) / 20))
             x[i] = torch.from_numpy(np.clip(a, -1.0, 1.0))
             y[i] = int(self.y[j])
+        return rows
