@@ -4,6 +4,7 @@
 represent with a message naming it, and never leaves a half-written file."""
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -331,6 +332,19 @@ def test_bad_detection_json_is_refused(d, detection, needle):
     with open(det, "w") as f:
         f.write(detection)
     expect_refusal(d, official(d), f"--detection {det}: " + needle, extra=("--detection", det))
+
+
+def test_the_detection_file_tune_detection_writes_converts(d):
+    # what measure_run.sh hands over: tune_detection -o, with its tuned_on record (not stored)
+    from mega_kws_tools.evaluation.tune_detection import detection_file
+    det = os.path.join(d, "det.json")
+    with open(det, "w") as f:
+        json.dump(detection_file([0.5, 0.6, 0.7, 0.8], 3, 700, {"stream": "a.wav", "recall": 0.7}), f)
+    r = run(official(d), "-o", out(d), "--labels", LABELS4, "--detection", det)
+    assert r.returncode == 0, r.stderr
+    ck = os.path.join(d, "back.pt")
+    assert unpack(out(d), ck).returncode == 0
+    assert torch.load(ck)["detection"]["smoothing_hops"] == 3
 
 
 def own_checkpoint(d, **changes):

@@ -5,11 +5,12 @@
 # rebuild the data it needs, continue training, tune the detection defaults on
 # real validation recordings, convert, and measure on real validation speakers.
 #
-#   [SHIPPED_RUN=DIR] [STEPS=N] [HARD_SHARE=P] continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
+#   [SHIPPED_RUN=DIR] [STEPS=N] [HARD_SHARE=P] [TRAIN_ARGS="..."] continue_real.sh INIT.mega PRESET RUN_DIR [SEED]
 #
 # WORK (default work/ in the repository) holds the data; every stage skips what
 # is already made, and the training resumes from RUN_DIR/last.pt, so the script
-# can be run again after an interruption. HARD_SHARE > 0 mines hard examples with
+# can be run again after an interruption. TRAIN_ARGS: more train.py options (split at
+# spaces), e.g. "--nonspeech-negatives 0.05 --teacher-targets T.npz --distill 1". HARD_SHARE > 0 mines hard examples with
 # INIT (stage 4b: the windows of training speakers' running speech it fires on,
 # and training speakers' keywords it misses in a recording) and draws them that
 # share of each batch. Before the first run, clone the public sources into
@@ -20,6 +21,7 @@ INIT=$1 PRESET=$2 RUN=$3 SEED=${4:-171}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/real_data.sh"
 STEPS=${STEPS:-1500} HARD_SHARE=${HARD_SHARE:-0}
+read -r -a EXTRA_ARGS <<< "${TRAIN_ARGS:-}"
 # HARD_SHARE: 0 (no hard examples) or a share in (0, 1]; MINE=1 when above 0
 MINE=$($PY -c 'import sys
 p = float(sys.argv[1])
@@ -70,6 +72,6 @@ $PY -m mega_kws_tools.training.train --data "$SYN" --extra-data "$REAL" --extra-
   --extra-val "$REAL" --extra-val "$SO/clips" --extra-val "$SOKW" --classes kws12 --preset "$PRESET" --init "$INIT" \
   --steps "$STEPS" --batch 32 --eval-every 250 --lr 3e-4 --warmup 100 --noise-prob 0.5 --babble-prob 0.3 \
   --speed-prob 0.5 --warp-prob 0.5 --mask-prob 0.5 --pitch-prob 0.8 --unknown-share 0.35 --extra-share 0.35 \
-  --label-smoothing 0 --threads 1 --seed "$SEED" --out "$RUN" "${HARD[@]}" "${RESUME[@]}"
+  --label-smoothing 0 --threads 1 --seed "$SEED" --out "$RUN" "${HARD[@]}" "${RESUME[@]}" "${EXTRA_ARGS[@]}"
 # 6-9. detection defaults, conversion, measurement and the ship rule (SHIPPED_RUN)
 bash "$HERE/measure_run.sh" "$RUN"

@@ -153,9 +153,11 @@ def check_detection(detection, labels):
     if not isinstance(detection, dict):
         raise ConvertError("must be a JSON object "
                            '{"thresholds": [...], "smoothing_hops": N, "refractory_ms": MS}')
-    unknown = sorted(set(detection) - {"thresholds", "smoothing_hops", "refractory_ms"})
+    # tuned_on: where tune_detection tuned them (its -o file as it is); a record, not stored
+    unknown = sorted(set(detection) - {"thresholds", "smoothing_hops", "refractory_ms", "tuned_on"})
     if unknown:
-        raise ConvertError(f"unknown key '{unknown[0]}' (known: thresholds, smoothing_hops, refractory_ms)")
+        raise ConvertError(f"unknown key '{unknown[0]}' (known: thresholds, smoothing_hops, refractory_ms, "
+                           "tuned_on)")
     thresholds = detection.get("thresholds", [])
     if not isinstance(thresholds, (list, tuple)):
         raise ConvertError(f"thresholds must be a list (one per label), not {thresholds!r}")

@@ -290,6 +290,13 @@ def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
     return lines
 
 
+def detection_file(thresholds, smoothing: int, refractory_ms: int, tuned_on: dict) -> dict:
+    """What -o writes: the detector's settings, which mega_convert --detection
+    stores, and where they were tuned (tuned_on: read by the ship rule, not stored)."""
+    return {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": refractory_ms,
+            "tuned_on": tuned_on}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -354,14 +361,12 @@ def main() -> int:
     if not key[0]:
         print(f"tune_detection.py: warning: no setting keeps false alarms under {args.max_fa_per_hour}/h of "
               "keyword-free audio; chose the one with the fewest", file=sys.stderr)
-    out = {"thresholds": thresholds, "smoothing_hops": smoothing,
-           "refractory_ms": args.refractory_ms,
-           "tuned_on": {"stream": " + ".join(os.path.basename(w) for w in args.stream),
-                        "max_fa_per_hour": args.max_fa_per_hour,
-                        "limit_met": bool(key[0]), "recall": r["recall"],
-                        "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}}
+    tuned_on = {"stream": " + ".join(os.path.basename(w) for w in args.stream),
+                "max_fa_per_hour": args.max_fa_per_hour,
+                "limit_met": bool(key[0]), "recall": r["recall"],
+                "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}
     with open(args.output, "w") as f:
-        json.dump(out, f, indent=1)
+        json.dump(detection_file(thresholds, smoothing, args.refractory_ms, tuned_on), f, indent=1)
     if args.curve_json:
         with open(args.curve_json, "w") as f:
             json.dump(trade_off(rows, r, out), f, indent=1)
