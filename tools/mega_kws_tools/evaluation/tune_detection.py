@@ -365,8 +365,9 @@ def main() -> int:
                 "max_fa_per_hour": args.max_fa_per_hour,
                 "limit_met": bool(key[0]), "recall": r["recall"],
                 "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}
+    out = detection_file(thresholds, smoothing, args.refractory_ms, tuned_on)
     with open(args.output, "w") as f:
-        json.dump(detection_file(thresholds, smoothing, args.refractory_ms, tuned_on), f, indent=1)
+        json.dump(out, f, indent=1)
     if args.curve_json:
         with open(args.curve_json, "w") as f:
             json.dump(trade_off(rows, r, out), f, indent=1)
