@@ -82,6 +82,23 @@ void im2col(const Conv2dParams& p, int32_t h_out, int32_t w_out, float* col) {
   }
 }
 
+// OpenBLAS allocates on some narrow shapes (it did on the embedding's last layers: 20 outputs, 1 output), and a
+// stream allocates nothing per step; there a plain loop over the contiguous outputs serves as well.
+constexpr int64_t kBlasMinOutputs = 32;
+
+// y (m x n) = a (m x k) . b (k x n)
+void narrow_gemm(const float* a, const float* b, int32_t m, int64_t n, int32_t k, float* y) {
+  for (int32_t o = 0; o < m; ++o) {
+    float* row = y + int64_t(o) * n;
+    std::fill(row, row + n, 0.0f);
+    for (int32_t i = 0; i < k; ++i) {
+      const float w = a[int64_t(o) * k + i];
+      const float* src = b + int64_t(i) * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += w * src[j];
+    }
+  }
+}
+
 void epilogue(const Conv2dParams& p, const ConvEpilogue& e, int64_t n) {
   for (int32_t o = 0; o < p.c_out; ++o) {
     float* y = p.y + int64_t(o) * n;
@@ -107,8 +124,12 @@ void conv2d_fast(const Conv2dParams& p, const ConvEpilogue& e, float* col) {
   if (n == 0 || p.c_out == 0) return;
   const int32_t k = p.c_in * p.kh * p.kw;
   im2col(p, h_out, w_out, col);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p.c_out, int(n), k, 1.0f, p.weight, k, col, int(n), 0.0f, p.y,
-              int(n));
+  if (n >= kBlasMinOutputs) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p.c_out, int(n), k, 1.0f, p.weight, k, col, int(n), 0.0f,
+                p.y, int(n));
+  } else {
+    narrow_gemm(p.weight, col, p.c_out, n, k, p.y);
+  }
   epilogue(p, e, n);
 }
 
