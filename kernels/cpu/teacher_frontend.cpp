@@ -21,11 +21,16 @@ const ConvSpec kConvSpecs[kConvLayers] = {
 };
 
 namespace {
-constexpr int32_t kHistorySteps = (kWindowFrames + kStepFrames - 1) / kStepFrames;  // 10
-constexpr int32_t kHistoryFrames = kHistorySteps * kStepFrames;                     // 80
+// Steps until the first window is whole (10: frames 0-75 are in the first 10 steps of 8).
+constexpr int32_t kWindowSteps = (kWindowFrames + kStepFrames - 1) / kStepFrames;
 constexpr int32_t kLast = kConvLayers - 1;
 
-Conv2dParams conv_params(const ConvSpec& s, const TeacherWeights& w, int32_t i, int32_t h, int32_t width) {
+// Steps whose frames are complete after s samples.
+int64_t steps_after(int64_t s) { return s < kStepSpan ? 0 : (s - (kStepSpan - kStepSamples)) / kStepSamples; }
+}  // namespace
+
+Conv2dParams conv_params(const TeacherWeights& w, int32_t i, int32_t h, int32_t width) {
+  const ConvSpec& s = kConvSpecs[i];
   Conv2dParams p;
   p.c_in = s.c_in;
   p.h = h;
@@ -39,9 +44,33 @@ Conv2dParams conv_params(const ConvSpec& s, const TeacherWeights& w, int32_t i, 
   return p;
 }
 
-// Steps whose frames are complete after s samples.
-int64_t steps_after(int64_t s) { return s < kStepSpan ? 0 : (s - (kStepSpan - kStepSamples)) / kStepSamples; }
-}  // namespace
+bool PackedConvs::init(const TeacherWeights& w) {
+  int64_t n = 0;
+  for (int32_t i = 0; i < kConvLayers; ++i) {
+    offset[i] = n;
+    n += conv2d_packed_floats(conv_params(w, i, 1, 1));
+  }
+  try {
+    data.assign(size_t(n), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  for (int32_t i = 0; i < kConvLayers; ++i) conv2d_pack(conv_params(w, i, 1, 1), data.data() + offset[i]);
+  return true;
+}
+
+void conv_apply(KernelImpl impl, const Conv2dParams& p, const ConvEpilogue& e, const float* packed, float* scratch) {
+  if (impl == KernelImpl::optimized) return conv2d_fast(p, e, packed, scratch);
+  conv2d_ref(p);
+  if (!e.active) return;
+  const int64_t n = int64_t(p.c_out) * conv2d_out_h(p) * conv2d_out_w(p);
+  leaky_relu_ref(p.y, e.alpha, p.y, n);
+  max_scalar_ref(p.y, e.floor, p.y, n);
+}
+
+void pool_apply(KernelImpl impl, const MaxPoolParams& p) {
+  impl == KernelImpl::optimized ? maxpool_fast(p) : maxpool_ref(p);
+}
 
 int64_t conv_weight_floats(const ConvSpec& s) { return int64_t(s.c_out) * s.c_in * s.kh * s.kw; }
 
@@ -56,28 +85,31 @@ const char* teacher_weights_missing(const TeacherWeights& w) {
   return nullptr;
 }
 
-bool TeacherNet::init(const TeacherWeights& w, KernelImpl impl, int32_t max_frames) {
+bool TeacherNet::init(const TeacherWeights& w, KernelImpl impl, int32_t max_frames, bool windows) {
   w_ = &w;
   impl_ = impl;
   max_frames_ = max_frames;
-  int64_t act = int64_t(kWindowFrames) * kMel, col = 0;
+  int64_t act = int64_t(kWindowFrames) * kMel, scratch = 0;
   int32_t h = kWindowFrames, width = kMel;
-  for (int32_t i = 0; i < kConvLayers; ++i) {  // the largest activation and im2col buffer over the layers
-    const Conv2dParams p = conv_params(kConvSpecs[i], w, i, h, width);
+  for (int32_t i = 0; i < kConvLayers; ++i) {  // the largest activation and scratch over the layers
+    const Conv2dParams p = conv_params(w, i, h, width);
     h = conv2d_out_h(p);
     width = conv2d_out_w(p);
     act = std::max(act, int64_t(p.c_out) * h * width);
-    col = std::max(col, conv2d_col_floats(p));
+    scratch = std::max(scratch, conv2d_scratch_floats(p));
     if (kConvSpecs[i].pool_h) {
       h /= kConvSpecs[i].pool_h;
       width /= kConvSpecs[i].pool_w;
     }
   }
+  const bool fast = impl == KernelImpl::optimized;
   try {
-    act_.assign(size_t(act), 0.0f);
-    next_.assign(size_t(act), 0.0f);
-    if (impl == KernelImpl::optimized) {
-      col_.assign(size_t(col), 0.0f);
+    if (windows) {
+      act_.assign(size_t(act), 0.0f);
+      next_.assign(size_t(act), 0.0f);
+      scratch_.assign(fast ? size_t(scratch) : 0, 0.0f);
+    }
+    if (fast) {
       stft_.assign(size_t(kFft) * 2 * kBins, 0.0);
       mel_.assign(w.mel, w.mel + size_t(kBins) * kMel);
       frames_.assign(size_t(max_frames) * kFft, 0.0);
@@ -87,7 +119,7 @@ bool TeacherNet::init(const TeacherWeights& w, KernelImpl impl, int32_t max_fram
   } catch (const std::bad_alloc&) {
     return false;
   }
-  return true;
+  return !(windows && fast) || packed_.init(w);
 }
 
 void TeacherNet::mel_db(const float* samples, int32_t n_frames, double* db) {
@@ -104,29 +136,20 @@ void TeacherNet::mel_db(const float* samples, int32_t n_frames, double* db) {
 }
 
 // act_ (c_in x h x w) -> act_ (c_out x h' x w'), pooled if the layer says so.
+// act_ (c_in x h x w) -> act_ (c_out x h' x w'), pooled if the layer says so.
 void TeacherNet::conv_layer(int32_t i, int32_t* h, int32_t* w) {
   const ConvSpec& s = kConvSpecs[i];
-  Conv2dParams p = conv_params(s, *w_, i, *h, *w);
+  Conv2dParams p = conv_params(*w_, i, *h, *w);
   p.x = act_.data();
   p.y = next_.data();
   *h = conv2d_out_h(p);
   *w = conv2d_out_w(p);
-  const int64_t n = int64_t(s.c_out) * *h * *w;
-  const ConvEpilogue e{i != kLast, w_->leaky_alpha, w_->max_floor};
-  if (impl_ == KernelImpl::optimized) {
-    conv2d_fast(p, e, col_.data());
-  } else {
-    conv2d_ref(p);
-    if (e.active) {
-      leaky_relu_ref(p.y, e.alpha, p.y, n);
-      max_scalar_ref(p.y, e.floor, p.y, n);
-    }
-  }
+  conv_apply(impl_, p, ConvEpilogue{i != kLast, w_->leaky_alpha, w_->max_floor}, packed_.layer(i), scratch_.data());
   if (!s.pool_h) return act_.swap(next_);
   MaxPoolParams m{next_.data(), s.c_out, *h, *w, s.pool_h, s.pool_w, s.pool_h, s.pool_w, act_.data()};
   *h = maxpool_out_h(m);
   *w = maxpool_out_w(m);
-  impl_ == KernelImpl::optimized ? maxpool_fast(m) : maxpool_ref(m);
+  pool_apply(impl_, m);
 }
 
 void TeacherNet::embed(const float* window, float* out) {
@@ -146,12 +169,12 @@ Status TeacherFrontEnd::create(const TeacherWeights& w, KernelImpl impl, std::un
     return Status::invalid_argument;
   }
   std::unique_ptr<TeacherFrontEnd> f(new (std::nothrow) TeacherFrontEnd());
-  bool ok = f && f->net_.init(w, impl, kStepFrames);
+  bool ok = f && f->net_.init(w, impl, kStepFrames, false) && f->embedder_.init(w, impl);
   if (ok) {
     try {
       f->pending_.assign(kStepSpan, 0.0f);
       f->db_.assign(size_t(kStepFrames) * kMel, 0.0);
-      f->history_.assign(size_t(kHistoryFrames) * kMel, 0.0f);
+      f->frames_.assign(size_t(kStepFrames) * kMel, 0.0f);
     } catch (const std::bad_alloc&) {
       ok = false;
     }
@@ -167,28 +190,24 @@ Status TeacherFrontEnd::create(const TeacherWeights& w, KernelImpl impl, std::un
 
 void TeacherFrontEnd::reset() {
   n_pending_ = 0;
-  steps_ = 0;
+  embedder_.reset();
   samples_seen_ = 0;
   error_ = "";
 }
 
 int64_t TeacherFrontEnd::embeddings_for(int64_t n) const {
-  const auto made = [](int64_t s) { return std::max<int64_t>(0, steps_after(s) - (kHistorySteps - 1)); };
+  const auto made = [](int64_t s) { return std::max<int64_t>(0, steps_after(s) - (kWindowSteps - 1)); };
   return n <= 0 ? 0 : made(samples_seen_ + n) - made(samples_seen_);
 }
 
-// pending_ holds a whole step: its frames, floored and scaled, join the history; a full window is embedded.
+// pending_ holds a whole step: its frames, floored and scaled, go through the embedding graph's layers.
 void TeacherFrontEnd::step(float* out, int64_t* n_out) {
   net_.mel_db(pending_.data(), kStepFrames, db_.data());
-  constexpr int32_t step_floats = kStepFrames * kMel;
-  std::memmove(history_.data(), history_.data() + step_floats, sizeof(float) * (history_.size() - step_floats));
-  mel_floor_scale(db_.data(), kStepFrames, top_db_, history_.data() + history_.size() - step_floats);
+  mel_floor_scale(db_.data(), kStepFrames, top_db_, frames_.data());
   constexpr int32_t keep = kStepSpan - kStepSamples;  // the next step's first frames start here
   std::memmove(pending_.data(), pending_.data() + kStepSamples, sizeof(float) * keep);
   n_pending_ = keep;
-  if (++steps_ < kHistorySteps) return;
-  net_.embed(history_.data(), out + *n_out * kEmbedding);
-  ++*n_out;
+  if (embedder_.push(frames_.data(), out + *n_out * kEmbedding)) ++*n_out;
 }
 
 Status TeacherFrontEnd::push(const float* samples, int64_t n, float* out, int64_t capacity, int64_t* n_out) {
@@ -215,7 +234,7 @@ Status TeacherFrontEnd::push(const float* samples, int64_t n, float* out, int64_
 }
 
 int64_t offline_embeddings(int64_t n, int32_t floor_frames) {
-  if (floor_frames == kStepFrames) return std::max<int64_t>(0, steps_after(n) - (kHistorySteps - 1));
+  if (floor_frames == kStepFrames) return std::max<int64_t>(0, steps_after(n) - (kWindowSteps - 1));
   const int64_t frames = n < kFft ? 0 : (n - kFft) / kHop + 1;
   return frames < kWindowFrames ? 0 : (frames - kWindowFrames) / kStepFrames + 1;
 }
@@ -241,7 +260,7 @@ Status embed_offline(const TeacherWeights& w, KernelImpl impl, const float* audi
   } catch (const std::bad_alloc&) {
     return Status::out_of_memory;
   }
-  if (!net.init(w, impl, block)) return Status::out_of_memory;
+  if (!net.init(w, impl, block, true)) return Status::out_of_memory;
   for (int64_t f = 0; f < frames; f += block) {
     net.mel_db(audio + f * kHop, int32_t(std::min<int64_t>(block, frames - f)), db.data() + f * kMel);
   }

@@ -55,12 +55,27 @@ struct TeacherWeights {
 // Null if every pointer is set, else the name of the first missing one.
 const char* teacher_weights_missing(const TeacherWeights& w);
 
+// One convolution of the embedding graph (layer i of kConvSpecs) over an
+// input of h rows (time) and width columns; x and y left for the caller.
+Conv2dParams conv_params(const TeacherWeights& w, int32_t i, int32_t h, int32_t width);
+// The embedding graph's convolutions packed for conv2d_fast, once.
+struct PackedConvs {
+  std::vector<float> data;
+  int64_t offset[kConvLayers] = {};
+  bool init(const TeacherWeights& w);  // false if memory cannot be had
+  const float* layer(int32_t i) const { return data.empty() ? nullptr : data.data() + offset[i]; }
+};
+// The convolution with the chosen kernels, its LeakyRelu and Max if e.active;
+// the optimized ones read packed and use scratch (conv2d_scratch_floats).
+void conv_apply(KernelImpl impl, const Conv2dParams& p, const ConvEpilogue& e, const float* packed, float* scratch);
+void pool_apply(KernelImpl impl, const MaxPoolParams& p);
+
 // The two graphs' work with buffers made once: the mel dB of up to
 // max_frames frames at a time, the embedding of one window.
 class TeacherNet {
  public:
-  // False if the buffers cannot be had.
-  bool init(const TeacherWeights& w, KernelImpl impl, int32_t max_frames);
+  // False if the buffers cannot be had; windows: embed will be called.
+  bool init(const TeacherWeights& w, KernelImpl impl, int32_t max_frames, bool windows);
   // db (n_frames x kMel), frames every kHop samples from samples; n_frames <= max_frames.
   void mel_db(const float* samples, int32_t n_frames, double* db);
   // window (kWindowFrames x kMel) of scaled mel frames -> out (kEmbedding).
@@ -71,8 +86,41 @@ class TeacherNet {
   const TeacherWeights* w_ = nullptr;
   KernelImpl impl_ = KernelImpl::optimized;
   int32_t max_frames_ = 0;
-  std::vector<float> act_, next_, col_;
+  std::vector<float> act_, next_, scratch_;
+  PackedConvs packed_;
   std::vector<double> stft_, mel_, frames_, spectrum_;
+};
+
+// The embedding graph over a stream of scaled mel frames, row by row: its
+// convolutions are unpadded in time and its pools stride 8 frames in all, so
+// window j's embedding is row j of the graph run over the whole stream. Each
+// layer keeps the rows of its input its kernel still needs and computes only
+// its new rows, about an eighth of the work of each window from scratch
+// (TeacherNet::embed, which tests hold this to).
+class TeacherSteps {
+ public:
+  bool init(const TeacherWeights& w, KernelImpl impl);  // false if the buffers cannot be had
+  void reset();
+  // kStepFrames frames (x kMel) in; true, with out (kEmbedding) written, when a window completes.
+  bool push(const float* frames, float* out);
+
+ private:
+  struct Layer {
+    int32_t width = 0, out_width = 0;  // in and out of the convolution
+    int32_t in_rows = 0;               // rows of the input held for the next step (< kh)
+    int32_t pool_rows = 0;             // rows of the output held for the max-pool (< pool_h)
+    std::vector<float> in_tail;        // (c_in x (kh - 1) x width)
+    std::vector<float> pool_tail;      // (c_out x (pool_h - 1) x out_width)
+  };
+  int32_t conv_rows(int32_t i, int32_t k);
+  int32_t pool_rows(int32_t i, int32_t k);
+  const TeacherWeights* w_ = nullptr;
+  KernelImpl impl_ = KernelImpl::optimized;
+  Layer layers_[kConvLayers];
+  std::vector<float> rows_;  // each stage's new rows (c x k x width)
+  std::vector<float> held_;  // a stage's held rows and new rows, assembled
+  std::vector<float> scratch_;
+  PackedConvs packed_;
 };
 
 // Streaming: push samples in blocks of any size; an embedding comes out for
@@ -102,8 +150,8 @@ class TeacherFrontEnd {
   std::vector<float> pending_;  // kStepSpan samples from the next step's start
   int32_t n_pending_ = 0;
   std::vector<double> db_;       // one step's frames
-  std::vector<float> history_;   // the last kHistorySteps steps' scaled frames
-  int64_t steps_ = 0;
+  std::vector<float> frames_;    // one step's frames, floored and scaled
+  TeacherSteps embedder_;
   int64_t samples_seen_ = 0;
   const char* error_ = "";
 };

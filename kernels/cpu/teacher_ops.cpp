@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Optimized twins of the teacher's ops (teacher_ops.h): the STFT and mel
-// matrix as dgemms over a block of frames, the convolution as im2col and one
-// sgemm with its LeakyRelu and Max fused, the max-pool row-wise. Held to the
-// references in teacher_ref.cpp by tests/kernels/cpu/test_teacher_ops.cpp.
+// matrix as dgemms over a block of frames, the convolution as im2row and the
+// packed SIMD projection with its LeakyRelu and Max fused, the max-pool
+// row-wise. Held to the references in teacher_ref.cpp by
+// tests/kernels/cpu/test_teacher_ops.cpp.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "cpu/kernels.h"
+#include "cpu/packed_weights.h"
+#include "cpu/simd_kernels.h"
 #include "cpu/teacher_ops.h"
 
 namespace mega::teacher {
@@ -49,32 +53,37 @@ void mel_db_fast(const MelParams& p, const MelFastParams& f) {
   for (int64_t i = 0; i < n; ++i) p.db[i] = std::log(std::max(p.db[i], lo)) * 10.0 / kLn10;
 }
 
-int64_t conv2d_col_floats(const Conv2dParams& p) {
-  return int64_t(p.c_in) * p.kh * p.kw * conv2d_out_h(p) * conv2d_out_w(p);
-}
-
 namespace {
 
-// col (c_in kh kw x h_out w_out): row (c, i, j) holds the input under tap (i, j) for every output, zero padded.
-void im2col(const Conv2dParams& p, int32_t h_out, int32_t w_out, float* col) {
-  const int64_t n = int64_t(h_out) * w_out;
-  for (int32_t c = 0; c < p.c_in; ++c) {
-    const float* xc = p.x + int64_t(c) * p.h * p.w;
-    for (int32_t i = 0; i < p.kh; ++i) {
-      for (int32_t j = 0; j < p.kw; ++j) {
-        float* row = col + ((int64_t(c) * p.kh + i) * p.kw + j) * n;
-        for (int32_t oy = 0; oy < h_out; ++oy) {
-          float* dst = row + int64_t(oy) * w_out;
+int32_t conv2d_k(const Conv2dParams& p) { return p.c_in * p.kh * p.kw; }
+
+LinearWeights conv2d_linear(const Conv2dParams& p) {
+  LinearWeights w;
+  w.w = p.weight;
+  w.b = p.bias;
+  w.n_out = p.c_out;
+  w.n_in = conv2d_k(p);
+  return w;
+}
+
+// rows (h_out w_out x c_in kh kw): row (oy, ox) holds the inputs under the kernel at that output, zero padded,
+// in the weight's (c, i, j) order.
+void im2row(const Conv2dParams& p, int32_t h_out, int32_t w_out, float* rows) {
+  const int32_t k = conv2d_k(p);
+  for (int32_t oy = 0; oy < h_out; ++oy) {
+    for (int32_t ox = 0; ox < w_out; ++ox) {
+      float* row = rows + (int64_t(oy) * w_out + ox) * k;
+      for (int32_t c = 0; c < p.c_in; ++c) {
+        for (int32_t i = 0; i < p.kh; ++i) {
           const int32_t iy = oy * p.stride_h + i * p.dilation_h - p.pad_top;
-          if (iy < 0 || iy >= p.h) {
-            std::fill(dst, dst + w_out, 0.0f);
+          if (iy < 0 || iy >= p.h) {  // a padding row
+            row = std::fill_n(row, p.kw, 0.0f);
             continue;
           }
-          const float* src = xc + int64_t(iy) * p.w;
-          const int32_t x0 = j * p.dilation_w - p.pad_left;
-          for (int32_t ox = 0; ox < w_out; ++ox) {
-            const int32_t ix = x0 + ox * p.stride_w;
-            dst[ox] = ix >= 0 && ix < p.w ? src[ix] : 0.0f;
+          const float* src = p.x + (int64_t(c) * p.h + iy) * p.w;
+          for (int32_t j = 0; j < p.kw; ++j) {
+            const int32_t ix = ox * p.stride_w + j * p.dilation_w - p.pad_left;
+            *row++ = ix >= 0 && ix < p.w ? src[ix] : 0.0f;
           }
         }
       }
@@ -82,55 +91,58 @@ void im2col(const Conv2dParams& p, int32_t h_out, int32_t w_out, float* col) {
   }
 }
 
-// OpenBLAS allocates on some narrow shapes (it did on the embedding's last layers: 20 outputs, 1 output), and a
-// stream allocates nothing per step; there a plain loop over the contiguous outputs serves as well.
-constexpr int64_t kBlasMinOutputs = 32;
-
-// y (m x n) = a (m x k) . b (k x n)
-void narrow_gemm(const float* a, const float* b, int32_t m, int64_t n, int32_t k, float* y) {
-  for (int32_t o = 0; o < m; ++o) {
-    float* row = y + int64_t(o) * n;
-    std::fill(row, row + n, 0.0f);
-    for (int32_t i = 0; i < k; ++i) {
-      const float w = a[int64_t(o) * k + i];
-      const float* src = b + int64_t(i) * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += w * src[j];
+// y (c_out x n) = the epilogue of yt (n x c_out), which has the bias already. The epilogue runs in place over
+// yt's contiguous values, in a form the compiler vectorizes: for 0 <= alpha <= 1, LeakyRelu is max(v, alpha v)
+// (a NaN stays NaN: the comparison keeps the first operand).
+void epilogue_transpose(float* yt, int64_t n, int32_t c_out, const ConvEpilogue& e, float* y) {
+  const int64_t all = n * c_out;
+  const float alpha = e.alpha, floor = e.floor;
+  if (e.active && alpha >= 0.0f && alpha <= 1.0f) {
+    for (int64_t i = 0; i < all; ++i) {
+      const float v = yt[i], a = alpha * v;
+      const float r = v < a ? a : v;
+      yt[i] = r < floor ? floor : r;
+    }
+  } else if (e.active) {
+    for (int64_t i = 0; i < all; ++i) {
+      const float r = yt[i] >= 0.0f ? yt[i] : alpha * yt[i];
+      yt[i] = r < floor ? floor : r;
     }
   }
-}
-
-void epilogue(const Conv2dParams& p, const ConvEpilogue& e, int64_t n) {
-  for (int32_t o = 0; o < p.c_out; ++o) {
-    float* y = p.y + int64_t(o) * n;
-    const float b = p.bias ? p.bias[o] : 0.0f;
-    if (!e.active) {
-      for (int64_t i = 0; i < n; ++i) y[i] += b;
-      continue;
-    }
-    const float alpha = e.alpha, floor = e.floor;
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = y[i] + b;
-      const float r = v >= 0.0f ? v : alpha * v;
-      y[i] = r < floor ? floor : r;  // NaN stays NaN, as max_scalar_ref
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    for (int32_t o = 0; o < c_out; ++o) y[int64_t(o) * n + i] = yt[i * c_out + o];
   }
 }
 
 }  // namespace
 
-void conv2d_fast(const Conv2dParams& p, const ConvEpilogue& e, float* col) {
+int64_t conv2d_packed_floats(const Conv2dParams& p) {
+  return int64_t(conv2d_k(p) + 1) * cpu::linear_padded_outputs(p.c_out);
+}
+
+void conv2d_pack(const Conv2dParams& p, float* packed) { cpu::linear_pack(conv2d_linear(p), packed); }
+
+int64_t conv2d_scratch_floats(const Conv2dParams& p) {
+  return int64_t(conv2d_out_h(p)) * conv2d_out_w(p) * (conv2d_k(p) + p.c_out);
+}
+
+void conv2d_fast(const Conv2dParams& p, const ConvEpilogue& e, const float* packed, float* scratch) {
   const int32_t h_out = conv2d_out_h(p), w_out = conv2d_out_w(p);
   const int64_t n = int64_t(h_out) * w_out;
   if (n == 0 || p.c_out == 0) return;
-  const int32_t k = p.c_in * p.kh * p.kw;
-  im2col(p, h_out, w_out, col);
-  if (n >= kBlasMinOutputs) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p.c_out, int(n), k, 1.0f, p.weight, k, col, int(n), 0.0f,
-                p.y, int(n));
-  } else {
-    narrow_gemm(p.weight, col, p.c_out, n, k, p.y);
-  }
-  epilogue(p, e, n);
+  float* rows = scratch;
+  float* yt = scratch + n * conv2d_k(p);
+  im2row(p, h_out, w_out, rows);
+  const LinearWeights w = conv2d_linear(p);
+  cpu::LinearParams lp;
+  lp.x = rows;
+  lp.n = n;
+  lp.w = &w;
+  lp.y = yt;
+  lp.packed = packed;
+  lp.ld = cpu::linear_padded_outputs(p.c_out);
+  cpu::simd_kernels().linear(lp);
+  epilogue_transpose(yt, n, p.c_out, e, p.y);
 }
 
 void maxpool_fast(const MaxPoolParams& p) {

@@ -73,9 +73,16 @@ struct ConvEpilogue {
   float alpha = 0.0f;
   float floor = 0.0f;
 };
-// Optimized: im2col into col (conv2d_col_floats of p) and one sgemm, the epilogue fused.
-int64_t conv2d_col_floats(const Conv2dParams& p);
-void conv2d_fast(const Conv2dParams& p, const ConvEpilogue& e, float* col);
+// Optimized: each output position's inputs gathered into a row (im2row),
+// all rows through the project's packed SIMD projection
+// (SimdKernels::linear: y = x w^T + b with w = the (c_out x c_in kh kw)
+// weight and the bias, packed once by conv2d_pack), then the epilogue on the
+// way back to (c_out x h_out x w_out). No BLAS call: OpenBLAS allocated on
+// the narrow shapes of a stream's steps.
+int64_t conv2d_packed_floats(const Conv2dParams& p);
+void conv2d_pack(const Conv2dParams& p, float* packed);
+int64_t conv2d_scratch_floats(const Conv2dParams& p);
+void conv2d_fast(const Conv2dParams& p, const ConvEpilogue& e, const float* packed, float* scratch);
 
 // y = x >= 0 ? x : alpha * x (ONNX LeakyRelu), n values; y may alias x.
 void leaky_relu_ref(const float* x, float alpha, float* y, int64_t n);

@@ -41,9 +41,12 @@ TEST(TeacherOps, ConvFastMatchesReferenceOnAwkwardShapes) {
       {5, 3, 13, 10, 3, 2, 2, 0, 1, 0, 1, 2, 2, 3},   {1, 1, 3, 3, 3, 3, 0, 0, 0, 0, 1, 1, 1, 1},
       {17, 33, 4, 1, 2, 1, 1, 0, 1, 0, 1, 1, 1, 1},
   };
+  // the graph's epilogue, a LeakyRelu slope over 1 (another vectorized form), none (the last layer)
+  const t::ConvEpilogue epilogues[] = {{true, 0.2f, -0.4f}, {true, 1.5f, -2.0f}, {false, 0.0f, 0.0f}};
   std::mt19937 rng(83);
   double worst = 0.0;
   for (const ConvCase& c : cases) {
+    const t::ConvEpilogue& e = epilogues[(&c - cases) % 3];
     t::Conv2dParams p;
     p.c_in = c.c_in, p.h = c.h, p.w = c.w, p.c_out = c.c_out, p.kh = c.kh, p.kw = c.kw;
     p.pad_top = c.pt, p.pad_left = c.pl, p.pad_bottom = c.pb, p.pad_right = c.pr;
@@ -55,13 +58,16 @@ TEST(TeacherOps, ConvFastMatchesReferenceOnAwkwardShapes) {
     const int64_t n = int64_t(c.c_out) * t::conv2d_out_h(p) * t::conv2d_out_w(p);
     ASSERT_GT(n, 0);
     std::vector<float> want(size_t(n) + 1, 7.0f), got(size_t(n) + 1, 7.0f);  // a guard after the outputs
-    std::vector<float> col(size_t(t::conv2d_col_floats(p)));
+    std::vector<float> packed(size_t(t::conv2d_packed_floats(p))), scratch(size_t(t::conv2d_scratch_floats(p)));
+    t::conv2d_pack(p, packed.data());
     p.y = want.data();
     t::conv2d_ref(p);
-    t::leaky_relu_ref(want.data(), 0.2f, want.data(), n);
-    t::max_scalar_ref(want.data(), -0.4f, want.data(), n);
+    if (e.active) {
+      t::leaky_relu_ref(want.data(), e.alpha, want.data(), n);
+      t::max_scalar_ref(want.data(), e.floor, want.data(), n);
+    }
     p.y = got.data();
-    t::conv2d_fast(p, t::ConvEpilogue{true, 0.2f, -0.4f}, col.data());
+    t::conv2d_fast(p, e, packed.data(), scratch.data());
     EXPECT_EQ(got[size_t(n)], 7.0f) << "conv2d_fast wrote past its output";
     for (int64_t i = 0; i < n; ++i) {
       const double diff = std::fabs(double(got[size_t(i)]) - want[size_t(i)]);
