@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Train and measure candidate (b) of issue 83 item 4 (teacher.student: Mega
+layers on the teacher's embedding), the way the bundled model is measured.
+
+  train   on cached clips of training speakers and voices (stream_embed clips:
+          the runtime's step floor), the checkpoint kept on real validation
+          speakers' caches only (head.train's key)
+  judge   the clip figures of one or more caches (head eval's JSON, so
+          teacher.compare and the table read it beside the bundled model's)
+  stream  the streaming figure: per-hop posteriors over whole recordings'
+          embeddings (stream_embed recordings), detection defaults tuned per
+          keyword at <= --max-fa-per-hour false alarms per keyword-free hour
+          over the recordings pooled, as tools/scripts/measure_run.sh tunes the
+          bundled model (tune_detection.pick_per_keyword, the runtime's
+          detector), then each recording's figures at those defaults
+  table   judges side by side, one column per model (teacher.compare's counting)
+
+A hop's posteriors come out once the front end has its last step:
+(EMIT_SAMPLES - 1280) / 16000 = 0.742 s after the end of the hop's audio
+counted in whole hops from the start, so the labels are moved that much
+earlier before scoring (a detection is timed at the end of its hop).
+
+Usage (from the repository root, PYTHONPATH=tools):
+  python3 -m mega_kws_tools.teacher.student_run train --train CACHE [...] --val CACHE [...] --out RUN
+         [--steps 3000] [--dim 96] [--layers 3] [--truncation 6] [--chunk 3] [--window 4] ...
+  python3 -m mega_kws_tools.teacher.student_run judge --checkpoint RUN/best.pt --cache CACHE [...] --json-out F
+  python3 -m mega_kws_tools.teacher.student_run stream --checkpoint RUN/best.pt
+         --stream EMB.npy LABELS.csv [--stream ...] --out RUN/stream.json [--max-fa-per-hour 2]
+  python3 -m mega_kws_tools.teacher.student_run table --columns A B [...] --judge NAME A.json B.json [--judge ...]
+"""
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+import torch
+
+from mega_kws_tools.evaluation import streamscore, tune_detection
+from mega_kws_tools.evaluation.evaluate import rejection_tradeoff
+from mega_kws_tools.teacher import compare, head, student
+from mega_kws_tools.teacher.stream_embed import EMIT_SAMPLES, SAMPLES_PER_STEP
+
+SR = 16000
+LATENCY_S = (EMIT_SAMPLES - SAMPLES_PER_STEP) / SR  # 0.742 s
+
+
+def judge(model, caches):
+    """head eval's figures (and the trade-off at equal rejection) of the student on cached clips."""
+    x, y = head.load_sets(caches)
+    logits = student.clip_logits(model, x)
+    result = head.scores(logits.argmax(axis=1), y)
+    result["keywords_at_rejection"] = rejection_tradeoff(logits.tolist(), y.tolist(), list(head.LABELS))
+    return result
+
+
+def pooled(model, streams):
+    """(probs, keywords, free, starts, parts) of recordings [(embeddings .npy, labels .csv)] back to
+    back, labels moved LATENCY_S earlier; parts: [(name, first hop, end hop, its keywords, its
+    keyword-free stretches)], each recording's labels timed from its own start."""
+    cfg = model.cfg
+    hop_s = cfg.chunk_size * SAMPLES_PER_STEP / SR
+    probs, keywords, free, starts, parts, n = [], [], [], [], [], 0
+    for npy, csv_path in streams:
+        p = student.stream_posteriors(model, np.load(npy))
+        kws, fr = streamscore.read_stream_labels(csv_path)
+        kws = [(a - LATENCY_S, b - LATENCY_S, l) for a, b, l in kws]
+        fr = [(a - LATENCY_S, b - LATENCY_S) for a, b in fr]
+        keywords += [(a + n * hop_s, b + n * hop_s, l) for a, b, l in kws]
+        free += [(a + n * hop_s, b + n * hop_s) for a, b in fr]
+        starts.append((n, cfg.window_chunks))
+        parts.append((os.path.basename(npy), n, n + len(p), kws, fr))
+        probs.append(p)
+        n += len(p)
+    return np.concatenate(probs), keywords, free, starts, parts
+
+
+def per_keyword(r, keywords):
+    """{keyword: [found, said]} of a score."""
+    said = {}
+    for _, _, l in keywords:
+        said[l] = said.get(l, 0) + 1
+    missed = {}
+    for _, _, l in r["missed"]:
+        missed[l] = missed.get(l, 0) + 1
+    return {l: [n - missed.get(l, 0), n] for l, n in said.items()}
+
+
+def summary(r, keywords):
+    return {"recall": r["recall"], "detected": r["detected"], "keywords": r["keywords"],
+            "false_alarms_keyword_free": r["false_alarms_keyword_free"],
+            "keyword_free_hours": r["keyword_free_hours"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"],
+            "per_keyword": per_keyword(r, keywords)}
+
+
+def stream_figures(model, streams, max_fa_per_hour=2.0, refractory_ms=1000):
+    """Tunes per-keyword defaults over the pooled recordings and scores each recording at them."""
+    labels, cfg = head.LABELS, model.cfg
+    hop_s = cfg.chunk_size * SAMPLES_PER_STEP / SR
+    t0 = time.time()
+    probs, keywords, free, starts, parts = pooled(model, streams)
+    t_post = time.time() - t0
+    key, smoothing, thresholds, r = tune_detection.pick_per_keyword(
+        probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms)
+    out = {"defaults": {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": refractory_ms},
+           "limit_met": bool(key[0]), "max_fa_per_hour": max_fa_per_hour, "hop_s": hop_s, "latency_s": LATENCY_S,
+           "pooled": summary(r, keywords), "recordings": {},
+           "seconds": {"posteriors": round(t_post, 1), "tuning": round(time.time() - t0 - t_post, 1)}}
+    refr = tune_detection.refractory_in_hops(refractory_ms, hop_s)
+    for name, a, b, kws, fr in parts:
+        one = tune_detection.run_detector(probs[a:b], [(0, cfg.window_chunks)], labels, np.array(thresholds),
+                                          smoothing, refr, hop_s, kws, fr)
+        out["recordings"][name] = summary(one, kws)
+    return out
+
+
+def table_rows(name, results):
+    """Markdown rows of one judge, a column per result (head eval's or evaluate.py's JSON, read by
+    teacher.compare from their confusion matrices): keywords right, each keyword, rejected."""
+    figs = [compare.figures(compare.load(r) if isinstance(r, str) else r) for r in results]
+    out = []
+    if figs[0]["keywords"][1]:
+        out.append(f"| **{name}: keywords right** | " + " | ".join(compare.cell(f["keywords"]) for f in figs) + " |")
+        out += [f"| {name}: {k} | " + " | ".join(compare.cell(f.get(k, (0, 0))) for f in figs) + " |"
+                for k in figs[0] if k not in ("keywords", "rejected")]
+    if figs[0]["rejected"][1]:
+        out.append(f"| **{name}: non-keywords rejected** | " + " | ".join(compare.cell(f["rejected"]) for f in figs) + " |")
+    for level in compare.AT_REJECTION:
+        at = [(compare.load(r) if isinstance(r, str) else r).get("keywords_at_rejection", {}).get(level) for r in results]
+        if all(at):
+            out.append(f"| {name}: keywords right where >= {float(level):.0%} of non-keywords are rejected | "
+                       + " | ".join(f"{x['keyword_accuracy']:.1%}" for x in at) + " |")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    t = head.train_parser(sub, "train a student on cached clips")
+    head.add_options(t, (("steps", int, 3000), ("batch", int, 128), ("lr", float, 2e-3), ("seed", int, 83),
+                         ("eval-every", int, 100), ("threads", int, 1), ("unknown-share", float, 0.0),
+                         ("max-shift", int, 2), ("context-share", float, 0.5), ("dim", int, 96), ("layers", int, 3),
+                         ("truncation", int, 6), ("chunk", int, 3), ("window", int, 4)))
+    j = sub.add_parser("judge", help="a kept student's clip figures")
+    j.add_argument("--checkpoint", required=True)
+    j.add_argument("--cache", action="append", required=True, help="a cache; several are pooled")
+    j.add_argument("--json-out", required=True)
+    s = sub.add_parser("stream", help="detection tuned and measured on whole recordings")
+    s.add_argument("--checkpoint", required=True)
+    s.add_argument("--stream", nargs=2, action="append", required=True, metavar=("EMB_NPY", "LABELS_CSV"))
+    s.add_argument("--max-fa-per-hour", type=float, default=2.0)
+    s.add_argument("--out", required=True)
+    c = sub.add_parser("table", help="judges side by side (Markdown)")
+    c.add_argument("--columns", nargs="+", required=True, help="the columns' titles")
+    c.add_argument("--judge", nargs="+", action="append", required=True, metavar="NAME FILE",
+                   help="a judge's name, then one JSON per column (repeat)")
+    args = ap.parse_args(argv)
+    if args.command == "table":
+        print("| judge | " + " | ".join(args.columns) + " |\n|---|" + "---|" * len(args.columns))
+        for name, *files in args.judge:
+            if len(files) != len(args.columns):
+                ap.error(f"judge {name}: {len(files)} files for {len(args.columns)} columns")
+            print("\n".join(table_rows(name, files)))
+        return
+    torch.set_num_threads(getattr(args, "threads", 1))
+    if args.command == "train":
+        d = args.dim
+        cfg = student.student_config(embed_dim=d, hidden_dim=2 * d, ffn_hidden_dim=2 * d, z_dim=d // 2,
+                                     classifier_dim=2 * d, n_layers=args.layers, truncation=args.truncation,
+                                     chunk_size=args.chunk, window_chunks=args.window)
+        x, y = head.load_sets(args.train)
+        vx, vy = head.load_sets(args.val)
+        print(f"training on {len(y)} clips, validating on {len(vy)}; window {student.receptive_steps(cfg)} steps",
+              flush=True)
+        student.train(x, y, vx, vy, args.out, cfg, args.steps, args.batch, args.lr, seed=args.seed,
+                      eval_every=args.eval_every, max_shift=args.max_shift, context_share=args.context_share,
+                      unknown_share=args.unknown_share)
+        return
+    model, _ = student.load_student(args.checkpoint)
+    result = judge(model, args.cache) if args.command == "judge" else \
+        stream_figures(model, args.stream, args.max_fa_per_hour)
+    with open(args.json_out if args.command == "judge" else args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    keys = ("clips", "keyword_accuracy", "per_label", "rejected") if args.command == "judge" else \
+        ("defaults", "pooled", "recordings")
+    print(json.dumps({k: result[k] for k in keys}))
+
+
+if __name__ == "__main__":
+    main()
