@@ -129,3 +129,30 @@ def test_a_few_training_steps_lower_the_loss(tmp_path):
     with torch.no_grad():
         after = float(torch.nn.functional.cross_entropy(trained(xs), torch.from_numpy(y)))
     assert after < before - 0.5 and best["key"] > 0.5
+
+
+def test_negative_windows_come_from_the_stream_as_unknown():
+    x = np.zeros((4, 16, 96), np.float32)
+    y = np.array([0, 1, 10, 11])
+    stream = np.arange(200, dtype=np.float32)[:, None].repeat(96, axis=1)  # step k holds k
+    hard = [50, 60]
+    neg = student.Negatives(stream, 20, hard)
+    b = student.Batches(x, y, reach=20, max_shift=0, context_share=0.0, seed=2, negatives=neg, negative_share=0.25)
+    xb, yb = b.draw(64)
+    rows = xb[yb == head.LABELS.index("_unknown_")]
+    from_stream = [r for r in rows if r[0, 0] > 0 or r[-1, 0] > 0]
+    assert len(from_stream) >= 16  # a quarter of the batch, besides the drawn _unknown_ clips
+    ends = [int(r[-1, 0]) + 1 for r in from_stream]
+    assert all((np.diff(r[:, 0].numpy()) == 1).all() for r in from_stream)  # whole windows, in order
+    assert sum(e in hard for e in ends) >= 4  # about half end at the hard steps
+
+
+def test_mine_finds_the_hops_a_model_takes_for_a_keyword():
+    model = tiny()
+    emb = RNG.standard_normal((60, 96)).astype(np.float32)
+    p = student.stream_posteriors(model, emb)
+    top = p[:, :10].max(axis=1)
+    threshold = float(np.median(top))
+    ends = student.mine(model, emb, threshold)
+    assert list(ends) == [3 * (h + 1) for h in range(len(p)) if top[h] >= threshold]
+    assert 0 < len(ends) < len(p)

@@ -145,46 +145,86 @@ def extend(x: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([np.repeat(x[:, :1], n - x.shape[1], axis=1), x], axis=1)
 
 
+class Negatives:
+    """Windows of keyword-free streams (training speakers' running speech, stream_embed recordings), each
+    `reach` steps ending anywhere, half of them (where given) ending at `hard` steps: the ends of the
+    hops a model took for a keyword (mine), as the bundled model's hard examples are chosen."""
+
+    def __init__(self, emb, reach, hard=None):
+        self.emb, self.reach = emb, reach
+        self.hard = np.asarray(hard if hard is not None else [], dtype=np.int64)
+
+    def draw(self, n, rng):
+        ends = rng.integers(self.reach, len(self.emb) + 1, size=n)
+        if len(self.hard):
+            pick = rng.random(n) < 0.5
+            ends[pick] = self.hard[rng.integers(len(self.hard), size=int(pick.sum()))]
+        return np.stack([self.emb[e - self.reach:e] for e in ends])
+
+
+def mine(model, emb, threshold=0.3):
+    """The end steps of the hops of a keyword-free stream where `model` gives a keyword >= threshold."""
+    p = stream_posteriors(model, emb)
+    keyword = [i for i, l in enumerate(head.LABELS) if not l.startswith("_")]
+    return (np.nonzero(p[:, keyword].max(axis=1) >= threshold)[0] + 1) * model.cfg.chunk_size
+
+
 class Batches:
     """Training windows [B, reach, 96] drawn class-balanced (head.balanced_draw) from extended clips:
     each shifted left by 0..max_shift steps, and with probability context_share the silence before the
-    word replaced by the steps of a drawn non-keyword clip (running speech, noise, another word)."""
+    word replaced by the steps of a drawn non-keyword clip (running speech, noise, another word); with
+    `negatives` (Negatives), that share of each batch its windows, labelled _unknown_."""
 
-    def __init__(self, x, y, reach, max_shift=2, context_share=0.5, unknown_share=0.0, seed=0):
+    def __init__(self, x, y, reach, max_shift=2, context_share=0.5, unknown_share=0.0, seed=0, negatives=None,
+                 negative_share=0.0):
         self.ext = extend(x, reach + max_shift)
         self.y, self.reach, self.max_shift = y, reach, max_shift
         self.context_share, self.unknown_share = context_share, unknown_share
+        self.negatives, self.negative_share = negatives, negative_share if negatives is not None else 0.0
         self.others = np.nonzero(np.array([head.LABELS[i].startswith("_") for i in y]))[0]
         self.rng = np.random.default_rng(seed)
 
     def draw(self, batch):
-        i = head.balanced_draw(self.y, len(head.LABELS), self.rng, batch, self.unknown_share)
+        n_neg = int(round(batch * self.negative_share))
+        i = head.balanced_draw(self.y, len(head.LABELS), self.rng, batch - n_neg, self.unknown_share)
         x = self.ext[i].copy()
         n_before = x.shape[1] - CLIP_STEPS
-        swap = self.rng.random(batch) < self.context_share
+        swap = self.rng.random(len(i)) < self.context_share
         if swap.any() and len(self.others) and n_before > 0:
             donors = self.others[self.rng.integers(len(self.others), size=int(swap.sum()))]
             x[swap, :n_before] = self.ext[donors, -n_before:]
-        shift = self.rng.integers(self.max_shift + 1, size=batch)
-        rows = np.stack([x[b, x.shape[1] - self.reach - s:x.shape[1] - s] for b, s in enumerate(shift)])
-        return torch.from_numpy(rows), torch.from_numpy(self.y[i])
+        shift = self.rng.integers(self.max_shift + 1, size=len(i))
+        rows = [x[b, x.shape[1] - self.reach - s:x.shape[1] - s] for b, s in enumerate(shift)]
+        labels = self.y[i]
+        if n_neg:
+            rows += list(self.negatives.draw(n_neg, self.rng))
+            labels = np.concatenate([labels, np.full(n_neg, head.LABELS.index(head.UNKNOWN), np.int64)])
+        return torch.from_numpy(np.stack(rows)), torch.from_numpy(labels)
 
 
 def train(x, y, val_x, val_y, out, cfg, steps=3000, batch=128, lr=2e-3, weight_decay=1e-2, seed=83,
-          eval_every=100, max_shift=2, context_share=0.5, unknown_share=0.0, log=print):
-    """Trains an EmbeddingStudent on cached clips; writes out/best.pt (the best validation key, as
-    head.train keeps it) and out/history.json. Returns the best checkpoint's dict."""
+          eval_every=100, max_shift=2, context_share=0.5, unknown_share=0.0, negative_stream=None, hard_ends=None,
+          negative_share=0.0, log=print):
+    """Trains an EmbeddingStudent on cached clips (and, with negative_stream [K, 96], negative_share of
+    each batch its windows, half of them ending at hard_ends where given: Negatives); writes
+    out/best.pt (the best validation key, as head.train keeps it) and out/history.json. Returns the
+    best checkpoint's dict."""
     torch.manual_seed(seed)
     model = EmbeddingStudent(cfg)
     model.embed_tokens.set_statistics(x)
     reach = receptive_steps(cfg)
-    batches = Batches(x, y, reach, max_shift, context_share, unknown_share, seed)
+    negatives = None
+    if negative_stream is not None:
+        hard = None if hard_ends is None else [e for e in hard_ends if reach <= e <= len(negative_stream)]
+        negatives = Negatives(negative_stream, reach, hard)
+    batches = Batches(x, y, reach, max_shift, context_share, unknown_share, seed, negatives, negative_share)
     vx = extend(val_x, reach)
     return head.fit(model, lambda: batches.draw(batch), lambda: head.predict(model, vx, 256), val_y, out, steps, lr,
                     weight_decay, eval_every, log, lambda: {
                         "labels": head.LABELS, "mega_config": vars(cfg),
                         "train": {"steps": steps, "batch": batch, "lr": lr, "seed": seed, "max_shift": max_shift,
-                                  "context_share": context_share, "unknown_share": unknown_share}})
+                                  "context_share": context_share, "unknown_share": unknown_share,
+                                  "negative_share": negative_share if negatives is not None else 0.0}})
 
 
 def load_student(path):

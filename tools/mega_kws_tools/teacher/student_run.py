@@ -13,6 +13,8 @@ layers on the teacher's embedding), the way the bundled model is measured.
           over the recordings pooled, as tools/scripts/measure_run.sh tunes the
           bundled model (tune_detection.pick_per_keyword, the runtime's
           detector), then each recording's figures at those defaults
+  bundled a MegaKWS checkpoint (the bundled model's run) at its detection.json,
+          each recording and pooled, with the same detector and counting
   table   judges side by side, one column per model (teacher.compare's counting)
 
 A hop's posteriors come out once the front end has its last step:
@@ -26,6 +28,8 @@ Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.student_run judge --checkpoint RUN/best.pt --cache CACHE [...] --json-out F
   python3 -m mega_kws_tools.teacher.student_run stream --checkpoint RUN/best.pt
          --stream EMB.npy LABELS.csv [--stream ...] --out RUN/stream.json [--max-fa-per-hour 2]
+  python3 -m mega_kws_tools.teacher.student_run bundled --checkpoint RUN/best.pt --detection RUN/detection.json
+         --stream REC.wav LABELS.csv [--stream ...] --out F
   python3 -m mega_kws_tools.teacher.student_run table --columns A B [...] --judge NAME A.json B.json [--judge ...]
 """
 
@@ -37,6 +41,8 @@ import time
 import numpy as np
 import torch
 
+from mega_kws_tools import model as mt
+from mega_kws_tools.audio import read_wav
 from mega_kws_tools.evaluation import streamscore, tune_detection
 from mega_kws_tools.evaluation.evaluate import rejection_tradeoff
 from mega_kws_tools.teacher import compare, head, student
@@ -55,25 +61,49 @@ def judge(model, caches):
     return result
 
 
-def pooled(model, streams):
-    """(probs, keywords, free, starts, parts) of recordings [(embeddings .npy, labels .csv)] back to
-    back, labels moved LATENCY_S earlier; parts: [(name, first hop, end hop, its keywords, its
-    keyword-free stretches)], each recording's labels timed from its own start."""
-    cfg = model.cfg
-    hop_s = cfg.chunk_size * SAMPLES_PER_STEP / SR
-    probs, keywords, free, starts, parts, n = [], [], [], [], [], 0
+def student_recordings(model, streams):
+    """[(name, posteriors, keywords, keyword-free stretches)] of recordings [(embeddings .npy, labels
+    .csv)], the labels moved LATENCY_S earlier."""
+    out = []
     for npy, csv_path in streams:
-        p = student.stream_posteriors(model, np.load(npy))
         kws, fr = streamscore.read_stream_labels(csv_path)
-        kws = [(a - LATENCY_S, b - LATENCY_S, l) for a, b, l in kws]
-        fr = [(a - LATENCY_S, b - LATENCY_S) for a, b in fr]
+        out.append((os.path.basename(npy), student.stream_posteriors(model, np.load(npy)),
+                    [(a - LATENCY_S, b - LATENCY_S, l) for a, b, l in kws], [(a - LATENCY_S, b - LATENCY_S) for a, b in fr]))
+    return out
+
+
+def bundled_recordings(model, streams):
+    """The same for a MegaKWS checkpoint over recordings [(wav, labels .csv)] (tune_detection's posteriors)."""
+    out = []
+    for wav, csv_path in streams:
+        p = tune_detection.stream_posteriors(model, read_wav(wav).astype(np.float32) / 32768.0)
+        out.append((os.path.basename(wav), p, *streamscore.read_stream_labels(csv_path)))
+    return out
+
+
+def pooled(recordings, hop_s, warmup):
+    """(probs, keywords, free, starts) of recordings [(name, probs, keywords, free)] back to back."""
+    probs, keywords, free, starts, n = [], [], [], [], 0
+    for _, p, kws, fr in recordings:
         keywords += [(a + n * hop_s, b + n * hop_s, l) for a, b, l in kws]
         free += [(a + n * hop_s, b + n * hop_s) for a, b in fr]
-        starts.append((n, cfg.window_chunks))
-        parts.append((os.path.basename(npy), n, n + len(p), kws, fr))
+        starts.append((n, warmup))
         probs.append(p)
         n += len(p)
-    return np.concatenate(probs), keywords, free, starts, parts
+    return np.concatenate(probs), keywords, free, starts
+
+
+def at_defaults(recordings, hop_s, warmup, defaults):
+    """Each recording's figures, and the pooled ones, at detection defaults (detection.json's keys)."""
+    refr = tune_detection.refractory_in_hops(defaults["refractory_ms"], hop_s)
+    th, sm = np.array(defaults["thresholds"]), defaults["smoothing_hops"]
+    probs, keywords, free, starts = pooled(recordings, hop_s, warmup)
+    out = {"pooled": summary(tune_detection.run_detector(probs, starts, head.LABELS, th, sm, refr, hop_s, keywords,
+                                                         free), keywords), "recordings": {}}
+    for name, p, kws, fr in recordings:
+        one = tune_detection.run_detector(p, [(0, warmup)], head.LABELS, th, sm, refr, hop_s, kws, fr)
+        out["recordings"][name] = summary(one, kws)
+    return out
 
 
 def per_keyword(r, keywords):
@@ -96,23 +126,29 @@ def summary(r, keywords):
 
 def stream_figures(model, streams, max_fa_per_hour=2.0, refractory_ms=1000):
     """Tunes per-keyword defaults over the pooled recordings and scores each recording at them."""
-    labels, cfg = head.LABELS, model.cfg
+    cfg = model.cfg
     hop_s = cfg.chunk_size * SAMPLES_PER_STEP / SR
     t0 = time.time()
-    probs, keywords, free, starts, parts = pooled(model, streams)
+    recordings = student_recordings(model, streams)
+    probs, keywords, free, starts = pooled(recordings, hop_s, cfg.window_chunks)
     t_post = time.time() - t0
-    key, smoothing, thresholds, r = tune_detection.pick_per_keyword(
-        probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms)
-    out = {"defaults": {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": refractory_ms},
-           "limit_met": bool(key[0]), "max_fa_per_hour": max_fa_per_hour, "hop_s": hop_s, "latency_s": LATENCY_S,
-           "pooled": summary(r, keywords), "recordings": {},
-           "seconds": {"posteriors": round(t_post, 1), "tuning": round(time.time() - t0 - t_post, 1)}}
-    refr = tune_detection.refractory_in_hops(refractory_ms, hop_s)
-    for name, a, b, kws, fr in parts:
-        one = tune_detection.run_detector(probs[a:b], [(0, cfg.window_chunks)], labels, np.array(thresholds),
-                                          smoothing, refr, hop_s, kws, fr)
-        out["recordings"][name] = summary(one, kws)
+    key, smoothing, thresholds, _ = tune_detection.pick_per_keyword(
+        probs, starts, head.LABELS, hop_s, keywords, free, max_fa_per_hour, refractory_ms)
+    defaults = {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": refractory_ms}
+    out = dict(at_defaults(recordings, hop_s, cfg.window_chunks, defaults), defaults=defaults,
+               limit_met=bool(key[0]), max_fa_per_hour=max_fa_per_hour, hop_s=hop_s, latency_s=LATENCY_S)
+    out["seconds"] = {"posteriors": round(t_post, 1), "tuning": round(time.time() - t0 - t_post, 1)}
     return out
+
+
+def bundled_figures(checkpoint, detection, streams):
+    """A MegaKWS checkpoint's figures at its detection.json over recordings [(wav, csv)], each and pooled."""
+    model, _, _ = mt.load_checkpoint(checkpoint)
+    with open(detection) as f:
+        defaults = json.load(f)
+    hop_s = model.cfg.chunk_samples / model.cfg.sample_rate
+    return dict(at_defaults(bundled_recordings(model, streams), hop_s, model.cfg.window_chunks, defaults),
+                defaults=defaults)
 
 
 def table_rows(name, results):
@@ -141,7 +177,12 @@ def main(argv=None):
     head.add_options(t, (("steps", int, 3000), ("batch", int, 128), ("lr", float, 2e-3), ("seed", int, 83),
                          ("eval-every", int, 100), ("threads", int, 1), ("unknown-share", float, 0.0),
                          ("max-shift", int, 2), ("context-share", float, 0.5), ("dim", int, 96), ("layers", int, 3),
-                         ("truncation", int, 6), ("chunk", int, 3), ("window", int, 4)))
+                         ("truncation", int, 6), ("chunk", int, 3), ("window", int, 4),
+                         ("negative-share", float, 0.15), ("mine-threshold", float, 0.3)))
+    t.add_argument("--negative-stream", help="a keyword-free stream of training speakers (stream_embed .npy): "
+                   "--negative-share of each batch its windows, as _unknown_")
+    t.add_argument("--mine-with", help="a student's best.pt: half the stream's windows end where it gave a keyword "
+                   ">= --mine-threshold")
     j = sub.add_parser("judge", help="a kept student's clip figures")
     j.add_argument("--checkpoint", required=True)
     j.add_argument("--cache", action="append", required=True, help="a cache; several are pooled")
@@ -151,6 +192,11 @@ def main(argv=None):
     s.add_argument("--stream", nargs=2, action="append", required=True, metavar=("EMB_NPY", "LABELS_CSV"))
     s.add_argument("--max-fa-per-hour", type=float, default=2.0)
     s.add_argument("--out", required=True)
+    bu = sub.add_parser("bundled", help="a MegaKWS checkpoint's figures at its detection defaults, per recording")
+    bu.add_argument("--checkpoint", required=True)
+    bu.add_argument("--detection", required=True, help="its detection.json")
+    bu.add_argument("--stream", nargs=2, action="append", required=True, metavar=("WAV", "LABELS_CSV"))
+    bu.add_argument("--out", required=True)
     c = sub.add_parser("table", help="judges side by side (Markdown)")
     c.add_argument("--columns", nargs="+", required=True, help="the columns' titles")
     c.add_argument("--judge", nargs="+", action="append", required=True, metavar="NAME FILE",
@@ -173,13 +219,22 @@ def main(argv=None):
         vx, vy = head.load_sets(args.val)
         print(f"training on {len(y)} clips, validating on {len(vy)}; window {student.receptive_steps(cfg)} steps",
               flush=True)
+        neg = np.load(args.negative_stream) if args.negative_stream else None
+        hard = student.mine(student.load_student(args.mine_with)[0], neg, args.mine_threshold) \
+            if args.mine_with and neg is not None else None
+        if hard is not None:
+            print(f"mined {len(hard)} of {len(neg) // args.chunk} hops of {args.negative_stream}", flush=True)
         student.train(x, y, vx, vy, args.out, cfg, args.steps, args.batch, args.lr, seed=args.seed,
                       eval_every=args.eval_every, max_shift=args.max_shift, context_share=args.context_share,
-                      unknown_share=args.unknown_share)
+                      unknown_share=args.unknown_share, negative_stream=neg, hard_ends=hard,
+                      negative_share=args.negative_share)
         return
-    model, _ = student.load_student(args.checkpoint)
-    result = judge(model, args.cache) if args.command == "judge" else \
-        stream_figures(model, args.stream, args.max_fa_per_hour)
+    if args.command == "bundled":
+        result = bundled_figures(args.checkpoint, args.detection, args.stream)
+    else:
+        model, _ = student.load_student(args.checkpoint)
+        result = judge(model, args.cache) if args.command == "judge" else \
+            stream_figures(model, args.stream, args.max_fa_per_hour)
     with open(args.json_out if args.command == "judge" else args.out, "w") as f:
         json.dump(result, f, indent=1)
     keys = ("clips", "keyword_accuracy", "per_label", "rejected") if args.command == "judge" else \
