@@ -156,3 +156,17 @@ def test_mine_finds_the_hops_a_model_takes_for_a_keyword():
     ends = student.mine(model, emb, threshold)
     assert list(ends) == [3 * (h + 1) for h in range(len(p)) if top[h] >= threshold]
     assert 0 < len(ends) < len(p)
+
+
+def test_labelled_windows_end_just_after_each_word():
+    emb = np.arange(300, dtype=np.float32)[:, None].repeat(96, axis=1)  # step k holds k
+    rows = [("keyword", 4.0, 4.5, "yes"), ("unknown", 10.0, 10.4, "bed"), ("keyword_free", 12.0, 20.0, "keyword_free")]
+    x, y = student.labelled_windows(emb, rows, reach=12, chunk=3, step_end=lambda k: 0.08 * (k + 1))
+    ends = x[:, -1, 0].astype(int) + 1  # the step after each window's last
+    assert (ends % 3 == 0).all() and (x[:, 0, 0] == ends - 12).all()
+    yes = ends[y == head.LABELS.index("yes")]
+    assert len(yes) and all(4.5 <= 0.08 * e <= 4.5 + 0.48 for e in yes)
+    unknown = ends[y == head.LABELS.index("_unknown_")]
+    assert any(10.4 <= 0.08 * e <= 10.88 for e in unknown)  # the other word
+    free = [e for e in unknown if not 10.4 <= 0.08 * e <= 10.88]
+    assert free and all(not 4.5 - 1.0 <= 0.08 * e <= 4.5 + 2.0 for e in free)  # never near the keyword

@@ -8,6 +8,7 @@
 # the bundled model.
 #
 #   [CACHE=DIR] [STEP=DIR] [TEACHER=DIR] [TH_RUN=DIR] student_b.sh RUN_DIR [student_run train options...]
+
 #
 # CACHE (default WORK/data/tcache): teacher_head.sh's caches (ALL=1), whose
 # clips are embedded again here with the step floor into STEP (default
@@ -29,19 +30,28 @@ NICE="nice -n 19"
 SE="$NICE $PY -m mega_kws_tools.teacher.stream_embed"
 RUNNER="$PY -m mega_kws_tools.teacher.student_run"
 T=${TEACHER:-$WORK/teacher}
-# 1. the recordings of measure_run.sh's tuning, whole, and every cached clip, with the step floor
+# 1. the recordings of measure_run.sh's tuning, whole, the training speakers' keyword-free sentences
+#    (speechocean762's train/ half) and recording (realtrain60, continue_real.sh's), and every cached
+#    clip, with the step floor
 $SE recordings --teacher "$T" --out "$STEP/streams" "$REC/realval20.wav" "$REC/realvalfree60.wav" \
-  "$SO/keyword_free_validation.wav"
+  "$SO/keyword_free_validation.wav" "$SO/keyword_free_training.wav" "$REC/realtrain60.wav"
 for pair in real-val:$REAL so-val:$SO/clips sokw-val:$SOKW sokw-train:$SOKW cathy-train:$CATHY \
             syn-train:$WORK/data/syntc so-train-all:$SO/clips real-train-all:$REAL syn-test:$WORK/data/syntest83; do
   $SE clips --teacher "$T" --like "$CACHE/${pair%%:*}" --data "${pair#*:}" --out "$STEP/${pair%%:*}"
 done
-# 2. the student: training speakers and voices only; the checkpoint kept on real validation speakers
-mkdir -p "$RUN"
-[ -f "$RUN/history.json" ] || $NICE $RUNNER train --out "$RUN" "$@" \
-  --train "$STEP/real-train-all" --train "$STEP/so-train-all" --train "$STEP/sokw-train" \
-  --train "$STEP/cathy-train" --train "$STEP/syn-train" \
-  --val "$STEP/real-val" --val "$STEP/so-val" --val "$STEP/sokw-val" | tee "$RUN/train.log"
+# 2. the student: training speakers and voices only; the checkpoint kept on real validation speakers.
+#    First on the clips alone (RUN/first), then again with windows of the training speakers' streams: their
+#    sentences (half where the first took a keyword) as _unknown_, and their recording labelled by the
+#    words ending in each window
+DATA=(--train "$STEP/real-train-all" --train "$STEP/so-train-all" --train "$STEP/sokw-train"
+      --train "$STEP/cathy-train" --train "$STEP/syn-train"
+      --val "$STEP/real-val" --val "$STEP/so-val" --val "$STEP/sokw-val")
+mkdir -p "$RUN/first"
+[ -f "$RUN/first/history.json" ] || $NICE $RUNNER train --out "$RUN/first" --steps 3000 "$@" "${DATA[@]}" \
+  | tee "$RUN/first/train.log"
+[ -f "$RUN/history.json" ] || $NICE $RUNNER train --out "$RUN" --steps 2000 "$@" "${DATA[@]}" \
+  --negative-stream "$STEP/streams/keyword_free_training.npy" --mine-with "$RUN/first/best.pt" \
+  --window-stream "$STEP/streams/realtrain60.npy" "$REC/realtrain60.csv" | tee "$RUN/train.log"
 # 3. the clip judges, and the sentence cuts pooled with the running speech (equal rejection)
 for j in real-val so-val sokw-val syn-test; do
   $RUNNER judge --checkpoint "$RUN/best.pt" --cache "$STEP/$j" --json-out "$RUN/student-$j.json" > /dev/null

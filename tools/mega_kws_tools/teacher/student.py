@@ -23,7 +23,13 @@ silence, so extending to the left by repeating step 0 is exactly more
 silence) cut to the model's window, optionally shifted left a few steps, and
 with a share of them given another clip's steps (a non-keyword, e.g. running
 speech or noise) in place of the silence before the word, since a stream has
-audio there. The schedule and the checkpoint choice are head.train's.
+audio there. That is not enough: each clip's early steps still read the digital
+silence before it, which a stream never has, and a model given streams of
+running speech as negatives (Negatives) learns "a stream is _unknown_" and
+misses the keywords of the validation recordings. Windows of a recording of
+training speakers (labelled_windows: make_stream's realtrain60, labelled by
+the word that ends in each) put real keywords in stream context. The
+schedule and the checkpoint choice are head.train's (head.fit).
 """
 
 import numpy as np
@@ -35,8 +41,8 @@ from mega_kws_tools.teacher import head
 
 N_EMBEDDING = 96
 CLIP_STEPS = 13  # steps of a cached clip whose window reaches the clip (its steps 3-15; 0-2 are silence)
-DEFAULTS = dict(embed_dim=96, hidden_dim=192, ffn_hidden_dim=192, z_dim=48, n_dim=16, n_layers=3, chunk_size=3,
-                truncation=6, window_chunks=4, classifier_dim=192, norm_type="layernorm")
+DEFAULTS = dict(embed_dim=64, hidden_dim=128, ffn_hidden_dim=128, z_dim=32, n_dim=16, n_layers=2, chunk_size=3,
+                truncation=6, window_chunks=4, classifier_dim=128, norm_type="layernorm")
 
 
 def student_config(**options) -> MegaConfig:
@@ -162,6 +168,32 @@ class Negatives:
         return np.stack([self.emb[e - self.reach:e] for e in ends])
 
 
+def labelled_windows(emb, rows, reach, chunk, after_s=(0.0, 0.48), clear_s=2.0, step_end=None):
+    """Windows of a recording of training speakers (stream_embed) with its labels: (x [M, reach, 96], y [M]).
+    rows: [(kind, onset_s, offset_s, label)] (make_stream's CSV). A word (keyword, or another word as
+    _unknown_) gives the windows ending at the hops whose last step's audio ends after_s after the word's
+    end; a hop with no keyword in the clear_s before its end gives an _unknown_ window (every other hop).
+    step_end(k): the time step k's audio ends (stream_embed: (1280 k + 12512) / 16000)."""
+    step_end = step_end or (lambda k: (1280 * k + 12512) / 16000)
+    unknown = head.LABELS.index(head.UNKNOWN)
+    hop_ends = np.arange(reach, len(emb) + 1, chunk)
+    t = np.array([step_end(e - 1) for e in hop_ends])
+    ends, labels = [], []
+    for kind, _, off, label in rows:
+        if kind in ("keyword", "unknown"):
+            near = hop_ends[(t >= off + after_s[0]) & (t <= off + after_s[1])]
+            ends += list(near)
+            labels += [head.LABELS.index(label) if kind == "keyword" else unknown] * len(near)
+    keyword_ends = np.sort([off for kind, _, off, _ in rows if kind == "keyword"])
+    for h in range(0, len(hop_ends), 2):
+        i = np.searchsorted(keyword_ends, t[h] - clear_s)
+        if i == len(keyword_ends) or keyword_ends[i] > t[h] + 1.0:  # no keyword ends near this hop
+            ends.append(hop_ends[h])
+            labels.append(unknown)
+    x = np.stack([emb[e - reach:e] for e in ends]) if ends else np.zeros((0, reach, emb.shape[1]), emb.dtype)
+    return x, np.array(labels, dtype=np.int64)
+
+
 def mine(model, emb, threshold=0.3):
     """The end steps of the hops of a keyword-free stream where `model` gives a keyword >= threshold."""
     p = stream_posteriors(model, emb)
@@ -176,17 +208,19 @@ class Batches:
     `negatives` (Negatives), that share of each batch its windows, labelled _unknown_."""
 
     def __init__(self, x, y, reach, max_shift=2, context_share=0.5, unknown_share=0.0, seed=0, negatives=None,
-                 negative_share=0.0):
+                 negative_share=0.0, windows=None, window_share=0.0):
         self.ext = extend(x, reach + max_shift)
         self.y, self.reach, self.max_shift = y, reach, max_shift
         self.context_share, self.unknown_share = context_share, unknown_share
         self.negatives, self.negative_share = negatives, negative_share if negatives is not None else 0.0
+        self.windows, self.window_share = windows, window_share if windows is not None else 0.0
         self.others = np.nonzero(np.array([head.LABELS[i].startswith("_") for i in y]))[0]
         self.rng = np.random.default_rng(seed)
 
     def draw(self, batch):
         n_neg = int(round(batch * self.negative_share))
-        i = head.balanced_draw(self.y, len(head.LABELS), self.rng, batch - n_neg, self.unknown_share)
+        n_win = int(round(batch * self.window_share))
+        i = head.balanced_draw(self.y, len(head.LABELS), self.rng, batch - n_neg - n_win, self.unknown_share)
         x = self.ext[i].copy()
         n_before = x.shape[1] - CLIP_STEPS
         swap = self.rng.random(len(i)) < self.context_share
@@ -199,12 +233,16 @@ class Batches:
         if n_neg:
             rows += list(self.negatives.draw(n_neg, self.rng))
             labels = np.concatenate([labels, np.full(n_neg, head.LABELS.index(head.UNKNOWN), np.int64)])
+        if n_win:
+            w = head.balanced_draw(self.windows[1], len(head.LABELS), self.rng, n_win)
+            rows += list(self.windows[0][w])
+            labels = np.concatenate([labels, self.windows[1][w]])
         return torch.from_numpy(np.stack(rows)), torch.from_numpy(labels)
 
 
 def train(x, y, val_x, val_y, out, cfg, steps=3000, batch=128, lr=2e-3, weight_decay=1e-2, seed=83,
           eval_every=100, max_shift=2, context_share=0.5, unknown_share=0.0, negative_stream=None, hard_ends=None,
-          negative_share=0.0, log=print):
+          negative_share=0.0, window_streams=(), window_share=0.0, log=print):
     """Trains an EmbeddingStudent on cached clips (and, with negative_stream [K, 96], negative_share of
     each batch its windows, half of them ending at hard_ends where given: Negatives); writes
     out/best.pt (the best validation key, as head.train keeps it) and out/history.json. Returns the
@@ -217,14 +255,21 @@ def train(x, y, val_x, val_y, out, cfg, steps=3000, batch=128, lr=2e-3, weight_d
     if negative_stream is not None:
         hard = None if hard_ends is None else [e for e in hard_ends if reach <= e <= len(negative_stream)]
         negatives = Negatives(negative_stream, reach, hard)
-    batches = Batches(x, y, reach, max_shift, context_share, unknown_share, seed, negatives, negative_share)
+    windows = None
+    if window_streams:  # [(embeddings, label rows)]
+        parts = [labelled_windows(e, rows, reach, cfg.chunk_size) for e, rows in window_streams]
+        windows = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        log(f"{len(windows[1])} labelled stream windows: {np.bincount(windows[1], minlength=len(head.LABELS)).tolist()}")
+    batches = Batches(x, y, reach, max_shift, context_share, unknown_share, seed, negatives, negative_share,
+                      windows, window_share)
     vx = extend(val_x, reach)
     return head.fit(model, lambda: batches.draw(batch), lambda: head.predict(model, vx, 256), val_y, out, steps, lr,
                     weight_decay, eval_every, log, lambda: {
                         "labels": head.LABELS, "mega_config": vars(cfg),
                         "train": {"steps": steps, "batch": batch, "lr": lr, "seed": seed, "max_shift": max_shift,
                                   "context_share": context_share, "unknown_share": unknown_share,
-                                  "negative_share": negative_share if negatives is not None else 0.0}})
+                                  "negative_share": negative_share if negatives is not None else 0.0,
+                                  "window_share": window_share if windows is not None else 0.0}})
 
 
 def load_student(path):

@@ -24,7 +24,8 @@ earlier before scoring (a detection is timed at the end of its hop).
 
 Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.student_run train --train CACHE [...] --val CACHE [...] --out RUN
-         [--steps 3000] [--dim 96] [--layers 3] [--truncation 6] [--chunk 3] [--window 4] ...
+         [--steps 3000] [--dim 64] [--layers 2] [--truncation 6] [--chunk 3] [--window 4]
+         [--negative-stream EMB.npy [--mine-with RUN0/best.pt]] [--window-stream EMB.npy LABELS.csv] ...
   python3 -m mega_kws_tools.teacher.student_run judge --checkpoint RUN/best.pt --cache CACHE [...] --json-out F
   python3 -m mega_kws_tools.teacher.student_run stream --checkpoint RUN/best.pt
          --stream EMB.npy LABELS.csv [--stream ...] --out RUN/stream.json [--max-fa-per-hour 2]
@@ -34,6 +35,7 @@ Usage (from the repository root, PYTHONPATH=tools):
 """
 
 import argparse
+import csv
 import json
 import os
 import time
@@ -59,6 +61,12 @@ def judge(model, caches):
     result = head.scores(logits.argmax(axis=1), y)
     result["keywords_at_rejection"] = rejection_tradeoff(logits.tolist(), y.tolist(), list(head.LABELS))
     return result
+
+
+def label_rows(csv_path):
+    """[(kind, onset_s, offset_s, label)] of a recording's labels (make_stream's CSV)."""
+    with open(csv_path) as f:
+        return [(r["kind"], float(r["onset_s"]), float(r["offset_s"]), r["label"]) for r in csv.DictReader(f)]
 
 
 def student_recordings(model, streams):
@@ -176,9 +184,13 @@ def main(argv=None):
     t = head.train_parser(sub, "train a student on cached clips")
     head.add_options(t, (("steps", int, 3000), ("batch", int, 128), ("lr", float, 2e-3), ("seed", int, 83),
                          ("eval-every", int, 100), ("threads", int, 1), ("unknown-share", float, 0.0),
-                         ("max-shift", int, 2), ("context-share", float, 0.5), ("dim", int, 96), ("layers", int, 3),
+                         ("max-shift", int, 2), ("context-share", float, 0.5), ("dim", int, 64), ("layers", int, 2),
                          ("truncation", int, 6), ("chunk", int, 3), ("window", int, 4),
-                         ("negative-share", float, 0.15), ("mine-threshold", float, 0.3)))
+                         ("negative-share", float, 0.15), ("mine-threshold", float, 0.3),
+                         ("window-share", float, 0.25)))
+    t.add_argument("--window-stream", nargs=2, action="append", default=[], metavar=("EMB_NPY", "LABELS_CSV"),
+                   help="a recording of training speakers with its labels: --window-share of each batch its "
+                        "windows, labelled by the words that end in them (student.labelled_windows)")
     t.add_argument("--negative-stream", help="a keyword-free stream of training speakers (stream_embed .npy): "
                    "--negative-share of each batch its windows, as _unknown_")
     t.add_argument("--mine-with", help="a student's best.pt: half the stream's windows end where it gave a keyword "
@@ -227,7 +239,8 @@ def main(argv=None):
         student.train(x, y, vx, vy, args.out, cfg, args.steps, args.batch, args.lr, seed=args.seed,
                       eval_every=args.eval_every, max_shift=args.max_shift, context_share=args.context_share,
                       unknown_share=args.unknown_share, negative_stream=neg, hard_ends=hard,
-                      negative_share=args.negative_share)
+                      negative_share=args.negative_share, window_share=args.window_share,
+                      window_streams=[(np.load(e), label_rows(c)) for e, c in args.window_stream])
         return
     if args.command == "bundled":
         result = bundled_figures(args.checkpoint, args.detection, args.stream)
