@@ -178,7 +178,7 @@ def table_rows(name, results):
     return out
 
 
-def main(argv=None):
+def build_parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     t = head.train_parser(sub, "train a student on cached clips")
@@ -213,6 +213,32 @@ def main(argv=None):
     c.add_argument("--columns", nargs="+", required=True, help="the columns' titles")
     c.add_argument("--judge", nargs="+", action="append", required=True, metavar="NAME FILE",
                    help="a judge's name, then one JSON per column (repeat)")
+    return ap
+
+
+def run_train(args):
+    d = args.dim
+    cfg = student.student_config(embed_dim=d, hidden_dim=2 * d, ffn_hidden_dim=2 * d, z_dim=d // 2,
+                                 classifier_dim=2 * d, n_layers=args.layers, truncation=args.truncation,
+                                 chunk_size=args.chunk, window_chunks=args.window)
+    x, y = head.load_sets(args.train)
+    vx, vy = head.load_sets(args.val)
+    print(f"training on {len(y)} clips, validating on {len(vy)}; window {student.receptive_steps(cfg)} steps",
+          flush=True)
+    neg = np.load(args.negative_stream) if args.negative_stream else None
+    hard = student.mine(student.load_student(args.mine_with)[0], neg, args.mine_threshold) \
+        if args.mine_with and neg is not None else None
+    if hard is not None:
+        print(f"mined {len(hard)} of {len(neg) // args.chunk} hops of {args.negative_stream}", flush=True)
+    student.train(x, y, vx, vy, args.out, cfg, args.steps, args.batch, args.lr, seed=args.seed,
+                  eval_every=args.eval_every, max_shift=args.max_shift, context_share=args.context_share,
+                  unknown_share=args.unknown_share, negative_stream=neg, hard_ends=hard,
+                  negative_share=args.negative_share, window_share=args.window_share,
+                  window_streams=[(np.load(e), label_rows(c)) for e, c in args.window_stream])
+
+
+def main(argv=None):
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.command == "table":
         print("| judge | " + " | ".join(args.columns) + " |\n|---|" + "---|" * len(args.columns))
@@ -223,24 +249,7 @@ def main(argv=None):
         return
     torch.set_num_threads(getattr(args, "threads", 1))
     if args.command == "train":
-        d = args.dim
-        cfg = student.student_config(embed_dim=d, hidden_dim=2 * d, ffn_hidden_dim=2 * d, z_dim=d // 2,
-                                     classifier_dim=2 * d, n_layers=args.layers, truncation=args.truncation,
-                                     chunk_size=args.chunk, window_chunks=args.window)
-        x, y = head.load_sets(args.train)
-        vx, vy = head.load_sets(args.val)
-        print(f"training on {len(y)} clips, validating on {len(vy)}; window {student.receptive_steps(cfg)} steps",
-              flush=True)
-        neg = np.load(args.negative_stream) if args.negative_stream else None
-        hard = student.mine(student.load_student(args.mine_with)[0], neg, args.mine_threshold) \
-            if args.mine_with and neg is not None else None
-        if hard is not None:
-            print(f"mined {len(hard)} of {len(neg) // args.chunk} hops of {args.negative_stream}", flush=True)
-        student.train(x, y, vx, vy, args.out, cfg, args.steps, args.batch, args.lr, seed=args.seed,
-                      eval_every=args.eval_every, max_shift=args.max_shift, context_share=args.context_share,
-                      unknown_share=args.unknown_share, negative_stream=neg, hard_ends=hard,
-                      negative_share=args.negative_share, window_share=args.window_share,
-                      window_streams=[(np.load(e), label_rows(c)) for e, c in args.window_stream])
+        run_train(args)
         return
     if args.command == "bundled":
         result = bundled_figures(args.checkpoint, args.detection, args.stream)
