@@ -17,4 +17,10 @@ in PyTorch.
   head        a small classifier over those embeddings for the demo model's
               12 labels (issue 83 item 3), kept on real validation speakers
   compare     the head beside the bundled model, judge by judge
+  stream_embed the embeddings as a stream gets them (each step's frames
+              floored alone, as the runtime's front end does): whole
+              recordings, and caches of clips
+  student     candidate (b) of item 4: Mega-chunk layers on the embedding,
+              streaming posteriors equal to the offline model on each window
+  student_run its training, clip judges and streaming detection figures
 """

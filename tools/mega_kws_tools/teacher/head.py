@@ -119,35 +119,75 @@ def train(x, y, val_x, val_y, out, steps=3000, batch=256, lr=1e-3, weight_decay=
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     model = Head(len(LABELS), width, dropout)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def draw():
+        i = torch.from_numpy(balanced_draw(y, len(LABELS), rng, batch, unknown_share))
+        return xt[i], yt[i]
+    return fit(model, draw, lambda: predict(model, val_x), val_y, out, steps, lr, weight_decay, eval_every, log,
+               lambda: {"labels": LABELS, "config": {"width": width, "dropout": dropout, "seed": seed, "steps": steps,
+                                                     "lr": lr, "unknown_share": unknown_share}})
+
+
+def fit(model, draw, val_logits, val_y, out, steps, lr, weight_decay, eval_every, log, checkpoint):
+    """The training loop of a classifier over embeddings: AdamW with a one-cycle schedule on batches
+    draw() -> (x, labels), cross-entropy; every eval_every steps the validation key of val_logits()
+    (keep_best). out/best.pt: the model's state with checkpoint()'s entries. Returns the kept dict."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     best, history, t0 = None, [], time.time()
     os.makedirs(out, exist_ok=True)
     for step in range(1, steps + 1):
         model.train()
-        i = torch.from_numpy(balanced_draw(y, len(LABELS), rng, batch, unknown_share))
-        loss = torch.nn.functional.cross_entropy(model(xt[i]), yt[i])
+        xb, yb = draw()
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
         if step % eval_every and step != steps:
             continue
-        result = scores(predict(model, val_x).argmax(axis=1), val_y)
-        key = selection_key(result)
-        history.append({"step": step, "loss": float(loss), "key": key, "keyword_accuracy": result["keyword_accuracy"]})
-        log(f"step {step}: loss {float(loss):.3f}, validation key {key:.4f}, keywords "
-            f"{result['keyword_accuracy']:.4f}, {time.time() - t0:.0f} s", flush=True)
-        if best is None or key > best["key"]:
-            best = {"state": {k: v.clone() for k, v in model.state_dict().items()}, "labels": LABELS, "step": step, "key": key,
-                    "config": {"width": width, "dropout": dropout, "seed": seed, "steps": steps, "lr": lr,
-                               "unknown_share": unknown_share}}
-            torch.save(best, os.path.join(out, "best.pt"))
+        best = keep_best(val_logits(), val_y, step, float(loss), best, history, out, t0, log, lambda: dict(
+            checkpoint(), state={k: v.clone() for k, v in model.state_dict().items()}))
+    return finish(best, history, out, log)
+
+
+def keep_best(val_logits, val_y, step, loss, best, history, out, t0, log, checkpoint):
+    """One evaluation during training: the validation key of val_logits logged and added to history;
+    checkpoint() (a dict) with its step and key saved as out/best.pt when the key beats best's.
+    Returns the best so far."""
+    result = scores(val_logits.argmax(axis=1), val_y)
+    key = selection_key(result)
+    history.append({"step": step, "loss": loss, "key": key, "keyword_accuracy": result["keyword_accuracy"]})
+    log(f"step {step}: loss {loss:.3f}, validation key {key:.4f}, keywords "
+        f"{result['keyword_accuracy']:.4f}, {time.time() - t0:.0f} s", flush=True)
+    if best is None or key > best["key"]:
+        best = dict(checkpoint(), step=step, key=key)
+        torch.save(best, os.path.join(out, "best.pt"))
+    return best
+
+
+def finish(best, history, out, log):
+    """Writes out/history.json at the end of training; returns the kept checkpoint."""
     with open(os.path.join(out, "history.json"), "w") as f:
         json.dump(history, f, indent=1)
     log(f"kept step {best['step']} (validation key {best['key']:.4f})")
     return best
+
+
+def train_parser(sub, help_text):
+    """The `train` subcommand's parser with its caches and output folder."""
+    t = sub.add_parser("train", help=help_text)
+    t.add_argument("--train", action="append", required=True, help="a cache folder to train on (repeat)")
+    t.add_argument("--val", action="append", required=True, help="a cache of real validation speakers (repeat)")
+    t.add_argument("--out", required=True)
+    return t
+
+
+def add_options(parser, table):
+    """parser options from (name, type, default) rows, each with its default in its help."""
+    for name, kind, default in table:
+        parser.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
 
 
 def load_head(path):
@@ -160,14 +200,10 @@ def load_head(path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="train a head on cached embeddings")
-    t.add_argument("--train", action="append", required=True, help="a cache folder to train on (repeat)")
-    t.add_argument("--val", action="append", required=True, help="a cache of real validation speakers (repeat)")
-    t.add_argument("--out", required=True)
-    for name, kind, default in (("steps", int, 3000), ("batch", int, 256), ("lr", float, 1e-3), ("seed", int, 83),
-                                ("width", int, 128), ("dropout", float, 0.3), ("eval-every", int, 100),
-                                ("threads", int, 1), ("unknown-share", float, 0.0)):
-        t.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
+    t = train_parser(sub, "train a head on cached embeddings")
+    add_options(t, (("steps", int, 3000), ("batch", int, 256), ("lr", float, 1e-3), ("seed", int, 83),
+                    ("width", int, 128), ("dropout", float, 0.3), ("eval-every", int, 100), ("threads", int, 1),
+                    ("unknown-share", float, 0.0)))
     e = sub.add_parser("eval", help="a kept head's figures on one cache")
     e.add_argument("--checkpoint", required=True)
     e.add_argument("--cache", action="append", required=True, help="a cache folder; several are pooled")
