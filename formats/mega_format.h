@@ -16,8 +16,8 @@
 
 namespace mega {
 
-// Bump with a new entry in mega_model.fbs's version history. 5: Model.fp16_range
-constexpr uint32_t kSchemaVersion = 5;
+// Bump with a new entry in mega_model.fbs's version history. 6: TeacherEmbedding
+constexpr uint32_t kSchemaVersion = 6;
 
 constexpr char kFileIdentifier[4] = {'M', 'E', 'G', 'A'};  // the FlatBuffer's, at bytes 4..7
 

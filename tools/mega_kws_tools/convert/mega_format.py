@@ -12,7 +12,7 @@ File layout:  FlatBuffer (identifier "MEGA")  |  trailer, 12 bytes:
 import struct
 import zlib
 
-SCHEMA_VERSION = 5  # bump with a new entry in mega_model.fbs's version history; 5: Model.fp16_range
+SCHEMA_VERSION = 6  # bump with a new entry in mega_model.fbs's version history; 6: TeacherEmbedding
 
 FILE_IDENTIFIER = b"MEGA"  # the FlatBuffer's, at bytes 4..7
 

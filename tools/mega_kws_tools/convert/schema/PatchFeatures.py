@@ -6,3 +6,4 @@ class PatchFeatures(object):
     Linear = 0
     LogPower = 1
     LogMel = 2
+    TeacherEmbedding = 3
