@@ -16,7 +16,7 @@ namespace {
 const char* const kAttention[] = {"laplace", "softmax", "relu2"};
 const char* const kNorm[] = {"batchnorm", "layernorm", "scalenorm", "rmsnorm"};
 const char* const kActivation[] = {"silu", "relu", "gelu", "gelu_accurate", "linear"};
-const char* const kFeatures[] = {"linear", "log_power", "log_mel"};
+const char* const kFeatures[] = {"linear", "log_power", "log_mel", "teacher_embedding"};
 
 // "what: None ?": a placeholder where a figure belongs (notes written before
 // the figure was known, as models/sc10-demo.mega's were).
@@ -130,6 +130,8 @@ int cmd_info(const Params& p) {
   std::printf("embedding        patch kernel %d, stride %d, ", h.patch_kernel, h.patch_stride);
   if (h.patch_features == mega::PatchFeatures::log_mel) {
     std::printf("log-mel features (%d bins in %d bands)", h.patch_bins, h.patch_bands);
+  } else if (h.patch_features == mega::PatchFeatures::teacher_embedding) {
+    std::printf("the teacher's melspectrogram and speech embedding, projected");
   } else {
     std::printf("%s", h.patch_features == mega::PatchFeatures::log_power ? "log-power features" : "linear");
   }

@@ -73,7 +73,11 @@ void CpuOps::layout(A& a) {
   sum_ = a.template take<double>(D);
   embed_mean_ = w_->embed_m0 ? a.template take<float>(D) : nullptr;
   embed_filt_ = a.template take<float>(kEmbedBlock * int64_t(w_->embed_filters.n_out));
-  embed_win_ = a.template take<float>(kEmbedBlock * int64_t(hp_.patch_kernel));
+  const bool teacher = w_->has_teacher;
+  embed_win_ = a.template take<float>(teacher ? span_tokens_ * teacher::kEmbedding
+                                              : kEmbedBlock * int64_t(hp_.patch_kernel));
+  const int64_t context = hp_.patch_kernel - hp_.patch_stride;
+  teacher_in_ = teacher ? a.template take<float>(std::max(span_tokens_ * hp_.patch_stride, context)) : nullptr;
   mel_power_ = w_->embed_bands ? a.template take<float>(hp_.patch_bins) : nullptr;
   mel_log_ = w_->embed_bands ? a.template take<float>(hp_.patch_bands) : nullptr;
   head_a_ = a.template take<float>(std::max<int64_t>(D, hp_.classifier_dim));
@@ -109,6 +113,8 @@ bool CpuOps::init(const HParams& hp, const ModelWeights& w, bool optimized, int3
   std::memset(block_, 0, block_bytes_);
   Arena carve(block_);
   layout(carve);
+  const char* why = nullptr;
+  if (w.has_teacher && teacher::TeacherFrontEnd::create(w.teacher, math_, &front_, &why) != Status::ok) return false;
   clear_state();
   if (!optimized && hp.truncation > 0) {
     for (size_t l = 0; l < layers_.size(); ++l) ema_lag_kernel(w.layers[l].ema, layers_[l].ref_kernel);
@@ -123,6 +129,18 @@ void CpuOps::clear_state() {
     std::fill(ls.ring, ls.ring + K * D, 0.0f);
   }
   if (embed_mean_) std::copy(w_->embed_m0, w_->embed_m0 + D, embed_mean_);
+  if (front_) seed_teacher();
+}
+
+// A stream starts after digital silence: the front end is given the first
+// token's context as zeros (as the stream's pending samples hold it), so that
+// each span of n tokens gives n embeddings.
+void CpuOps::seed_teacher() {
+  const int64_t context = hp_.patch_kernel - hp_.patch_stride;
+  std::fill(teacher_in_, teacher_in_ + context, 0.0f);
+  front_->reset();
+  int64_t made = 0;
+  front_->push(teacher_in_, context, nullptr, 0, &made);  // completes no window (kTokenSpan)
 }
 
 const NormWeights& CpuOps::norm_weights(NormSite site, int32_t layer) const {
@@ -177,29 +195,53 @@ void CpuOps::run_units(const P& params, int32_t n_units, void (*kernel)(const P&
 
 // Tokens of x from scaled samples laid out as [k - s context | n_tok * s],
 // kEmbedBlock tokens at a time: first every filter's output for each token
-// (embed_filters), then the features from them (embed_token). With a running
+// (embed_rows), then the features from them (embed_token). With a running
 // mean (PatchNorm), a stream carries it from span to span; a clip (not
 // streaming) starts it afresh.
 Status CpuOps::embed(const Span& span) {
+  if (front_) return embed_teacher(span);
   const int32_t D = hp_.embed_dim;
   float* mean = embed_mean_;
   if (mean && !span.streaming) std::copy(w_->embed_m0, w_->embed_m0 + D, mean);
   for (int64_t j0 = 0; j0 < span.n_tok; j0 += kEmbedBlock) {
     const int64_t n = std::min<int64_t>(kEmbedBlock, span.n_tok - j0);
-    embed_filters(span.samples + j0 * hp_.patch_stride, n);
-    for (int64_t j = 0; j < n; ++j) embed_token(embed_filt_ + j * w_->embed_filters.n_out, x_ + (j0 + j) * D);
+    embed_windows(span.samples + j0 * hp_.patch_stride, n);
+    embed_rows(embed_win_, n, x_ + j0 * D);
   }
   return Status::ok;
 }
 
-// embed_filt_ (n x F): every filter over the window of token j, which starts
-// at samples + j * s: the windows copied into rows, then one linear map (the
-// reference kernel's dot products in index order, or the packed SIMD one).
-void CpuOps::embed_filters(const float* samples, int64_t n) {
+// The teacher's front end: the span's new samples (after the context, which
+// the front end holds itself) at int16 scale give one embedding per token,
+// projected to x. A stream's spans come in order from clear_state() on.
+Status CpuOps::embed_teacher(const Span& span) {
+  const int64_t n = span.n_tok * hp_.patch_stride;
+  const float* s = span.samples + (hp_.patch_kernel - hp_.patch_stride);
+  for (int64_t i = 0; i < n; ++i) teacher_in_[i] = s[i] * teacher::kInputScale;
+  int64_t made = 0;
+  MEGA_TRY(front_->push(teacher_in_, n, embed_win_, span.n_tok, &made));
+  for (int64_t j0 = 0; j0 < made; j0 += kEmbedBlock) {
+    const int64_t m = std::min<int64_t>(kEmbedBlock, made - j0);
+    embed_rows(embed_win_ + j0 * teacher::kEmbedding, m, x_ + j0 * hp_.embed_dim);
+  }
+  return Status::ok;
+}
+
+// n rows of embed_filters' input through it into embed_filt_, then each
+// token's features into x (n x D).
+void CpuOps::embed_rows(const float* rows, int64_t n, float* x) {
+  static const PackedLinear none;
+  linear(rows, n, w_->embed_filters, packed_ ? packed_->embed_filters : none, embed_filt_);
+  const int32_t F = w_->embed_filters.n_out;
+  for (int64_t j = 0; j < n; ++j) embed_token(embed_filt_ + j * F, x + j * hp_.embed_dim);
+}
+
+// embed_win_ (n x k): the window of token j, which starts at samples + j * s,
+// as row j (embed_rows then runs every filter over each: the reference
+// kernel's dot products in index order, or the packed SIMD projection).
+void CpuOps::embed_windows(const float* samples, int64_t n) {
   const int32_t kk = hp_.patch_kernel, s = hp_.patch_stride;
   for (int64_t j = 0; j < n; ++j) std::copy(samples + j * s, samples + j * s + kk, embed_win_ + j * kk);
-  static const PackedLinear none;
-  linear(embed_win_, n, w_->embed_filters, packed_ ? packed_->embed_filters : none, embed_filt_);
 }
 
 // One token's features xt (D) from its filter outputs f (F):

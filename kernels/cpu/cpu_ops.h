@@ -19,6 +19,7 @@
 #include "cpu/kernels.h"
 #include "cpu/packed_weights.h"
 #include "cpu/simd_kernels.h"
+#include "cpu/teacher_frontend.h"
 #include "stream_ops.h"
 #include "cpu/worker_pool.h"
 
@@ -75,7 +76,10 @@ class CpuOps final : public StreamOps {
   template <typename A>
   void layout(A& a);
   float* act(Act a) const { return a == Act::x ? x_ : a == Act::xn ? xn_ : mx_; }
-  void embed_filters(const float* samples, int64_t n);
+  void embed_windows(const float* samples, int64_t n);
+  void embed_rows(const float* rows, int64_t n, float* x);
+  Status embed_teacher(const Span& span);
+  void seed_teacher();
   void embed_token(const float* f, float* xt);
   const NormWeights& norm_weights(NormSite site, int32_t layer) const;
   // A layer's packed projection (none with the reference kernels).
@@ -113,7 +117,11 @@ class CpuOps final : public StreamOps {
   float* embed_mean_ = nullptr;                   // (D) the log power's running mean (PatchNorm), or null
   float *mel_power_ = nullptr, *mel_log_ = nullptr;  // log_mel: one token's bin powers (P), band log energies (B)
   float* embed_filt_ = nullptr;                   // (kEmbedBlock x F) filter outputs of a block of tokens
-  float* embed_win_ = nullptr;                    // (kEmbedBlock x k) the block's windows as rows
+  float* embed_win_ = nullptr;                    // (kEmbedBlock x k) the block's windows as rows; teacher: (span x 96)
+  // teacher_embedding: the front end (its own state: the stream's last steps)
+  // and the span's samples at its scale
+  std::unique_ptr<teacher::TeacherFrontEnd> front_;
+  float* teacher_in_ = nullptr;
   float *head_a_ = nullptr, *head_b_ = nullptr;
   float* trace_ = nullptr;
   int64_t trace_tokens_ = 0, trace_offset_ = 0;

@@ -10,19 +10,7 @@
 
 namespace mega::teacher {
 
-// Read off embedding_model.onnx: 3x3 first, then 1x3 (padded 1 in width) and
-// 3x1 (unpadded) in turn; max-pools 2x2, 1x2, 2x2, 1x2, 2x2.
-const ConvSpec kConvSpecs[kConvLayers] = {
-    {1, 24, 3, 3, 1, 0, 0},   {24, 24, 1, 3, 1, 0, 0},  {24, 24, 3, 1, 0, 2, 2},  {24, 48, 1, 3, 1, 0, 0},
-    {48, 48, 3, 1, 0, 0, 0},  {48, 48, 1, 3, 1, 0, 0},  {48, 48, 3, 1, 0, 1, 2},  {48, 72, 1, 3, 1, 0, 0},
-    {72, 72, 3, 1, 0, 0, 0},  {72, 72, 1, 3, 1, 0, 0},  {72, 72, 3, 1, 0, 2, 2},  {72, 96, 1, 3, 1, 0, 0},
-    {96, 96, 3, 1, 0, 0, 0},  {96, 96, 1, 3, 1, 0, 0},  {96, 96, 3, 1, 0, 1, 2},  {96, 96, 1, 3, 1, 0, 0},
-    {96, 96, 3, 1, 0, 0, 0},  {96, 96, 1, 3, 1, 0, 0},  {96, 96, 3, 1, 0, 2, 2},  {96, 96, 3, 1, 0, 0, 0},
-};
-
 namespace {
-// Steps until the first window is whole (10: frames 0-75 are in the first 10 steps of 8).
-constexpr int32_t kWindowSteps = (kWindowFrames + kStepFrames - 1) / kStepFrames;
 constexpr int32_t kLast = kConvLayers - 1;
 
 // Steps whose frames are complete after s samples.
@@ -72,7 +60,6 @@ void pool_apply(KernelImpl impl, const MaxPoolParams& p) {
   impl == KernelImpl::optimized ? maxpool_fast(p) : maxpool_ref(p);
 }
 
-int64_t conv_weight_floats(const ConvSpec& s) { return int64_t(s.c_out) * s.c_in * s.kh * s.kw; }
 
 const char* teacher_weights_missing(const TeacherWeights& w) {
   if (!w.stft_real) return "stft_real";

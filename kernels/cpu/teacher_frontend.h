@@ -22,36 +22,6 @@
 
 namespace mega::teacher {
 
-constexpr int32_t kWindowFrames = 76;
-constexpr int32_t kStepFrames = 8;
-constexpr int32_t kStepSamples = kStepFrames * kHop;  // 1280
-// Samples a step's frames read: its 1280 and the last frame's tail.
-constexpr int32_t kStepSpan = (kStepFrames - 1) * kHop + kFft;  // 1632
-constexpr int32_t kEmbedding = 96;
-constexpr int32_t kConvLayers = 20;
-
-// One convolution of the embedding graph: padded in width (mel bands) only;
-// pool_h x pool_w max-pool after it (stride = kernel; 0: none).
-struct ConvSpec {
-  int32_t c_in, c_out, kh, kw, pad_w, pool_h, pool_w;
-};
-// The embedding graph's convolutions in order (embedding_model.onnx). Each but
-// the last has a bias, LeakyRelu and Max; the last has neither.
-extern const ConvSpec kConvSpecs[kConvLayers];
-int64_t conv_weight_floats(const ConvSpec& s);
-
-// Pointers into memory the caller keeps alive as long as any user of them.
-struct TeacherWeights {
-  const float* stft_real = nullptr;  // (kBins x kFft)
-  const float* stft_imag = nullptr;  // (kBins x kFft)
-  const float* mel = nullptr;        // (kBins x kMel)
-  float clip_min = 1e-10f;           // the melspectrogram's Clip before its log
-  float top_db = 80.0f;              // its floor under the maximum
-  const float* conv_weight[kConvLayers] = {};  // conv_weight_floats(kConvSpecs[i]) each
-  const float* conv_bias[kConvLayers] = {};    // c_out each; the last is null
-  float leaky_alpha = 0.2f;
-  float max_floor = -0.4f;  // the embedding graph's Max constant
-};
 // Null if every pointer is set, else the name of the first missing one.
 const char* teacher_weights_missing(const TeacherWeights& w);
 

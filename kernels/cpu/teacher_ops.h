@@ -10,15 +10,9 @@
 
 #include <cstdint>
 
-namespace mega::teacher {
+#include "teacher_graph.h"
 
-// The melspectrogram graph: 512-sample frames every 160 samples (an STFT as
-// two strided 1-d convolutions, 257 bins), power, a 257 x 32 mel matrix,
-// clamped at kMelClipMin, 10 log10; then floored kTopDb under a maximum.
-constexpr int32_t kFft = 512;
-constexpr int32_t kHop = 160;
-constexpr int32_t kBins = 257;
-constexpr int32_t kMel = 32;
+namespace mega::teacher {
 
 // Power, mel and dB of n_frames frames; frame f reads samples
 // [f * kHop, f * kHop + kFft). Double precision, as the port runs this graph

@@ -20,6 +20,11 @@ Status DevicePlan<T>::init(const Model& model, const DeviceOptions& o, char* err
   const ModelWeights& md = model_weights(model);
   const HParams& hp = model.hparams();
   dm = make_dims(hp, md);
+  if (hp.patch_features == PatchFeatures::teacher_embedding) {
+    std::snprintf(error, error_size, "the CUDA backend does not run the teacher embedding front end "
+                                     "(patch_features teacher_embedding); use the CPU backend");
+    return Status::unsupported_model;
+  }
   if (dm.n > kEmaMaxN) {
     std::snprintf(error, error_size, "the CUDA backend supports n_dim <= %d (the model has %d)", kEmaMaxN, dm.n);
     return Status::unsupported_model;

@@ -141,7 +141,7 @@ bool read_hparams(const fb::HParams* h, HParams* hp, LoadError* err) {
   }
   if (pool != 0) return err->set(Status::unsupported_model, "unknown pooling " + std::to_string(pool));
   const int32_t feat = h->patch_features();
-  if (feat < 0 || feat > 2) return err->set(Status::unsupported_model, "unknown patch_features " + std::to_string(feat));
+  if (feat < 0 || feat > 3) return err->set(Status::unsupported_model, "unknown patch_features " + std::to_string(feat));
   hp->patch_features = PatchFeatures(feat);
   if (hp->patch_features != PatchFeatures::linear &&
       !(hp->patch_log_eps > 0.0f && std::isfinite(hp->patch_log_eps))) {
@@ -254,6 +254,26 @@ bool check_container(const uint8_t* buf, size_t size, LoadError* err) {
   return true;
 }
 
+// The teacher's front end reads fixed windows of int16-scaled audio at 16 kHz
+// and carries its own state from chunk to chunk: only causal streams.
+bool check_teacher_front_end(const ModelInfo& info, LoadError* err) {
+  const HParams& hp = info.hparams;
+  if (hp.patch_features != PatchFeatures::teacher_embedding) return true;
+  const auto bad = [&](const std::string& what) {
+    return err->set(Status::bad_model, "patch_features teacher_embedding needs " + what);
+  };
+  if (hp.patch_kernel != teacher::kTokenSpan || hp.patch_stride != teacher::kStepSamples) {
+    return bad("patch_kernel " + std::to_string(teacher::kTokenSpan) + " and patch_stride " +
+               std::to_string(teacher::kStepSamples) + " (the file has " + std::to_string(hp.patch_kernel) +
+               " and " + std::to_string(hp.patch_stride) + ")");
+  }
+  if (hp.sample_rate != 16000) return bad("a sample rate of 16000 Hz");
+  if (hp.ema_direction != EmaDirection::unidirectional) return bad("a unidirectional model");
+  if (hp.patch_norm != PatchNorm::off) return bad("patch_norm off");
+  if (info.input_scaling) return bad("no input scaling (the front end scales the samples itself)");
+  return true;
+}
+
 // What the model is: schema version, hyperparameters, sample rate, input
 // scaling, labels, detection defaults, provenance.
 bool read_metadata(const fb::Model* m, ModelInfo& info, LoadError* err) {
@@ -276,6 +296,7 @@ bool read_metadata(const fb::Model* m, ModelInfo& info, LoadError* err) {
       !(std::isfinite(info.input_mean) && std::isfinite(info.input_std) && info.input_std >= 0.0f)) {
     return err->set(Status::bad_model, "input scaling has a non-finite mean or a negative std");
   }
+  if (!check_teacher_front_end(info, err)) return false;
   if (!read_labels(m, hp, &info, err) || !read_detection(m->detection(), hp, &info, err)) return false;
   if (const fb::Provenance* p = m->provenance()) {
     if (p->converter_version()) info.converter_version = p->converter_version()->str();

@@ -224,9 +224,37 @@ void load_ema(TensorTable& tt, const std::string& prefix, const HParams& hp, Ema
   }
 }
 
+// The teacher's graphs (teacher_graph.h) and the projection of its embedding.
+bool load_teacher(TensorTable& tt, const HParams& hp, ModelData* md, LoadError* err) {
+  namespace t = teacher;
+  md->embed_w = tt.get("embed_tokens.weight", {hp.embed_dim, t::kEmbedding});
+  md->embed_filters = {md->embed_w, nullptr, hp.embed_dim, t::kEmbedding};
+  md->embed_b = tt.get("embed_tokens.bias", {hp.embed_dim});
+  t::TeacherWeights& w = md->teacher;
+  const float* c = tt.get("teacher.constants", {4});
+  w.stft_real = tt.get("teacher.stft_real", {t::kBins, t::kFft});
+  w.stft_imag = tt.get("teacher.stft_imag", {t::kBins, t::kFft});
+  w.mel = tt.get("teacher.mel", {t::kBins, t::kMel});
+  for (int32_t i = 0; i < t::kConvLayers; ++i) {
+    const t::ConvSpec& s = t::kConvSpecs[i];
+    const std::string p = "teacher.conv" + std::to_string(i) + ".";
+    w.conv_weight[i] = tt.get(p + "weight", {s.c_out, s.c_in, s.kh, s.kw});
+    if (i + 1 < t::kConvLayers) w.conv_bias[i] = tt.get(p + "bias", {s.c_out});
+  }
+  if (err->failed()) return false;
+  // (values are finite already) the Clip floor goes under a log; a floor 0 dB under the maximum is no floor
+  if (!(c[0] > 0.0f && c[1] > 0.0f)) {
+    return err->set(Status::bad_model, "tensor 'teacher.constants' needs a positive Clip floor and top_db");
+  }
+  w.clip_min = c[0], w.top_db = c[1], w.leaky_alpha = c[2], w.max_floor = c[3];
+  md->has_teacher = true;
+  return true;
+}
+
 // The embedding's tensors (its front end's, as the hparams say).
 bool load_embedding(TensorTable& tt, const HParams& hp, ModelData* md, LoadError* err) {
   const int32_t d = hp.embed_dim;
+  if (hp.patch_features == PatchFeatures::teacher_embedding) return load_teacher(tt, hp, md, err);
   const bool log_power = hp.patch_features == PatchFeatures::log_power;
   const bool log_mel = hp.patch_features == PatchFeatures::log_mel;
   const int64_t filters = log_mel ? 2 * int64_t(hp.patch_bins) : log_power ? 2 * d : d;

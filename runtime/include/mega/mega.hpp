@@ -38,7 +38,8 @@ enum class AttentionFn : int32_t { laplace = 0, softmax = 1, relu2 = 2 };
 enum class NormType : int32_t { batch_norm = 0, layer_norm = 1, scale_norm = 2, rms_norm = 3 };
 enum class Activation : int32_t { silu = 0, relu = 1, gelu = 2, gelu_tanh = 3, linear = 4 };
 // What the patch embedding computes per window (formats/mega_model.fbs, PatchFeatures).
-enum class PatchFeatures : int32_t { linear = 0, log_power = 1, log_mel = 2 };
+// teacher_embedding: the pretrained teacher's melspectrogram and speech embedding.
+enum class PatchFeatures : int32_t { linear = 0, log_power = 1, log_mel = 2, teacher_embedding = 3 };
 // What is done to log-power features before their scale and bias (PatchNorm):
 // running_mean subtracts each channel's causal running mean.
 enum class PatchNorm : int32_t { off = 0, running_mean = 1 };

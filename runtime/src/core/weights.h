@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mega/mega.hpp"
+#include "teacher_graph.h"
 
 namespace mega {
 
@@ -66,15 +67,18 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  const float* embed_w = nullptr;  // (D, k); log_power: (2D, k); log_mel: (2P, k)
+  const float* embed_w = nullptr;  // (D, k); log_power: (2D, k); log_mel: (2P, k); teacher: (D, 96)
   const float* embed_g = nullptr;  // (D) log_power scale; null for linear
   const float* embed_b = nullptr;  // (D)
   const float* embed_m0 = nullptr;  // (D) log_power running mean's start; null: no running mean
   const float* embed_bands = nullptr;  // (B, P) log_mel: the bands' weights over the bins (>= 0); null otherwise
   const float* embed_mix = nullptr;    // (D, B) log_mel: the bands' log energies into the channels
   // embed_w as a linear map from a window of k samples to its F filter
-  // outputs (F = D, 2D or 2P; no bias)
+  // outputs (F = D, 2D or 2P; no bias); teacher: from a token's embedding
   LinearWeights embed_filters;
+  // teacher_embedding: the front end's graphs (has_teacher)
+  bool has_teacher = false;
+  teacher::TeacherWeights teacher;
   std::vector<LayerWeights> layers;
   bool has_final_norm = false;
   NormWeights final_norm;
