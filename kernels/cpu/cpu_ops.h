@@ -43,7 +43,9 @@ class CpuOps final : public StreamOps {
             std::shared_ptr<const PackedWeights> packed = nullptr);
 
   void clear_state() override;
-  int64_t memory_bytes() const override { return int64_t(block_bytes_) + own_packed_bytes_; }
+  int64_t memory_bytes() const override {
+    return int64_t(block_bytes_) + own_packed_bytes_ + (front_ ? front_->memory_bytes() : 0);
+  }
   KernelImpl math() const { return math_; }
 
   void set_trace(float* trace, int64_t trace_tokens, int64_t offset) override {

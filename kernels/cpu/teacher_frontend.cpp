@@ -13,6 +13,11 @@ namespace mega::teacher {
 namespace {
 constexpr int32_t kLast = kConvLayers - 1;
 
+template <typename T>
+int64_t bytes_of(const std::vector<T>& v) {
+  return int64_t(v.capacity() * sizeof(T));
+}
+
 // Steps whose frames are complete after s samples.
 int64_t steps_after(int64_t s) { return s < kStepSpan ? 0 : (s - (kStepSpan - kStepSamples)) / kStepSamples; }
 }  // namespace
@@ -258,6 +263,22 @@ Status embed_offline(const TeacherWeights& w, KernelImpl impl, const float* audi
   for (int64_t j = 0; j < n_emb; ++j) net.embed(mel.data() + j * kStepFrames * kMel, out + j * kEmbedding);
   *n_out = n_emb;
   return Status::ok;
+}
+
+int64_t TeacherNet::memory_bytes() const {
+  return bytes_of(act_) + bytes_of(next_) + bytes_of(scratch_) + bytes_of(packed_.data) + bytes_of(stft_) +
+         bytes_of(mel_) + bytes_of(frames_) + bytes_of(spectrum_);
+}
+
+int64_t TeacherSteps::memory_bytes() const {
+  int64_t n = bytes_of(rows_) + bytes_of(held_) + bytes_of(scratch_) + bytes_of(packed_.data);
+  for (const Layer& l : layers_) n += bytes_of(l.in_tail) + bytes_of(l.pool_tail);
+  return n;
+}
+
+int64_t TeacherFrontEnd::memory_bytes() const {
+  return int64_t(sizeof(*this)) + net_.memory_bytes() + embedder_.memory_bytes() + bytes_of(pending_) +
+         bytes_of(db_) + bytes_of(frames_);
 }
 
 }  // namespace mega::teacher

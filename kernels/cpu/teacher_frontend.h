@@ -50,6 +50,7 @@ class TeacherNet {
   void mel_db(const float* samples, int32_t n_frames, double* db);
   // window (kWindowFrames x kMel) of scaled mel frames -> out (kEmbedding).
   void embed(const float* window, float* out);
+  int64_t memory_bytes() const;
 
  private:
   void conv_layer(int32_t i, int32_t* h, int32_t* w);
@@ -73,6 +74,7 @@ class TeacherSteps {
   void reset();
   // kStepFrames frames (x kMel) in; true, with out (kEmbedding) written, when a window completes.
   bool push(const float* frames, float* out);
+  int64_t memory_bytes() const;
 
  private:
   struct Layer {
@@ -106,6 +108,8 @@ class TeacherFrontEnd {
   // How many embeddings pushing n more samples gives.
   int64_t embeddings_for(int64_t n) const;
   int64_t samples_seen() const { return samples_seen_; }
+  // What its buffers and packed weights hold.
+  int64_t memory_bytes() const;
   // out: room for capacity embeddings (x kEmbedding floats). invalid_argument,
   // with nothing consumed, if samples or out is null where needed, n < 0, or
   // capacity < embeddings_for(n).
