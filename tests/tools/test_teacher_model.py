@@ -191,6 +191,8 @@ def test_stream_logits_are_the_offline_model_hop_by_hop(converted, graphs):
     # one window's stream ends where classify_clip of that window does
     np.testing.assert_allclose(hops[1], sr.classify_clip(model, teacher, x[:7680]), rtol=0, atol=1e-9)
     assert np.abs(hops[4] - hops[3]).max() > 1e-3
+    assert sr.stream_logits(model, teacher, x[:3839]).shape == (0, 12)  # no whole chunk yet
+    assert sr.stream_embeddings(teacher, x[:1279]).shape == (0, 96)
 
 
 def save_student(path, model, **config):

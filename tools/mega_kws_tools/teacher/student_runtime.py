@@ -46,6 +46,8 @@ def step_embeddings(teacher: features.Teacher, audio) -> torch.Tensor:
     from samples [1280 g, 1280 g + 1632), floored under its own maximum; embedding k reads groups
     k..k + 9 (the first 76 of their frames). In the dtype of the teacher's embedding graph."""
     a = torch.as_tensor(np.asarray(audio), dtype=torch.float64)
+    if stream_embed.n_steps(len(a)) == 0:
+        return torch.zeros(0, features.N_EMBEDDING, dtype=teacher.embedding.dtype)
     groups = a.unfold(0, stream_embed.GROUP_SPAN, TOKEN_SAMPLES)[:stream_embed.n_groups(len(a))]
     with torch.no_grad():
         mel = features.scale_mel(teacher.mel(groups)[:, 0])  # [G, 8, 32], each group its own floor
@@ -104,5 +106,7 @@ def stream_logits(model, teacher, samples) -> np.ndarray:
     c = model.cfg.chunk_size
     e = stream_embeddings(teacher, samples)
     e = e[:len(e) // c * c]
+    if len(e) == 0:
+        return np.zeros((0, model.cfg.n_classes))
     with torch.no_grad():
         return _double(model).hop_logits(e.double()[None])[0].numpy()
