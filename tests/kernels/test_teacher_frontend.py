@@ -25,85 +25,22 @@ import pytest
 import torch
 
 from mega_kws_tools.audio import SR, read_wav
-from mega_kws_tools.teacher import features, fetch, port_check
-from tests.tools.test_teacher_port import conv_block, mel_graph, to_graph, weight
+from mega_kws_tools.teacher import export, features, fetch, port_check, student_runtime
+from tests.tools.teacher_graphs import random_graphs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK = os.environ.get("TEACHER_CHECK", os.path.join(ROOT, "build", "tests", "teacher_check"))
 MODELS = os.environ.get("MEGA_TEACHER_DIR", os.path.join(ROOT, fetch.DEFAULT_OUT))
 TOL = 1e-4
-STEP_SPAN = (features.STEP_FRAMES - 1) * features.HOP + features.N_FFT  # 1632 samples: one step's 8 frames
-# The embedding graph's convolutions as kConvSpecs (kernels/cpu/teacher_frontend.cpp) has them:
-# (c_in, c_out, kernel, width padding, the max-pool after it or None)
-SPECS = [(1, 24, (3, 3), 1, None), (24, 24, (1, 3), 1, None), (24, 24, (3, 1), 0, (2, 2))]
-for _c_in, _c, _pool in ((24, 48, (1, 2)), (48, 72, (2, 2)), (72, 96, (1, 2)), (96, 96, (2, 2))):
-    SPECS += [(_c_in, _c, (1, 3), 1, None), (_c, _c, (3, 1), 0, None), (_c, _c, (1, 3), 1, None),
-              (_c, _c, (3, 1), 0, _pool)]
-SPECS.append((96, 96, (3, 1), 0, None))
-
 needs_check = pytest.mark.skipif(not os.access(CHECK, os.X_OK), reason=f"{CHECK} not built (TEACHER_CHECK)")
 needs_files = pytest.mark.skipif(not all(os.path.isfile(os.path.join(MODELS, n)) for n in fetch.TEACHER_FILES),
                                  reason=f"teacher files not in {MODELS} (python3 -m mega_kws_tools.teacher.fetch)")
 
 
-def random_graphs():
-    """The two graphs at their real shapes with random weights, the convolutions scaled so that the
-    activations keep their spread through 20 layers."""
-    from onnx import TensorProto, helper, numpy_helper
-    mel = mel_graph(n_fft=features.N_FFT, hop=features.HOP, n_bins=257, n_mel=features.N_MEL)
-    nodes = [helper.make_node("Reshape", ["input_1", "in_shape"], ["x"])]
-    weights = [weight("floor", np.full((1, 1, 1, 1), -0.4)),
-               numpy_helper.from_array(np.array([-1, 1, features.WINDOW_FRAMES, features.N_MEL], np.int64), "in_shape"),
-               numpy_helper.from_array(np.array([-1, 1, 1, 96], np.int64), "out_shape")]
-    x = "x"
-    for i, (c_in, c_out, kernel, pad, pool) in enumerate(SPECS[:-1]):
-        more, w, x = conv_block(f"b{i}", x, c_in, c_out, kernel, [0, pad, 0, pad] if pad else None)
-        nodes, weights = nodes + more, weights + w
-        if pool:
-            nodes.append(helper.make_node("MaxPool", [x], [f"p{i}"], strides=list(pool), kernel_shape=list(pool)))
-            x = f"p{i}"
-    nodes += [helper.make_node("Conv", [x, "last_w"], ["last"], kernel_shape=[3, 1]),
-              helper.make_node("Reshape", ["last", "out_shape"], ["output"])]
-    weights.append(weight("last_w", np.random.default_rng(4).normal(0, 0.1, (96, 96, 3, 1))))
-    emb = to_graph(nodes, [helper.make_tensor_value_info("input_1", TensorProto.FLOAT, ["n", 76, 32, 1])],
-                   [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["n", 1, 1, 96])], weights)
-    for name, w in emb.weights.items():
-        if name.endswith("_w") and w.ndim == 4:
-            emb.weights[name] = (w * 2.5).astype(np.float32)
-    return mel, emb
-
-
-def _value(g, name):
-    consts = {n.outputs[0]: n.attrs["value"] for n in g.nodes if n.op == "Constant"}
-    return np.asarray(g.weights[name] if name in g.weights else consts[name], np.float32)
-
-
-def _first(g, op, **where):
-    return next(n for n in g.nodes if n.op == op and all(getattr(n, k) == v for k, v in where.items()))
-
-
 def teacher_floats(mel, emb) -> np.ndarray:
-    """teacher_check's weights file: clip_min, top_db, alpha, floor, the STFT, the mel matrix, the convolutions;
-    each convolution's shape, padding and pooling checked against SPECS first."""
-    convs = [n for n in mel.nodes if n.op == "Conv"]
-    top_db = next(n for n in mel.nodes if n.op == "Sub" and n.inputs[0] == _first(mel, "ReduceMax").outputs[0])
-    alphas = {n.attrs["alpha"] for n in emb.nodes if n.op == "LeakyRelu"}
-    floors = {float(_value(emb, n.inputs[1]).ravel()[0]) for n in emb.nodes if n.op == "Max"}
-    assert len(alphas) == 1 and len(floors) == 1, "one LeakyRelu alpha and one Max constant"
-    parts = [[_value(mel, _first(mel, "Clip").inputs[1]), _value(mel, top_db.inputs[1]), alphas.pop(), floors.pop()],
-             mel.weights[convs[0].inputs[1]], mel.weights[convs[1].inputs[1]],
-             mel.weights[_first(mel, "MatMul").inputs[1]]]
-    layers = [i for i, n in enumerate(emb.nodes) if n.op == "Conv"]
-    assert len(layers) == len(SPECS)
-    for i, (c_in, c_out, kernel, pad, pool) in zip(layers, SPECS):
-        n = emb.nodes[i]
-        w = emb.weights[n.inputs[1]]
-        after = [m for m in emb.nodes[i + 1:i + 4] if m.op in ("MaxPool", "Conv")][:1]
-        got_pool = tuple(after[0].attrs["kernel_shape"]) if after and after[0].op == "MaxPool" else None
-        assert (w.shape, n.attrs.get("pads", [0] * 4), got_pool) == ((c_out, c_in) + kernel, [0, pad, 0, pad] if pad
-                                                                      else [0] * 4, pool), n.name
-        parts += [w] + ([emb.weights[n.inputs[2]]] if len(n.inputs) > 2 else [])
-    return np.concatenate([np.asarray(p, np.float32).ravel() for p in parts])
+    """teacher_check's weights file: the model file's teacher tensors (teacher.export, which checks each
+    convolution's shape, padding and pooling against the runtime's) in their order."""
+    return np.concatenate([a.ravel() for _, a in export.teacher_tensors(mel, emb)])
 
 
 def run_check(tmp_path, floats, audio, *args) -> np.ndarray:
@@ -121,11 +58,7 @@ def port_clip(teacher, audio) -> np.ndarray:
 
 def port_steps(teacher, audio) -> np.ndarray:
     """Each step's 8 frames from its own 1632 samples (its own floor), then the windows every 8 frames."""
-    n_steps = max(0, (len(audio) - (STEP_SPAN - features.SAMPLES_PER_EMBEDDING)) // features.SAMPLES_PER_EMBEDDING)
-    segments = np.stack([audio[k * 1280:k * 1280 + STEP_SPAN] for k in range(n_steps)]).astype(np.float32)
-    with torch.no_grad():
-        mel = teacher.melspectrogram(torch.from_numpy(segments)).reshape(1, -1, features.N_MEL)
-        return teacher.embed(mel)[0].numpy()
+    return student_runtime.step_embeddings(teacher, audio).numpy()
 
 
 def clips():

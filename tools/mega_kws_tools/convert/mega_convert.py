@@ -42,14 +42,17 @@ _ACT = {"silu": Activation.Activation.SiLU, "relu": Activation.Activation.ReLU,
         "gelu": Activation.Activation.GELU, "gelu_accurate": Activation.Activation.GELUTanh,
         "linear": Activation.Activation.Linear}
 _PATCH = {"linear": PatchFeatures.PatchFeatures.Linear, "logpower": PatchFeatures.PatchFeatures.LogPower,
-          "logmel": PatchFeatures.PatchFeatures.LogMel}
+          "logmel": PatchFeatures.PatchFeatures.LogMel,
+          "teacher_embedding": PatchFeatures.PatchFeatures.TeacherEmbedding}  # teacher.student_convert
 _PATCH_NORM = {"none": PatchNorm.PatchNorm.Off, "running_mean": PatchNorm.PatchNorm.RunningMean}
 
 
 def min_schema_version(cfg) -> int:
     """The oldest schema that describes cfg: files stay readable by older runtimes
     unless they use something those runtimes would misread (schema 2: LogPower;
-    3: PatchNorm RunningMean; 4: LogMel)."""
+    3: PatchNorm RunningMean; 4: LogMel; 6: TeacherEmbedding)."""
+    if cfg.patch_features == "teacher_embedding":
+        return 6
     if cfg.patch_features == "logmel":
         return 4
     if cfg.patch_norm != "none":
@@ -320,12 +323,22 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
 
     if tensor_hook is not None:
         tensors = tensor_hook(tensors)
+    data = model_file_bytes(cfg, labels, tensors, (st_input, st_logits), peaks, fp16=fp16, input_mean=input_mean,
+                            input_std=input_std, source_sha256=source_sha256, source_format=source_format,
+                            notes=notes, detection=detection, schema_version=schema_version)
+    return data, st_logits
+
+
+def model_file_bytes(cfg, labels, tensors, self_test, peaks, *, fp16=False, input_mean=None, input_std=None,
+                     source_sha256="", source_format="", notes="", detection=None, schema_version=None):
+    """The .mega bytes: hparams of cfg, the (name, array) tensors as they are, self_test = (input,
+    logits), peaks = fp16_peaks.measure's (None: left out, the runtime measures them)."""
     b = flatbuffers.Builder(1 << 20)
     tensors_vec = _add_tensors(b, tensors, fp16)
     label_vec = _offset_vector(b, [b.CreateString(x) for x in labels])
     det_off = _add_detection(b, detection)
     prov_off = _add_provenance(b, source_sha256, source_format, notes)
-    st_off = _add_self_test(b, st_input, st_logits)
+    st_off = _add_self_test(b, *self_test)
     hp_off = _add_hparams(b, cfg)
     range_off = _add_fp16_range(b, peaks) if peaks else None
 
@@ -345,7 +358,7 @@ def build_model_file(model, labels, *, input_mean=None, input_std=None, fp16=Fal
         Model.AddFp16Range(b, range_off)
     root = Model.End(b)
     b.Finish(root, file_identifier=mega_format.FILE_IDENTIFIER)
-    return mega_format.add_trailer(bytes(b.Output())), st_logits
+    return mega_format.add_trailer(bytes(b.Output()))
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -381,9 +394,21 @@ def placeholder_clause(notes: str):
     return None
 
 
-def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits) -> str:
+def _embedding_line(cfg) -> str:
+    return (f"patch kernel {cfg.patch_kernel}, stride {cfg.patch_stride}, features {cfg.patch_features}"
+            + (f" (eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logpower" else "")
+            + (f" ({len(mega_torch.mel_bins(cfg.patch_kernel, cfg.sample_rate))} bins in {cfg.patch_bands} bands, "
+               f"eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logmel" else "")
+            + (f", less their running mean (decay {cfg.patch_norm_decay:g})" if cfg.patch_norm != "none" else ""))
+
+
+def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits, front_end=None) -> str:
+    """The conversion's printout; front_end = (file cfg, parameters, embedding line) for a front end
+    that is not the model's own (teacher.student_convert)."""
     cfg = model.cfg
-    n_params = sum(a.size for _, a in file_tensors(model))
+    n_params, embedding = sum(a.size for _, a in file_tensors(model)), _embedding_line(cfg)
+    if front_end is not None:
+        cfg, n_params, embedding = front_end
     lines = [
         f"source format : {fmt}",
         f"dims          : D={cfg.embed_dim} H={cfg.hidden_dim} FFN={cfg.ffn_hidden_dim} Z={cfg.z_dim} N={cfg.n_dim}",
@@ -392,19 +417,41 @@ def summary(model, labels, fmt, nbytes, fp16, input_mean, input_std, logits) -> 
         f"EMA direction : {'bidirectional (clip only)' if cfg.bidirectional else 'unidirectional (streams)'}",
         f"attention     : {cfg.attention_fn}, norm {cfg.norm_type} ({'prenorm' if cfg.prenorm else 'postnorm'}), "
         f"activation {cfg.activation}",
-        f"embedding     : patch kernel {cfg.patch_kernel}, stride {cfg.patch_stride}, features {cfg.patch_features}"
-        + (f" (eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logpower" else "")
-        + (f" ({len(mega_torch.mel_bins(cfg.patch_kernel, cfg.sample_rate))} bins in {cfg.patch_bands} bands, "
-           f"eps {cfg.patch_log_eps:g})" if cfg.patch_features == "logmel" else "")
-        + (f", less their running mean (decay {cfg.patch_norm_decay:g})" if cfg.patch_norm != "none" else ""),
+        f"embedding     : {embedding}",
         f"window        : {cfg.window_chunks} chunks = {cfg.window_samples / cfg.sample_rate:.3f} s at {cfg.sample_rate} Hz",
-        f"input scaling : " + (f"(x - {input_mean}) / ({input_std} + 1e-5)" if input_mean is not None else "none"),
+        "input scaling : " + (f"(x - {input_mean}) / ({input_std} + 1e-5)" if input_mean is not None else "none"),
         f"labels        : {','.join(labels)}",
         f"parameters    : {n_params} ({'float16' if fp16 else 'float32'})",
         f"file size     : {nbytes} bytes",
         f"self-test     : logits {np.array2string(logits, precision=4, max_line_width=200)}",
     ]
     return "\n".join(lines)
+
+
+def check_notes(notes: str) -> None:
+    bad_note = placeholder_clause(notes)
+    if bad_note:
+        raise ConvertError(f"--notes: '{bad_note}' has a placeholder where a figure belongs: "
+                           "give the figure or leave the clause out")
+
+
+def labels_and_detection(args, extra):
+    """(labels, detection) from --labels and --detection, else the checkpoint dict's; each checked,
+    an error naming where it came from."""
+    labels = args.labels.split(",") if args.labels else list(extra.get("labels", []))
+    if not labels:
+        raise ConvertError("--labels is required for this checkpoint (labels are not stored in it)")
+    check_labels(labels)
+    detection, source = extra.get("detection"), "the checkpoint's detection defaults"
+    if args.detection:
+        import json
+        with open(args.detection) as f:
+            detection, source = json.load(f), f"--detection {args.detection}"
+    try:  # named by where they came from
+        check_detection(detection, labels)
+    except ConvertError as e:
+        raise ConvertError(f"{source}: {e}") from None
+    return labels, detection
 
 
 def main(argv=None) -> int:
@@ -427,24 +474,9 @@ def main(argv=None) -> int:
             raise ConvertError("--input-std must be a finite value >= 0")
         if not os.path.isfile(args.checkpoint):
             raise ConvertError(f"{args.checkpoint}: no such file")
-        bad_note = placeholder_clause(args.notes)
-        if bad_note:
-            raise ConvertError(f"--notes: '{bad_note}' has a placeholder where a figure belongs: "
-                               "give the figure or leave the clause out")
+        check_notes(args.notes)
         model, fmt, extra = mega_torch.load_checkpoint(args.checkpoint)
-        labels = args.labels.split(",") if args.labels else list(extra.get("labels", []))
-        if not labels:
-            raise ConvertError("--labels is required for this checkpoint (labels are not stored in it)")
-        check_labels(labels)
-        detection, source = extra.get("detection"), "the checkpoint's detection defaults"
-        if args.detection:
-            import json
-            with open(args.detection) as f:
-                detection, source = json.load(f), f"--detection {args.detection}"
-        try:  # named by where they came from
-            check_detection(detection, labels)
-        except ConvertError as e:
-            raise ConvertError(f"{source}: {e}") from None
+        labels, detection = labels_and_detection(args, extra)
         data, logits = build_model_file(
             model, labels, input_mean=args.input_mean, input_std=args.input_std, fp16=args.fp16,
             source_sha256=sha256_of(args.checkpoint), source_format=fmt, notes=args.notes,

@@ -115,6 +115,9 @@ def load_checkpoint(path: str):
         ckpt = torch.load(path, map_location="cpu")
     except Exception as e:  # pickle, zip and torch errors alike: the file is not a usable checkpoint
         raise ValueError(f"{path}: cannot read the checkpoint ({type(e).__name__}: {e})") from None
+    if isinstance(ckpt, dict) and "mega_config" in ckpt and "state" in ckpt:  # teacher.student's best.pt
+        raise ValueError(f"{path}: a student on the teacher's embedding: convert it with "
+                         "python3 -m mega_kws_tools.teacher.student_convert")
     if not isinstance(ckpt, dict) or "model" not in ckpt:
         raise ValueError(f"{path}: not a checkpoint (expected a dict with a 'model' state dict)")
     # ours first: training checkpoints also keep their command-line args

@@ -23,4 +23,8 @@ in PyTorch.
   student     candidate (b) of item 4: Mega-chunk layers on the embedding,
               streaming posteriors equal to the offline model on each window
   student_run its training, clip judges and streaming detection figures
+  export      the two graphs as a TeacherEmbedding model file's named tensors
+  student_runtime what the runtime computes for such a file (the reference
+              of its self-test and parity tests)
+  student_convert a student's checkpoint -> a TeacherEmbedding .mega file
 """
