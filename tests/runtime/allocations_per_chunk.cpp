@@ -143,6 +143,15 @@ TEST(Allocations, NonePerChunkOnTinyModels) {
   }
 }
 
+// The teacher's front end: each chunk pushes its samples through the mel
+// frames and the embedding graph's rows, in buffers made at creation.
+TEST(Allocations, NonePerChunkWithTheTeacherFrontEnd) {
+  auto m = load(std::string(MEGA_GENERATED) + "/teacher_tiny.mega");
+  ASSERT_TRUE(m);
+  mega::set_blas_threads(1);  // the mel frames' dgemm, as keyword_spotter runs it
+  EXPECT_EQ(allocations_after_warmup(m, 1, 5, true), 0);
+}
+
 // The detector after creation: update() on a stream that fires (a low
 // threshold and no refractory time on a random-weight model), and reset().
 TEST(Allocations, NoneInTheDetector) {

@@ -76,8 +76,17 @@ TEST(BaseParity, UnidirectionalLogits) { check_clip(MEGA_GENERATED, "base_uni", 
 
 TEST(BaseParity, BidirectionalLogits) { check_clip(MEGA_GENERATED, "base_bi", mega::KernelImpl::optimized, 1e-4, 0); }
 
+// The teacher's front end (PatchFeatures::teacher_embedding): random graphs of
+// the real shapes under a tiny Mega model, both kernel sets, against the
+// PyTorch port of the runtime's semantics (make_fixtures.py, teacher_tiny).
+TEST(TeacherParity, BothKernelSetsMatchPyTorch) {
+  for (auto impl : {mega::KernelImpl::reference, mega::KernelImpl::optimized}) {
+    check_clip(MEGA_GENERATED, "teacher_tiny", impl, 1e-4, 0);
+  }
+}
+
 TEST(BaseParity, SelfTestPassesOnGeneratedModels) {
-  for (const char* name : {"base_uni", "base_bi"}) {
+  for (const char* name : {"base_uni", "base_bi", "teacher_tiny"}) {
     std::string err;
     auto m = mega::Model::load(std::string(MEGA_GENERATED) + "/" + name + ".mega", &err);
     ASSERT_TRUE(m) << err;

@@ -76,6 +76,13 @@ TEST(BaseStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
   check_blocks(MEGA_GENERATED, "base_uni", {16000, 1, 7, 999, 1000, 1001, 4096}, 1e-4);
 }
 
+// The teacher's front end keeps its own state across chunks (the last steps
+// of mel frames and each convolution's held rows): blocks that split its
+// 80 ms steps and its 1632-sample spans anywhere give the same logits.
+TEST(TeacherStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
+  check_blocks(MEGA_GENERATED, "teacher_tiny", {3840, 1, 7, 1279, 1281, 1632, 4093, 16000}, 1e-4);
+}
+
 TEST(TinyStreaming, ReferenceAndOptimizedStreamsAgree) {
   auto m = load(mega_test::fixture_path("tiny_patch.mega"));
   Golden g;

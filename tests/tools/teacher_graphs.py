@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """The teacher's two graphs at their real shapes with random weights, built
-with onnx.helper (no download): for the tests of the C++ front end
-(tests/kernels/test_teacher_frontend.py) and of the TeacherEmbedding model
-file (test_teacher_model.py)."""
+with onnx.helper (no download), and a tiny random student on them: for the
+tests of the C++ front end (tests/kernels/test_teacher_frontend.py), of the
+TeacherEmbedding model file (test_teacher_model.py) and the runtime's
+teacher_tiny fixture (tests/fixtures/make_fixtures.py)."""
 
 import numpy as np
 
+import torch
+
 from mega_kws_tools.teacher import export, features
+from mega_kws_tools.teacher import student_runtime as sr
+from tests.tools.test_student import tiny
 from tests.tools.test_teacher_port import conv_block, mel_graph, to_graph, weight
 
 
@@ -35,3 +40,15 @@ def random_graphs():
         if name.endswith("_w") and w.ndim == 4:
             emb.weights[name] = (w * 2.5).astype(np.float32)
     return mel, emb
+
+
+def small_student(graphs, seed=4):
+    """A tiny random student (D 16, 2 layers, chunk 3, window 2) standardizing by the statistics of the
+    graphs' embeddings of noise (far from 0 and 1: folding them matters), logits of order 1."""
+    model = tiny(embed_dim=16, hidden_dim=24, ffn_hidden_dim=24, z_dim=8, classifier_dim=16, n_layers=2,
+                 truncation=4, window_chunks=2)
+    noise = (0.3 * np.random.default_rng(seed).standard_normal(3 * 16000)).astype(np.float32)
+    model.embed_tokens.set_statistics(sr.stream_embeddings(sr.reference_teacher(*graphs), noise).float().numpy())
+    with torch.no_grad():
+        model.sentence_projection_layer.weight.mul_(10.0)
+    return model

@@ -55,8 +55,11 @@ def step_embeddings(teacher: features.Teacher, audio) -> torch.Tensor:
 
 
 def stream_embeddings(teacher: features.Teacher, samples) -> torch.Tensor:
-    """Float samples [n] in [-1, 1) -> the embeddings of tokens 0 .. n // 1280 - 1 (the LEAD zeros first)."""
-    s = np.asarray(samples, np.float32).astype(np.float64) * features.SAMPLE_SCALE
+    """Float samples [n] -> the embeddings of tokens 0 .. n // 1280 - 1 (the LEAD zeros first); samples
+    beyond full scale clipped to +-1 and non-finite ones 0, as the runtime's input hygiene has them
+    (clean_sample, kMaxSampleMagnitude)."""
+    x = np.asarray(samples, np.float32)
+    s = np.where(np.isfinite(x), np.clip(x, -1.0, 1.0), 0.0).astype(np.float64) * features.SAMPLE_SCALE
     return step_embeddings(teacher, np.concatenate([np.zeros(LEAD), s]))
 
 
