@@ -124,3 +124,21 @@ def test_the_warm_up_spike_keyword_from_hop_0_and_short_streams(demo):
     for hops in range(1, w + 1):
         found = assert_same(demo, keyword_logits(demo, hops, [(0, hops)]), th, 6, 1000, hops)
         assert [(h, l, e) for h, l, _, e in found] == [(hops - 1, yes, 0)], found
+
+
+def test_tuning_on_the_runtimes_posteriors_matches_the_reference():
+    """tune_detection --model: the runtime streaming a file (runtime_posteriors) gives the posteriors the
+    PyTorch reference gives for its checkpoint (tune_detection --checkpoint), hop by hop."""
+    from mega_kws_tools import model as mt
+    from mega_kws_tools.evaluation import tune_detection
+    from mega_kws_tools.evaluation.runtime_posteriors import RuntimeModel
+    fixtures = os.path.join(ROOT, "tests", "fixtures", "data")
+    reference, _, _ = mt.load_checkpoint(os.path.join(fixtures, "tiny_patch.pt"))  # no input scaling
+    runtime = RuntimeModel(os.path.join(fixtures, "tiny_patch.mega"))
+    assert (runtime.cfg.chunk_samples, runtime.cfg.window_chunks) == (reference.cfg.chunk_samples,
+                                                                      reference.cfg.window_chunks)
+    x = (0.3 * np.random.default_rng(5).standard_normal(23 * reference.cfg.chunk_samples + 5)).astype(np.float32)
+    want = tune_detection.stream_posteriors(reference, x)
+    got = tune_detection.stream_posteriors(runtime, x)
+    assert got.shape == want.shape == (23, reference.cfg.n_classes)
+    assert np.abs(got - want).max() < 1e-5 and want.std() > 1e-3

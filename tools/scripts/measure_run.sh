@@ -6,7 +6,10 @@
 # validation recordings, convert, measure with the shipped runtime, and judge
 # against the shipped model's run.
 #
-#   [SHIPPED_RUN=DIR] measure_run.sh RUN_DIR
+#   [SHIPPED_RUN=DIR] [STUDENT=1 [TEACHER=DIR]] measure_run.sh RUN_DIR
+#
+# STUDENT=1: RUN/best.pt is a student on the teacher's embedding (teacher.student_run's), converted by
+# teacher.student_convert and tuned on this build's runtime (tune_detection --model).
 #
 # The data are continue_real.sh's (under WORK, default work/ in the repository); docs/models.md
 # has the stage times.
@@ -20,10 +23,22 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"
       --stream "$REC/realvalfree60.wav" --labels "$REC/realvalfree60.csv"
       --stream "$SO/keyword_free_validation.wav" --labels "$SO/keyword_free_validation.csv")
-$PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" --max-fa-per-hour 2 --per-keyword \
-  -o "$RUN/detection.json" --curve-json "$RUN/curve.json" | tail -1
-$PY -m mega_kws_tools.convert.mega_convert "$RUN/best.pt" -o "$RUN/model.mega" --detection "$RUN/detection.json" \
-  --notes "Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' sentences and the keywords in them, CC BY 4.0; rhasspy/dataset-voice-cathy's keywords, CC0); checkpoint, detection defaults and the ship rule on real validation speakers. See docs/models.md."
+TUNING=(--max-fa-per-hour 2 --per-keyword -o "$RUN/detection.json" --curve-json "$RUN/curve.json")
+NOTES="Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' sentences and the keywords in them, CC BY 4.0; rhasspy/dataset-voice-cathy's keywords, CC0); checkpoint, detection defaults and the ship rule on real validation speakers. See docs/models.md."
+if [ "${STUDENT:-0}" = 1 ]; then
+  # a student on the teacher's embedding (teacher.student): converted with the teacher's weights
+  # (TEACHER, default WORK/teacher), tuned on the runtime's own posteriors of that file
+  SC=(-m mega_kws_tools.teacher.student_convert "$RUN/best.pt" --teacher "${TEACHER:-$WORK/teacher}")
+  $PY "${SC[@]}" -o "$RUN/untuned.mega" | tail -1
+  MEGA_KWS_LIBRARY=${MEGA_KWS_LIBRARY:-$(dirname "$KS")/libmega_kws.so} \
+    $PY -m mega_kws_tools.evaluation.tune_detection --model "$RUN/untuned.mega" "${TUNE[@]}" "${TUNING[@]}" | tail -1
+  NOTES="$NOTES Front end: openWakeWord's melspectrogram and Google's speech embedding (Apache-2.0; python3 -m mega_kws_tools.teacher.fetch)."
+  $PY "${SC[@]}" -o "$RUN/model.mega" --detection "$RUN/detection.json" --notes "$NOTES" | tail -1
+else
+  $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" "${TUNING[@]}" | tail -1
+  $PY -m mega_kws_tools.convert.mega_convert "$RUN/best.pt" -o "$RUN/model.mega" --detection "$RUN/detection.json" \
+    --notes "$NOTES"
+fi
 "$KS" selftest -m "$RUN/model.mega"
 # 7. measured with the shipped runtime: real validation clips, the recordings at the stored defaults
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$REAL" --split validation \

@@ -5,13 +5,15 @@
   tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv -o detection.json
                     [--stream val2.wav --labels val2.csv ...] [--max-fa-per-hour 1.0]
   tune_detection.py --checkpoint RUN/best.pt --stream val.wav --labels val.csv --holdout-check
+  tune_detection.py --model MODEL.mega --stream val.wav --labels val.csv -o detection.json
 
 Several recordings (--stream/--labels pairs, in order) are tuned as one: their
 keywords and keyword-free stretches pooled, so the false-alarm limit holds
 over all their keyword-free time together.
 
 Streaming posteriors come from the PyTorch reference (features of a causal
-model over the whole stream equal the streamed ones); the detector is the
+model over the whole stream equal the streamed ones), or with --model from
+the runtime streaming the file (runtime_posteriors); the detector is the
 runtime's (streamscore.detect_streams: each recording its own stream, with
 the model's window as its warm-up; a detection timed at the end of the hop
 the word was heard in, as keyword_spotter scan times it). Picks, among
@@ -49,9 +51,12 @@ import torch
 from mega_kws_tools import model as mt
 from mega_kws_tools.audio import read_wav
 from mega_kws_tools.evaluation import streamscore
+from mega_kws_tools.evaluation.runtime_posteriors import RuntimeModel
 
 
 def stream_posteriors(model, samples: np.ndarray) -> np.ndarray:
+    if isinstance(model, RuntimeModel):
+        return model.stream_posteriors(samples)
     cfg = model.cfg
     cs = cfg.chunk_samples
     n = len(samples) // cs * cs
@@ -297,9 +302,11 @@ def detection_file(thresholds, smoothing: int, refractory_ms: int, tuned_on: dic
             "tuned_on": tuned_on}
 
 
-def main() -> int:
+def build_parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", required=True)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", help="a MegaKWS training checkpoint: posteriors from the PyTorch reference")
+    source.add_argument("--model", help="a .mega file: posteriors from this build's runtime (MEGA_KWS_LIBRARY)")
     ap.add_argument("--stream", required=True, action="append", help="validation recording (repeatable)")
     ap.add_argument("--labels", required=True, action="append", help="its labels (one per --stream)")
     ap.add_argument("-o", "--output", help="detection.json to write (not with --holdout-check)")
@@ -320,14 +327,23 @@ def main() -> int:
     ap.add_argument("--false-alarms", action="store_true",
                     help="list the false alarms at the setting tuned for --max-fa-per-hour, each with the "
                          "words and clips heard before it (with -o, also write that setting)")
+    return ap
+
+
+def main() -> int:
+    ap = build_parser()
     args = ap.parse_args()
     if not args.output and not args.holdout_check and not args.curve and not args.false_alarms:
         ap.error("give -o/--output (or --holdout-check, --curve or --false-alarms)")
     if len(args.stream) != len(args.labels):
         ap.error("give one --labels per --stream")
     torch.set_num_threads(2)
-    model, _, extra = mt.load_checkpoint(args.checkpoint)
-    labels = extra["labels"]
+    if args.model:
+        model = RuntimeModel(args.model)
+        labels = model.labels
+    else:
+        model, _, extra = mt.load_checkpoint(args.checkpoint)
+        labels = extra["labels"]
     cfg = model.cfg
     hop_s = cfg.chunk_samples / cfg.sample_rate
     probs, keywords, free, starts = pooled_posteriors(model, list(zip(args.stream, args.labels)), hop_s)
