@@ -7,9 +7,13 @@
 // b x_old, h = q h + u, y += out h: 3 multiply-adds and a multiply, 7 FLOPs).
 // Elementwise work (norms, activations, the attention function) is not
 // counted; it is what separates the achieved rate from the sgemm rate.
+// The teacher's front end (PatchFeatures::teacher_embedding) per token: its
+// 8 new mel frames (the STFT's two products, in double, and the mel matrix)
+// and the rows of each convolution a stream computes anew per 80 ms step.
 #pragma once
 
 #include "mega/mega.hpp"
+#include "teacher_graph.h"
 
 namespace mega_bench {
 
@@ -17,6 +21,20 @@ struct ModelFlops {
   double embed = 0, ema = 0, projections = 0, attention = 0, head = 0;
   double total() const { return embed + ema + projections + attention + head; }
 };
+
+// One token of the teacher's front end, as the streaming runner computes it.
+inline double teacher_flops_per_token() {
+  namespace t = mega::teacher;
+  double f = 2.0 * t::kStepFrames * (double(t::kFft) * 2 * t::kBins + double(t::kBins) * t::kMel);
+  double rows = t::kStepFrames, width = t::kMel;  // new rows per step, and their width, entering layer i
+  for (const t::ConvSpec& s : t::kConvSpecs) {
+    const double out_width = width + 2.0 * s.pad_w - s.kw + 1;
+    f += 2.0 * rows * out_width * s.c_out * s.c_in * s.kh * s.kw;
+    if (s.pool_h) rows /= s.pool_h;
+    width = s.pool_w ? out_width / s.pool_w : out_width;
+  }
+  return f;
+}
 
 // One chunk of C tokens through every layer, plus one window's head.
 inline ModelFlops model_flops_per_chunk(const mega::HParams& hp) {
@@ -27,6 +45,8 @@ inline ModelFlops model_flops_per_chunk(const mega::HParams& hp) {
   if (hp.patch_features == mega::PatchFeatures::log_mel) {  // 2P filters, then the bands and the mix
     const double P = hp.patch_bins, B = hp.patch_bands;
     f.embed = 2 * C * (2 * P * hp.patch_kernel + B * P + D * B);
+  } else if (hp.patch_features == mega::PatchFeatures::teacher_embedding) {  // the front end, then W e + b
+    f.embed = C * (teacher_flops_per_token() + 2.0 * D * mega::teacher::kEmbedding);
   } else {
     f.embed = 2 * C * D * hp.patch_kernel * (hp.patch_features == mega::PatchFeatures::log_power ? 2 : 1);
   }

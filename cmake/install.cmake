@@ -52,7 +52,7 @@ endif()
 if(TARGET mega_rtf)
   install(TARGETS mega_rtf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 endif()
-install(FILES models/sc10-demo.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT cli)
+install(FILES models/sc10-demo.mega models/sc10-teacher.mega DESTINATION ${MEGA_INSTALL_DATADIR}/models COMPONENT cli)
 install(DIRECTORY samples/ DESTINATION ${MEGA_INSTALL_DATADIR}/samples COMPONENT cli FILES_MATCHING PATTERN "*.wav")
 
 # The converter: the modules of the package mega_kws_tools (tools/) that it

@@ -7,7 +7,12 @@
 # keyword at <= 2 false alarms per keyword-free hour as measure_run.sh tunes
 # the bundled model.
 #
-#   [CACHE=DIR] [STEP=DIR] [TEACHER=DIR] [TH_RUN=DIR] student_b.sh RUN_DIR [student_run train options...]
+#   [CACHE=DIR] [STEP=DIR] [TEACHER=DIR] [TH_RUN=DIR] [STREAM_ARGS="..."] student_b.sh RUN_DIR
+#     [student_run train options...]
+#
+# The options go to both trainings; STREAM_ARGS to the second (with streams) alone: the bundled
+# models/sc10-teacher.mega is STREAM_ARGS="--unknown-share 0.3 --seed 84" (b7), then
+# STUDENT=1 measure_run.sh RUN_DIR.
 
 #
 # CACHE (default WORK/data/tcache): teacher_head.sh's caches (ALL=1), whose
@@ -49,7 +54,8 @@ DATA=(--train "$STEP/real-train-all" --train "$STEP/so-train-all" --train "$STEP
 mkdir -p "$RUN/first"
 [ -f "$RUN/first/history.json" ] || $NICE $RUNNER train --out "$RUN/first" --steps 3000 "$@" "${DATA[@]}" \
   | tee "$RUN/first/train.log"
-[ -f "$RUN/history.json" ] || $NICE $RUNNER train --out "$RUN" --steps 2000 "$@" "${DATA[@]}" \
+# shellcheck disable=SC2086  # STREAM_ARGS: options, split on spaces
+[ -f "$RUN/history.json" ] || $NICE $RUNNER train --out "$RUN" --steps 2000 "$@" ${STREAM_ARGS:-} "${DATA[@]}" \
   --negative-stream "$STEP/streams/keyword_free_training.npy" --mine-with "$RUN/first/best.pt" \
   --window-stream "$STEP/streams/realtrain60.npy" "$REC/realtrain60.csv" | tee "$RUN/train.log"
 # 3. the clip judges, and the sentence cuts pooled with the running speech (equal rejection)
