@@ -99,7 +99,7 @@ TEST(ModelFile, EachBrokenFileHasItsOwnMessage) {
   };
   const Case cases[] = {
       {"bad_identifier.mega", mega::Status::bad_model, "not a .mega model file"},
-      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 6 is newer"},
+      {"bad_schema_newer.mega", mega::Status::unsupported_model, "schema version 7 is newer"},
       {"bad_missing_tensor.mega", mega::Status::bad_model, "missing tensor 'layers.1.mega_layer.h_proj.bias'"},
       {"bad_wrong_shape.mega", mega::Status::bad_model,
        "tensor 'layers.0.mega_layer.v_proj.weight' has shape [8, 12], expected [12, 8]"},
