@@ -369,6 +369,21 @@ TEST(StreamPipeline, AllocatesNothingWhileStreaming) {
 }
 
 
+// Interleaved frames as a float WAV file.
+bool write_float_wav(const std::string& path, const std::vector<float>& x, int rate, int channels) {
+  SF_INFO sfi = {};
+  sfi.samplerate = rate;
+  sfi.channels = channels;
+  sfi.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+  SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &sfi);
+  EXPECT_TRUE(f) << sf_strerror(nullptr);
+  if (!f) return false;
+  const sf_count_t n = sf_count_t(x.size()) / channels;
+  const bool ok = sf_writef_float(f, x.data(), n) == n;
+  sf_close(f);
+  return ok;
+}
+
 // scan's source: a file at another rate comes out at the model's rate whole,
 // its resampler's tail flushed (it lost 94 samples of 8 kHz commands.wav, 47 ms of a 3 s file at 1 kHz).
 TEST(FileSource, DeliversTheWholeFileAtEveryRate) {
@@ -378,22 +393,63 @@ TEST(FileSource, DeliversTheWholeFileAtEveryRate) {
     const std::string path = std::string(dir) + "/r" + std::to_string(rate) + ".wav";
     const std::vector<float> x = odd_length_tone(rate);
     const int64_t n_frames = int64_t(x.size());
-    SF_INFO sfi = {};
-    sfi.samplerate = rate;
-    sfi.channels = 1;
-    sfi.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
-    SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &sfi);
-    ASSERT_TRUE(f) << sf_strerror(nullptr);
-    ASSERT_EQ(sf_writef_float(f, x.data(), n_frames), n_frames);
-    sf_close(f);
-
+    ASSERT_TRUE(write_float_wav(path, x, rate, 1));
     std::string err;
-    auto src = kws::FileSource::open(path, 16000, &err);
+    auto src = kws::FileSource::open(path, &err);
     ASSERT_TRUE(src) << err;
     EXPECT_NEAR(streamed_samples(*src), double(n_frames) * 16000.0 / rate, 1.0) << rate << " Hz";
     unlink(path.c_str());
   }
   rmdir(dir);
+}
+
+// scan reads a file at its own rate and the stream pipeline resamples it;
+// classify's whole clip (read_audio_file) goes through the same resampler:
+// the same chunks, logits and detections either way.
+TEST(FileSource, ScanHearsAResampledFileAsClassifyDoes) {
+  const std::vector<float> x = commands();
+  std::vector<float> x44(size_t(double(x.size()) * 44100.0 / 16000.0) + 256), stereo;
+  SRC_DATA d{};
+  d.data_in = x.data();
+  d.input_frames = long(x.size());
+  d.data_out = x44.data();
+  d.output_frames = long(x44.size());
+  d.src_ratio = 44100.0 / 16000.0;
+  ASSERT_EQ(src_simple(&d, SRC_SINC_MEDIUM_QUALITY, 1), 0);
+  for (long i = 0; i < d.output_frames_gen; ++i) {
+    stereo.push_back(x44[size_t(i)]);
+    stereo.push_back(-0.5f * x44[size_t(i)]);
+  }
+  char path[] = "/tmp/kws_scan_44k.XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_TRUE(write_float_wav(path, stereo, 44100, 2));
+
+  std::string err;
+  auto src = kws::FileSource::open(path, &err);
+  ASSERT_TRUE(src) << err;
+  EXPECT_EQ(src->format().rate, 44100.0);  // the file's own rate: the pipeline resamples
+  EXPECT_EQ(src->format().channels, 1);
+  Rig r = make_rig();
+  auto p = kws::StreamPipeline::create(*src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  EXPECT_TRUE(p->resampling());
+  Recorder rec(r.model->hparams().n_classes);
+  EXPECT_EQ(p->run(kws::StreamOptions(), rec), kws::StreamEnd::ended);
+
+  std::vector<float> clip;
+  kws::AudioInfo info;
+  ASSERT_TRUE(kws::read_audio_file(path, 16000, 60.0, &clip, &info, &err)) << err;
+  unlink(path);
+  EXPECT_TRUE(info.resampled);
+  EXPECT_EQ(info.sample_rate, 44100);
+  EXPECT_EQ(p->stats().n_samples, int64_t(clip.size()));
+  const Recorder want = direct(clip);
+  EXPECT_EQ(rec.chunk_ends, want.chunk_ends);
+  EXPECT_EQ(rec.logits, want.logits);
+  EXPECT_EQ(rec.detections, want.detections);
+  EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
 }
 
 }  // namespace
