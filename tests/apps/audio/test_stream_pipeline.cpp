@@ -452,4 +452,33 @@ TEST(FileSource, ScanHearsAResampledFileAsClassifyDoes) {
   EXPECT_EQ(labels(*r.model, rec), (std::vector<std::string>{"yes", "stop", "go", "left", "no"}));
 }
 
+// scan's path with the resampling moved out of the reader: a file at another
+// rate streams without allocating once its first block has been read (the
+// reader's buffers sized by it), as the microphone's path does.
+TEST(FileSource, AResampledFileStreamsWithoutAllocating) {
+  char path[] = "/tmp/kws_alloc_44k.XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::vector<float> x = odd_length_tone(44100);
+  for (int i = 0; i < 3; ++i) x.insert(x.end(), x.begin(), x.begin() + 44100 * 3);  // 12 s: many reads
+  ASSERT_TRUE(write_float_wav(path, x, 44100, 1));
+  Rig r = make_rig();
+  const int64_t cs = r.model->hparams().chunk_samples();
+  ASSERT_EQ(r.session->push_all(x.data(), cs, [](const mega::ChunkResult&) {}), mega::Status::ok);  // warm-up
+  r.session->reset();
+  std::string err;
+  auto src = kws::FileSource::open(path, &err);
+  ASSERT_TRUE(src) << err;
+  auto p = kws::StreamPipeline::create(*src, *r.session, *r.detector, &err);
+  ASSERT_TRUE(p) << err;
+  ASSERT_EQ(src->poll(), kws::SourceState::running);  // the first block
+  Recorder rec(r.model->hparams().n_classes);
+  kws::StreamEnd end = kws::StreamEnd::stopped;
+  EXPECT_EQ(mega_alloc::allocations_in([&] { end = p->run(kws::StreamOptions(), rec); }), 0);
+  unlink(path);
+  EXPECT_EQ(end, kws::StreamEnd::ended);
+  EXPECT_GT(p->stats().n_chunks, 40);
+}
+
 }  // namespace
