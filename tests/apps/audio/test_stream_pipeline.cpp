@@ -3,10 +3,12 @@
 // driven by an in-memory audio source, the way the microphone (listen) and
 // files (scan) drive it: the same chunks, logits and detections as the
 // session and detector fed directly; stereo averaged; a source at another
-// rate resampled; the end of a source completed with silence; stopping at a
-// sample limit or on a flag; a failing source reported; and no allocation
-// while streaming. A binary of its own: it links the app's code and replaces
-// the allocator (alloc_counter.cpp).
+// rate resampled, its resampler's tail kept; the end of a source completed
+// with silence; stopping at a sample limit or on a flag; a failing source
+// reported; and no allocation while streaming. scan's file source gives the
+// file's own rate, resampled by the pipeline to what classify's reader gives.
+// A binary of its own: it links the app's code and replaces the allocator
+// (alloc_counter.cpp).
 #include <gtest/gtest.h>
 #include <samplerate.h>
 #include <sndfile.h>
