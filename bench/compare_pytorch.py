@@ -35,6 +35,7 @@ import wave
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(ROOT, "tools")  # the mega_kws_tools package, for this test and the tools it runs
 sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the mega_kws package: its WAV reader
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TOOLS, os.environ.get("PYTHONPATH")) if p)
 
 # numpy, torch, mega_torch and mega_convert are imported in main(), once the
@@ -55,12 +56,15 @@ def placeholder_model():
 
 
 def read_wav(path):
-    """Mono float samples in [-1, 1) (16-bit PCM, as libsndfile scales them) and the rate."""
-    with wave.open(path) as w:
-        if w.getsampwidth() != 2:
-            raise SystemExit(f"{path}: only 16-bit PCM WAV is supported here")
-        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
-        return x.reshape(-1, w.getnchannels()).mean(axis=1), w.getframerate()
+    """Mono float32 samples in [-1, 1] and the rate, as the runtime reads them: the Python package's
+    reader (python/mega_kws/_wav.py, the project's one WAV parser in Python; imported here, after main()
+    has set the thread variables, since it loads numpy)."""
+    from mega_kws import read_wav as read_mono
+    try:
+        x, rate, _ = read_mono(path)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return x, rate
 
 
 def load_average():
@@ -93,7 +97,7 @@ def run_ours(rtf, model_path, wav, threads, seconds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", help="a checkpoint the converter reads (default: the placeholder base model)")
-    ap.add_argument("--clip", default=os.path.join(ROOT, "samples", "yes.wav"), help="16-bit WAV at the model's rate")
+    ap.add_argument("--clip", default=os.path.join(ROOT, "samples", "yes.wav"), help="WAV at the model's rate")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3, help="alternating PyTorch / runtime rounds")
     ap.add_argument("--seconds", type=float, default=10.0, help="audio our runtime streams per round")

@@ -145,12 +145,11 @@ SndFile open_checked(const std::string& path, AudioInfo* info, std::string* erro
 struct AudioFileStream::Impl {
   std::unique_ptr<StdinAudio> pipe;  // "-": file reads from it, or it is raw (file null)
   SndFile file{nullptr, sf_close};
-  std::unique_ptr<Resampler> resampler;  // null: the file is at the wanted rate
   AudioInfo info;
-  std::vector<float> inter, pending;  // pending: mono input not yet consumed by the resampler
+  std::vector<float> inter, pending;  // pending: mono frames decoded, not yet read
   size_t pending_off = 0;
   int64_t frames_read = 0;
-  bool eof = false, done = false;
+  bool eof = false;
 
   std::string seconds(int64_t frame) const {
     char at[32];
@@ -210,8 +209,8 @@ struct AudioFileStream::Impl {
   }
 };
 
-std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, int32_t want_rate, AudioInfo* info,
-                                                       std::string* error, const volatile std::sig_atomic_t* stop) {
+std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, AudioInfo* info, std::string* error,
+                                                       const volatile std::sig_atomic_t* stop) {
   std::unique_ptr<AudioFileStream> s(new AudioFileStream());
   s->impl_ = std::make_unique<Impl>();
   Impl& im = *s->impl_;
@@ -234,11 +233,6 @@ std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, 
     if (!im.file) return nullptr;
   }
   im.inter.resize(size_t(kBlockFrames) * size_t(im.info.channels));
-  if (im.info.sample_rate != want_rate) {
-    im.resampler = Resampler::create(im.info.sample_rate, want_rate, error);
-    if (!im.resampler) return nullptr;
-    im.info.resampled = true;
-  }
   *info = im.info;
   return s;
 }
@@ -252,39 +246,24 @@ bool AudioFileStream::interrupted() const { return impl_->pipe && impl_->pipe->i
 int64_t AudioFileStream::read(float* out, int64_t max, std::string* error) {
   Impl& im = *impl_;
   int64_t written = 0;
-  while (written < max && !im.done) {
-    if (im.pending_off >= im.pending.size() && !im.eof) {
+  while (written < max) {
+    if (im.pending_off >= im.pending.size()) {
+      if (im.eof) break;
       if (!im.fill(error)) return -1;
       if (interrupted() && im.pending.size() == im.pending_off) break;
-    }
-    const long avail = long(im.pending.size() - im.pending_off);
-    if (!im.resampler) {
-      if (avail == 0) {
-        im.done = im.eof;
-        continue;
-      }
-      const long n = long(std::min<int64_t>(avail, max - written));
-      std::copy(im.pending.begin() + long(im.pending_off), im.pending.begin() + long(im.pending_off) + n,
-                out + written);
-      im.pending_off += size_t(n);
-      written += n;
       continue;
     }
-    int64_t used = 0, made = 0;
-    if (!im.resampler->process(im.pending.data() + im.pending_off, avail, im.eof, out + written, max - written, &used,
-                               &made, error)) {
-      return -1;
-    }
-    im.pending_off += size_t(used);
-    written += made;
-    if (im.eof && made == 0 && used == 0) im.done = true;
+    const int64_t n = std::min<int64_t>(int64_t(im.pending.size() - im.pending_off), max - written);
+    std::copy_n(im.pending.data() + im.pending_off, n, out + written);
+    im.pending_off += size_t(n);
+    written += n;
   }
   return written;
 }
 
 bool read_audio_file(const std::string& path, int32_t want_rate, double max_seconds, std::vector<float>* samples,
                      AudioInfo* info, std::string* error) {
-  auto stream = AudioFileStream::open(path, want_rate, info, error);
+  auto stream = AudioFileStream::open(path, info, error);
   if (!stream) return false;
   auto too_long = [&](double seconds) {
     char msg[160];
@@ -295,18 +274,33 @@ bool read_audio_file(const std::string& path, int32_t want_rate, double max_seco
   };
   const double seconds = double(info->frames) / info->sample_rate;
   if (seconds > max_seconds) return too_long(seconds);
+  // The file's rate to want_rate through the stream pipeline's resampler (resampler.h).
+  std::unique_ptr<Resampler> resampler;
+  if (info->sample_rate != want_rate) {
+    resampler = Resampler::create(info->sample_rate, want_rate, error);
+    if (!resampler) return false;
+  }
   samples->clear();
   samples->reserve(size_t(double(info->frames) * want_rate / info->sample_rate) + 1024);
-  const size_t max_samples = size_t(max_seconds * want_rate) + kBlockFrames;  // length unknown: stop reading here
-  std::vector<float> block(kBlockFrames);
-  for (;;) {
+  const int64_t max_frames = int64_t(max_seconds * info->sample_rate) + kBlockFrames;  // length unknown: stop here
+  std::vector<float> block(kBlockFrames), converted(resampler ? size_t(kBlockFrames * resampler->ratio()) + 64 : 0);
+  auto keep = [samples](const float* x, int64_t n) {
+    samples->insert(samples->end(), x, x + n);
+    return true;
+  };
+  for (int64_t n_read = 0;;) {
     const int64_t n = stream->read(block.data(), kBlockFrames, error);
     if (n < 0) return false;
+    if (!resampler) {
+      keep(block.data(), n);
+    } else if (!resampler->convert(block.data(), n, n == 0, converted.data(), int64_t(converted.size()), keep, error)) {
+      return false;
+    }
     if (n == 0) break;
-    samples->insert(samples->end(), block.begin(), block.begin() + n);
-    if (samples->size() > max_samples) return too_long(max_seconds);
+    if ((n_read += n) > max_frames) return too_long(max_seconds);
   }
   *info = stream->info();
+  info->resampled = resampler != nullptr;
   return true;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reading audio files (classify, scan; mega_rtf's FILE): libsndfile for every
-// format it knows, then the one channel mix-down and resampler (resampler.h)
-// to bring any file to mono at the model's rate.
+// format it knows, then the one channel mix-down (resampler.h) to mono at the
+// file's own rate. Resampling to the model's rate is the one resampler's
+// (resampler.h): the stream pipeline's for scan, read_audio_file's for a clip.
 #pragma once
 
 #include <csignal>
@@ -19,7 +20,7 @@ struct AudioInfo {
   bool length_known = true; // false: the header has no length (e.g. an Ogg file cut before its last page)
   bool cut_if_unknown_length = false;  // the format always has a length when whole (Ogg): its absence is an error
   std::string format;       // e.g. "WAV (Microsoft) Signed 16 bit PCM"
-  bool resampled = false;
+  bool resampled = false;   // read_audio_file: the samples were resampled from the file's rate
 };
 
 // Reads a whole file as mono float samples at want_rate (channels averaged,
@@ -35,15 +36,16 @@ bool read_audio_file(const std::string& path, int32_t want_rate, double max_seco
 // (stdin_audio.h).
 constexpr const char* kStdinPath = "-";
 
-// Streams a file of any length in blocks, as mono at want_rate, with bounded
-// memory (scan); or standard input (kStdinPath). read() returns the samples
+// Streams a file of any length in blocks, as mono at the file's own rate
+// (the stream pipeline resamples), with bounded memory (scan); or standard
+// input (kStdinPath). read() returns the samples
 // written (0 at the end, -1 on error with *error set). stop (standard input):
 // a stop signal's flag; once it is set, a read waiting on the pipe returns
 // what it has, and interrupted() says so.
 class AudioFileStream {
  public:
-  static std::unique_ptr<AudioFileStream> open(const std::string& path, int32_t want_rate, AudioInfo* info,
-                                               std::string* error, const volatile std::sig_atomic_t* stop = nullptr);
+  static std::unique_ptr<AudioFileStream> open(const std::string& path, AudioInfo* info, std::string* error,
+                                               const volatile std::sig_atomic_t* stop = nullptr);
   ~AudioFileStream();
   int64_t read(float* out, int64_t max, std::string* error);
   bool interrupted() const;  // a stop signal came while reading standard input

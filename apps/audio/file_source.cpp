@@ -5,16 +5,16 @@
 
 namespace kws {
 
-std::unique_ptr<FileSource> FileSource::open(const std::string& path, int32_t rate, std::string* error,
+std::unique_ptr<FileSource> FileSource::open(const std::string& path, std::string* error,
                                              const volatile std::sig_atomic_t* stop) {
   AudioInfo info;
-  auto in = AudioFileStream::open(path, rate, &info, error, stop);
+  auto in = AudioFileStream::open(path, &info, error, stop);
   if (!in) return nullptr;
-  return std::unique_ptr<FileSource>(new FileSource(std::move(in), rate, info));
+  return std::unique_ptr<FileSource>(new FileSource(std::move(in), info));
 }
 
-FileSource::FileSource(std::unique_ptr<AudioFileStream> in, int32_t rate, const AudioInfo& info)
-    : in_(std::move(in)), rate_(rate), info_(info), ring_(kBlockFrames), block_(kBlockFrames) {}
+FileSource::FileSource(std::unique_ptr<AudioFileStream> in, const AudioInfo& info)
+    : in_(std::move(in)), info_(info), ring_(kBlockFrames), block_(kBlockFrames) {}
 
 SourceState FileSource::poll() {
   if (state_ != SourceState::running || ring_.read_available() > 0) return state_;

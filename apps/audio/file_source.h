@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// An audio file as a source (scan): decoded and resampled to the model's rate
-// by AudioFileStream, a block at a time, on the consumer's thread.
+// An audio file as a source (scan): decoded to mono at the file's own rate by
+// AudioFileStream, a block at a time, on the consumer's thread; the stream
+// pipeline resamples it to the model's rate, as it does the microphone.
 #pragma once
 
 #include <csignal>
@@ -19,10 +20,10 @@ class FileSource : public AudioSource {
   // Null, with *error set, when the file cannot be opened as audio. stop:
   // the flag StreamOptions::stop points to, for standard input, whose reads
   // wait on the pipe (see AudioFileStream).
-  static std::unique_ptr<FileSource> open(const std::string& path, int32_t rate, std::string* error,
+  static std::unique_ptr<FileSource> open(const std::string& path, std::string* error,
                                           const volatile std::sig_atomic_t* stop = nullptr);
 
-  AudioFormat format() const override { return {1, double(rate_)}; }
+  AudioFormat format() const override { return {1, double(info_.sample_rate)}; }
   SpscRing<float>& ring() override { return ring_; }
   // Reads the next block when the consumer has emptied the ring, so a read
   // error or the end of the file is reported only once every frame before it
@@ -31,14 +32,13 @@ class FileSource : public AudioSource {
   const std::string& error() const override { return error_; }
 
   const AudioInfo& info() const { return info_; }
-  int64_t frames_read() const { return frames_read_; }  // at the model's rate
+  int64_t frames_read() const { return frames_read_; }  // at the file's rate
 
  private:
   static constexpr size_t kBlockFrames = 8192;  // one read; the ring holds one block
-  FileSource(std::unique_ptr<AudioFileStream> in, int32_t rate, const AudioInfo& info);
+  FileSource(std::unique_ptr<AudioFileStream> in, const AudioInfo& info);
 
   std::unique_ptr<AudioFileStream> in_;
-  int32_t rate_ = 0;
   AudioInfo info_;
   SpscRing<float> ring_;
   std::vector<float> block_;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The audio path's one conversion to the model's format, for every source:
 // interleaved channels averaged to mono, and libsamplerate (sinc, medium
-// quality) from the source's rate to the model's. The file reader
-// (audio_file.cpp: files and standard input) and the stream pipeline
-// (stream_pipeline.cpp: whatever a source's ring holds, the microphone's
-// included) both convert through it.
+// quality) from the source's rate to the model's. The stream pipeline
+// (stream_pipeline.cpp: whatever a source's ring holds, a file's and the
+// microphone's) converts through it, and so does read_audio_file for a whole
+// clip (audio_file.h); the file reader itself gives the file's own rate.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +33,23 @@ class Resampler {
   // until nothing is taken or made). False, with *error set, on failure.
   bool process(const float* in, int64_t n_in, bool end, float* out, int64_t max_out, int64_t* used, int64_t* made,
                std::string* error);
+
+  // All n_in frames of `in` converted (end: and then the filter's tail
+  // flushed), through `out` max_out frames at a time: each piece goes to
+  // emit(const float* piece, int64_t n), which returns false to stop early.
+  // False, with *error set, if the resampler failed. Allocates nothing.
+  template <typename Emit>
+  bool convert(const float* in, int64_t n_in, bool end, float* out, int64_t max_out, Emit&& emit, std::string* error) {
+    while (n_in > 0 || end) {
+      int64_t used = 0, made = 0;
+      if (!process(in, n_in, end, out, max_out, &used, &made, error)) return false;
+      if (made > 0 && !emit(static_cast<const float*>(out), made)) return true;
+      if (used == 0 && made == 0) break;  // the tail is out (end); without end, cannot happen: never spin
+      in += used;
+      n_in -= used;
+    }
+    return true;
+  }
 
  private:
   struct State;

@@ -50,12 +50,12 @@ StreamEnd StreamPipeline::run(const StreamOptions& opts, StreamObserver& observe
       switch (consume(got, opts, observer)) {
         case Fed::more: break;
         case Fed::limit: return StreamEnd::stopped;
-        case Fed::failed: return error_.empty() ? StreamEnd::inference_failed : StreamEnd::resampler_failed;
+        case Fed::failed: return failure();
       }
     }
     observer.on_tick(Clock::now());
     if (got == 0) {
-      if (state == SourceState::ended) return finish(observer);
+      if (state == SourceState::ended) return finish(opts, observer);
       std::this_thread::sleep_for(kIdleSleep);
     } else if (opts.block_delay.count() > 0) {
       std::this_thread::sleep_for(opts.block_delay);
@@ -68,22 +68,19 @@ StreamPipeline::Fed StreamPipeline::consume(size_t n_frames, const StreamOptions
   mix_to_mono(raw_.data(), format_.channels, n_frames, mono_.data());
   observer.on_audio(mono_.data(), n_frames);
   if (!resampler_) return feed(mono_.data(), int64_t(n_frames), opts, observer);
-  const float* in = mono_.data();
-  int64_t left = int64_t(n_frames);
-  while (left > 0) {
-    int64_t used = 0, made = 0;
-    if (!resampler_->process(in, left, false, resampled_.data(), int64_t(resampled_.size()), &used, &made, &error_)) {
-      return Fed::failed;
-    }
-    if (made > 0) {
-      const Fed f = feed(resampled_.data(), made, opts, observer);
-      if (f != Fed::more) return f;
-    }
-    if (used == 0 && made == 0) break;  // cannot happen; never spin
-    in += used;
-    left -= used;
+  return resample(mono_.data(), int64_t(n_frames), false, opts, observer);
+}
+
+// Source-rate frames through the resampler into the session; end: the
+// source has ended, so the filter's tail follows them.
+StreamPipeline::Fed StreamPipeline::resample(const float* x, int64_t n, bool end, const StreamOptions& opts,
+                                             StreamObserver& observer) {
+  Fed fed = Fed::more;
+  auto into_session = [&](const float* y, int64_t m) { return (fed = feed(y, m, opts, observer)) == Fed::more; };
+  if (!resampler_->convert(x, n, end, resampled_.data(), int64_t(resampled_.size()), into_session, &error_)) {
+    return Fed::failed;
   }
-  return Fed::more;
+  return fed;
 }
 
 // Model-rate samples into the session, up to the limit.
@@ -104,9 +101,14 @@ StreamPipeline::Fed StreamPipeline::feed(const float* x, int64_t n, const Stream
   return opts.max_samples >= 0 && streamed + n >= opts.max_samples ? Fed::limit : Fed::more;
 }
 
-// The end of the source: the keyword stream's flush (its last partial chunk
-// completed with silence, the smoothing's end; mega/keyword_stream.hpp).
-StreamEnd StreamPipeline::finish(StreamObserver& observer) {
+// The end of the source: the resampler's tail, then the keyword stream's
+// flush (its last partial chunk completed with silence, the smoothing's end;
+// mega/keyword_stream.hpp).
+StreamEnd StreamPipeline::finish(const StreamOptions& opts, StreamObserver& observer) {
+  if (resampler_) {
+    const Fed f = resample(nullptr, 0, true, opts, observer);
+    if (f != Fed::more) return f == Fed::limit ? StreamEnd::stopped : failure();
+  }
   status_ = stream_.flush(detector_, observer);
   return status_ == mega::Status::ok ? StreamEnd::ended : StreamEnd::inference_failed;
 }

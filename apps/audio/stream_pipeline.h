@@ -2,7 +2,7 @@
 // The one streaming path from any audio source to the detections:
 //
 //   source's ring -> channels averaged -> resampled to the model's rate (when
-//   the source's rate differs) -> keyword stream (the session's chunks, the
+//   the source's rate differs; at its end, the resampler's tail) -> keyword stream (the session's chunks, the
 //   detector, the end of the stream: mega/keyword_stream.hpp) -> observer
 //
 // scan (a file) and listen (the microphone) both run it; what differs is the
@@ -80,8 +80,10 @@ class StreamPipeline {
   enum class Fed { more, limit, failed };
   StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector);
   Fed consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer);
+  Fed resample(const float* x, int64_t n, bool end, const StreamOptions& opts, StreamObserver& observer);
   Fed feed(const float* x, int64_t n, const StreamOptions& opts, StreamObserver& observer);
-  StreamEnd finish(StreamObserver& observer);
+  StreamEnd finish(const StreamOptions& opts, StreamObserver& observer);
+  StreamEnd failure() const { return error_.empty() ? StreamEnd::inference_failed : StreamEnd::resampler_failed; }
 
   AudioSource& source_;
   mega::KeywordStream stream_;

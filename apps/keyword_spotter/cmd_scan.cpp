@@ -52,7 +52,7 @@ int scan_file(const std::shared_ptr<const mega::Model>& m, const Params& p, cons
   auto det = make_detector(*m, p);
   if (!s || !det) return s ? kExitUsage : kExitModel;
   std::string err;
-  auto in = FileSource::open(path, hp.sample_rate, &err, StopSignals::flag());
+  auto in = FileSource::open(path, &err, StopSignals::flag());
   if (!in) return file_failed(p, path, err);
   auto pipeline = StreamPipeline::create(*in, *s, *det, &err);
   if (!pipeline) return file_failed(p, path, err);

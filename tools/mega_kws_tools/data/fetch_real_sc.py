@@ -52,7 +52,7 @@ import sys
 
 import numpy as np
 
-from mega_kws_tools.audio import read_wav, write_wav
+from mega_kws_tools.audio import plain_pcm_16k, read_wav, write_wav
 from mega_kws_tools.data.layout import KEYWORDS, NOISE
 
 SR = 16000
@@ -145,12 +145,10 @@ def is_riff_wave(data: bytes) -> bool:
 
 
 def decode_wav(data: bytes):
-    """int16 mono samples at 16 kHz; audio.read_wav for PCM, sox for anything else
-    (other rates, float or extensible formats)."""
-    try:
+    """int16 mono samples at 16 kHz; audio.read_wav for plain 16 kHz PCM, sox for anything else
+    (other rates; 24-bit, float or extensible formats; a truncated file)."""
+    if plain_pcm_16k(data):
         return read_wav(data)
-    except ValueError:
-        pass
     r = subprocess.run(["sox", "-t", "wav", "-", "-t", "raw", "-e", "signed-integer", "-b", "16", "-L",
                         "-c", "1", "-r", str(SR), "-"], input=data, capture_output=True)
     if r.returncode != 0:

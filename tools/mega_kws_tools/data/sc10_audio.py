@@ -7,7 +7,7 @@ import subprocess
 
 import numpy as np
 
-from mega_kws_tools.audio import read_wav
+from mega_kws_tools.audio import plain_pcm_16k, read_wav
 from mega_kws_tools.data.sc10_recipe import SR, TRIM_DB, TRIM_MARGIN_S
 
 
@@ -34,10 +34,8 @@ SOX_F32 = ["-t", "raw", "-e", "floating-point", "-b", "32", "-c", "1"]
 
 def load_16k(path: str) -> np.ndarray:
     """Read a TTS wav as float32 at 16 kHz: directly if it is 16 kHz PCM16, else resampled by sox (rate -h)."""
-    try:
+    if plain_pcm_16k(path):
         return read_wav(path).astype(np.float32) / 32768.0
-    except ValueError:
-        pass
     r = subprocess.run(["sox", "-V1", path] + SOX_F32 + ["-r", str(SR), "-"], capture_output=True, timeout=60)
     if r.returncode != 0:
         return np.zeros(0, np.float32)

@@ -42,7 +42,7 @@ import tempfile
 
 import numpy as np
 
-from mega_kws_tools.audio import read_wav, write_wav
+from mega_kws_tools.audio import plain_pcm_16k, read_wav, write_wav
 from mega_kws_tools.data import layout
 from mega_kws_tools.data import make_sc10 as ms
 from mega_kws_tools.data import voices as vc
@@ -90,10 +90,8 @@ class Listener:
 
 def read_pcm16(path: str) -> bytes:
     """A clip as 16 kHz mono int16 bytes (sox converts anything else)."""
-    try:
+    if plain_pcm_16k(path):
         return read_wav(path).tobytes()
-    except ValueError:
-        pass
     r = subprocess.run(["sox", "-V1", path, "-t", "raw", "-e", "signed", "-b", "16", "-c", "1", "-r", str(ms.SR), "-"],
                        capture_output=True, timeout=60, check=True)
     return r.stdout
