@@ -32,7 +32,7 @@ if [ "${STUDENT:-0}" = 1 ]; then
   $PY "${SC[@]}" -o "$RUN/untuned.mega" | tail -1
   MEGA_KWS_LIBRARY=${MEGA_KWS_LIBRARY:-$(dirname "$KS")/libmega_kws.so} \
     $PY -m mega_kws_tools.evaluation.tune_detection --model "$RUN/untuned.mega" "${TUNE[@]}" "${TUNING[@]}" | tail -1
-  NOTES="$NOTES Front end: openWakeWord's melspectrogram and Google's speech embedding (Apache-2.0; python3 -m mega_kws_tools.teacher.fetch)."
+  NOTES="Mega-chunk layers on a pretrained front end, openWakeWord's melspectrogram and Google's speech embedding (Apache-2.0; NOTICE). Trained on synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' sentences and the keywords in them, CC BY 4.0; rhasspy/dataset-voice-cathy's keywords, CC0); checkpoint and detection defaults chosen on real validation speakers. See docs/models.md."
   $PY "${SC[@]}" -o "$RUN/model.mega" --detection "$RUN/detection.json" --notes "$NOTES" | tail -1
 else
   $PY -m mega_kws_tools.evaluation.tune_detection --checkpoint "$RUN/best.pt" "${TUNE[@]}" "${TUNING[@]}" | tail -1
