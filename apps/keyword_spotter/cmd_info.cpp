@@ -139,8 +139,13 @@ int cmd_info(const Params& p) {
     std::printf(" less their running mean (decay %g)", double(h.patch_norm_decay));
   }
   std::printf("\n");
-  std::printf("window           %d chunks = %.3f s at %d Hz\n", h.window_chunks,
+  std::printf("window           %d chunks = %.3f s at %d Hz", h.window_chunks,
               double(h.window_samples()) / h.sample_rate, h.sample_rate);
+  if (h.patch_features == mega::PatchFeatures::teacher_embedding) {  // its first token looks far back
+    std::printf(" (and the %.3f s before it, which its first token reads)",
+                double(h.patch_kernel - h.patch_stride) / h.sample_rate);
+  }
+  std::printf("\n");
   if (in.input_scaling) {
     std::printf("input scaling    (x - %g) / (%g + 1e-5)\n", in.input_mean, in.input_std);
   } else {

@@ -29,6 +29,7 @@ def run(*args):
 def test_info_and_self_test():
     info = run("info", "-m", MODEL)
     assert "the teacher's melspectrogram and speech embedding" in info and "schema version   6" in info, info
+    assert "0.960 s at 16000 Hz (and the 0.742 s before it" in info, info  # 11872 samples of context
     assert "self-test passed" in run("selftest", "-m", MODEL)
 
 
