@@ -23,6 +23,7 @@ real shapes with random weights (no download) and a tiny random student:
 Run by ctest (test teacher_model) with MEGA_KWS_LIBRARY set; by hand:
 /usr/bin/python3 -m pytest tests/tools/test_teacher_model.py (default: build/)."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -268,3 +269,33 @@ def test_the_runtime_matches_the_reference(graphs, converted, tmp_path):
             assert np.abs(got - want).max() < PARITY_TOL, (label, name, "stream", np.abs(got - want).max())
             print(f"{label} {name}: classify and stream within {np.abs(got - want).max():.1e}")
             session.reset()
+
+
+def test_the_runtime_refuses_a_teacher_file_it_cannot_run(graphs, converted):
+    """The loader's checks of a TeacherEmbedding file (model.cpp check_teacher_front_end, model_tensors.cpp
+    load_teacher), each on a file the converter's writer made with one thing wrong: bad_model and the
+    reason, never a model that runs."""
+    import mega_kws
+    model = converted[0]
+    cfg = student_convert.file_config(model.cfg)
+    tensors = export.teacher_tensors(*graphs) + student_convert.student_tensors(sr.folded_student(model))
+    st = (mega_convert.self_test_input(cfg), np.zeros(cfg.n_classes))
+
+    def constants(i, value):
+        return [(n, np.where(np.arange(4) == i, value, a).astype(np.float32) if n == "teacher.constants" else a)
+                for n, a in tensors]
+    cases = {
+        "patch_kernel 13152 and patch_stride 1280": dict(cfg=dataclasses.replace(cfg, patch_kernel=13151)),
+        "a unidirectional model": dict(cfg=dataclasses.replace(cfg, bidirectional=True)),
+        "no input scaling": dict(input_mean=0.0, input_std=1.0),
+        "positive Clip floor and top_db": dict(tensors=constants(1, 0.0)),
+        "missing tensor 'teacher.conv7.bias'": dict(tensors=[t for t in tensors if t[0] != "teacher.conv7.bias"]),
+    }
+    for why, edit in cases.items():
+        data = mega_convert.model_file_bytes(edit.pop("cfg", cfg), head.LABELS, edit.pop("tensors", tensors), st,
+                                             None, **edit)
+        path = os.path.join(os.path.dirname(converted[1]), "refused.mega")
+        mega_convert.write_atomic(path, data)
+        with pytest.raises(mega_kws.MegaError) as e:
+            mega_kws.Model(path)
+        assert why in str(e.value), (why, str(e.value))
