@@ -48,13 +48,16 @@ def read_flatbuffer(data: bytes) -> bytes:
         raise UnpackError(str(e)) from None
 
 
-def unpack(data: bytes):
-    """(model in eval mode, labels, detection dict, notes) from .mega bytes."""
+def open_model(data: bytes):
+    """The file's root table, its trailer and schema version checked."""
     m = Model.Model.GetRootAs(read_flatbuffer(data), 0)
     if m.SchemaVersion() > mega_format.SCHEMA_VERSION:
         raise UnpackError(f"schema version {m.SchemaVersion()} is newer than this tool ({mega_format.SCHEMA_VERSION})")
-    if m.InputScaling():
-        raise UnpackError("the file normalizes its input (official pipeline); training checkpoints do not")
+    return m
+
+
+def config_of(m, **override):
+    """The file's hyper-parameters as a MegaConfig (override: fields replaced before the check)."""
     hp = m.Hparams()
     cfg = mega_torch.MegaConfig(
         embed_dim=hp.EmbedDim(), hidden_dim=hp.HiddenDim(), ffn_hidden_dim=hp.FfnHiddenDim(),
@@ -70,11 +73,16 @@ def unpack(data: bytes):
         patch_log_eps=hp.PatchLogEps(), patch_norm=_inverse(mc._PATCH_NORM, hp.PatchNorm(), "patch_norm"),
         patch_norm_decay=hp.PatchNormDecay(), window_chunks=hp.WindowChunks(), sample_rate=m.SampleRate(),
         **({"patch_bands": hp.PatchBands()} if hp.PatchFeatures() == PatchFeatures.PatchFeatures.LogMel else {}))
+    cfg = dataclasses.replace(cfg, **override)
     try:
         cfg.check()
     except ValueError as e:
         raise UnpackError(str(e)) from None
-    model = mega_torch.MegaKWS(cfg)
+    return cfg
+
+
+def tensors_of(m) -> dict:
+    """{name: float32 array} of the file's tensors."""
     given = {}
     for i in range(m.TensorsLength()):
         t = m.Tensors(i)
@@ -86,9 +94,15 @@ def unpack(data: bytes):
         if values.size != int(np.prod(shape)):
             raise UnpackError(f"tensor {t.Name().decode()}: {values.size} values for shape {shape}")
         given[t.Name().decode()] = values.reshape(shape)
+    return given
+
+
+def load_tensors(model, given: dict, skip=()):
+    """Every tensor of model's state (but those under a prefix in skip) from given, by name; no tensor
+    of given may be left over."""
     state = {}
     for name, ref in model.state_dict().items():
-        if name.endswith(mega_torch.IGNORED_SUFFIXES):
+        if name.endswith(mega_torch.IGNORED_SUFFIXES) or name.startswith(tuple(skip)):
             state[name] = ref
             continue
         if name not in given:
@@ -100,8 +114,16 @@ def unpack(data: bytes):
     if given:
         raise UnpackError(f"unexpected tensor {sorted(given)[0]}")
     model.load_state_dict(state)
-    model.eval()
 
+
+def unpack(data: bytes):
+    """(model in eval mode, labels, detection dict, notes) from .mega bytes."""
+    m = open_model(data)
+    if m.InputScaling():
+        raise UnpackError("the file normalizes its input (official pipeline); training checkpoints do not")
+    model = mega_torch.MegaKWS(config_of(m))
+    load_tensors(model, tensors_of(m))
+    model.eval()
     st = m.SelfTest()
     logits = mc.reference_logits(model, st.InputAsNumpy().astype(np.float32))
     err = float(np.max(np.abs(logits - st.ExpectedLogitsAsNumpy())))

@@ -12,13 +12,16 @@ the C API and the Python package use as they use the demo model. The stages
              (espeak-ng with its variants, flite, festival) at random rates and
              pitches; the near misses and other words by the same voices;
              --recordings adds your own clips
-  3 speech   the bundled model's view of the project's keyword-free real speech
+  3 speech   the front end's view of the project's keyword-free real speech
              and real Speech Commands words, if work/data holds them (cached:
              the same for every keyword)
   4 embed    every word placed after a second of context (real speech, other
              words, noise), augmented (level, noise, a room, speed, pitch,
-             formants), seen through the bundled model's front end and encoder
-  5 train    a new head on those embeddings (the encoder stays as it is)
+             formants), seen through the front end: the bundled model's front
+             end and encoder (--front-end mega), or the pretrained teacher's
+             speech embedding (--front-end teacher)
+  5 train    mega: a new head on those embeddings (the encoder stays as it is);
+             teacher: new Mega-chunk layers and a head on the teacher's tokens
   6 tune     per keyword the threshold, and one smoothing, whose false alarms on
              held-out keyword-free speech stay under --max-fa-per-hour, as many
              keywords of a held-out voice found as that allows
@@ -41,7 +44,7 @@ import sys
 
 from mega_kws_tools.custom import keywords as kw
 from mega_kws_tools.hashing import sha256_of
-from mega_kws_tools.custom.paths import DEFAULT_BACKBONE, ROOT, STAGES
+from mega_kws_tools.custom.paths import DEFAULT_BACKBONE, DEFAULT_STEPS, ROOT, STAGES
 
 
 
@@ -53,8 +56,16 @@ def parse_args(argv):
     ap.add_argument("--out", required=True, help="the .mega file to write")
     ap.add_argument("--recordings", metavar="DIR", help="your own clips of the keyword, any format sox reads "
                     "(with several keywords: DIR/<keyword>/); each weighs as much as 8 renderings")
-    ap.add_argument("--backbone", default=DEFAULT_BACKBONE, help="the model whose front end and encoder are "
-                    "kept (default: the bundled models/sc10-demo.mega)")
+    ap.add_argument("--front-end", choices=["mega", "teacher"], default="mega",
+                    help="what the new model learns on: 'mega', the front end and encoder of --backbone, frozen, "
+                    "with a new head (default); 'teacher', the pretrained speech embedding (--teacher), frozen, "
+                    "with new Mega-chunk layers and a head (docs/custom-keywords.md compares them)")
+    ap.add_argument("--backbone", help="the model the new one starts from: with --front-end mega, its front end and "
+                    "encoder are kept (default: the bundled models/sc10-demo.mega); with teacher, a teacher-embedding "
+                    "model whose Mega-chunk layers are trained on (default: models/sc10-teacher.mega)")
+    ap.add_argument("--teacher", default=os.path.join(ROOT, "work", "teacher"),
+                    help="with --front-end teacher: the teacher's two ONNX files (default: %(default)s; "
+                    "python3 -m mega_kws_tools.teacher.fetch puts them there)")
     ap.add_argument("--data", default=os.path.join(ROOT, "work", "data"),
                     help="the project's real data (tools/scripts/reproduce_training.sh data); used when present")
     ap.add_argument("--work", help="the run's folder (default: work/custom/<keywords>-<hash of the options>)")
@@ -63,7 +74,8 @@ def parse_args(argv):
     ap.add_argument("--near", type=int, default=60, help="near-miss texts per keyword (default 60)")
     ap.add_argument("--held-out", type=int, default=40, help="renderings of each keyword by each held-out voice")
     ap.add_argument("--voices", type=int, default=0, help="use only the first N training voices (0: all)")
-    ap.add_argument("--steps", type=int, default=3000, help="training steps of the head (default 3000)")
+    ap.add_argument("--steps", type=int, help="training steps (default: 3000 of the head with --front-end mega, "
+                    "1500 of the layers and head with teacher)")
     ap.add_argument("--max-fa-per-hour", type=float, default=1.0,
                     help="false alarms per keyword-free hour the defaults may cost (default 1.0)")
     ap.add_argument("--threads", type=int, default=2, help="text-to-speech processes and torch threads")
@@ -71,6 +83,8 @@ def parse_args(argv):
     ap.add_argument("--keyword-spotter", default="", help="the runtime program (default: build/ or PATH)")
     ap.add_argument("--stop-after", choices=STAGES, help="stop after this stage (a later run resumes)")
     args = ap.parse_args(argv)
+    args.backbone = args.backbone or DEFAULT_BACKBONE[args.front_end]
+    args.steps = args.steps if args.steps is not None else DEFAULT_STEPS[args.front_end]
     for name in ("renders", "copies", "held_out", "steps", "threads"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -89,7 +103,10 @@ def text_hash(args, labels) -> str:
 
 def options_hash(args, labels) -> str:
     keys = dict(text=text_hash(args, labels), copies=args.copies, steps=args.steps, fa=args.max_fa_per_hour,
-                backbone=sha256_of(args.backbone), recordings=recordings_listing(args.recordings))
+                recordings=recordings_listing(args.recordings))
+    keys["backbone"] = sha256_of(args.backbone)
+    if args.front_end != "mega":  # (mega runs keep the folders they had before there was a choice)
+        keys["front_end"] = args.front_end
     return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -3,7 +3,6 @@
 stages of the custom-keyword command (see stages.py)."""
 
 import numpy as np
-import torch
 
 from mega_kws_tools.custom import examples as ex
 from mega_kws_tools.custom import head as hd
@@ -69,7 +68,7 @@ def examples_of(run, clips, n_classes, speech, rng, progress):
             boost_of.setdefault(cls, []).extend([RECORDING_BOOST if vset == "recording" else 1.0] * copies)
     audio, y = ex.build({c: ws for c, ws in by_class.items()}, 1, rng, speech, run.non_speech, run.silence)
     boost = np.concatenate([np.array(boost_of[c]) for c in by_class] + [np.ones(run.non_speech)])
-    emb = ex.embed_last(run.backbone, audio, progress=lambda d: progress(d / max(1, len(audio))))
+    emb = run.fe.embed_last(audio, progress=lambda d: progress(d / max(1, len(audio))))
     return emb, y, boost
 
 
@@ -84,11 +83,8 @@ def tuning_sequences(run, clips, rng, speech):
         if row[2] in TUNE_SOURCES:
             seqs.append(ex.place(x, rng, speech, [], seconds=3))
             cls.append(row[1] + TUNE_SOURCES[row[2]])
-    if not seqs:
-        return np.zeros((0, 12, run.backbone.cfg.embed_dim), np.float32), np.zeros(0, np.int64)
-    out = [ex.hop_embeddings(run.backbone, torch.from_numpy(np.stack(seqs[i:i + 32]))).numpy()
-           for i in range(0, len(seqs), 32)]
-    return np.concatenate(out).astype(np.float32), np.array(cls, np.int64)
+    audio = np.stack(seqs) if seqs else np.zeros((0, 3 * ex.SR), np.float32)
+    return run.fe.hop_embeddings(audio), np.array(cls, np.int64)
 
 
 # added to a tuning sequence's class: which source it comes from
@@ -126,7 +122,7 @@ def embed_stage(run, words, renders, speech_hops_, real_words_, progress):
 
 def _append(parts, emb, cls):
     parts = dict(parts)
-    parts["emb"] = np.concatenate([parts["emb"], emb.astype(np.float32)])
+    parts["emb"] = np.concatenate([parts["emb"], emb.astype(parts["emb"].dtype)])
     parts["y"] = np.concatenate([parts["y"], np.full(len(emb), cls, np.int64)])
     parts["boost"] = np.concatenate([parts["boost"], np.ones(len(emb))])
     return parts
@@ -138,9 +134,9 @@ def _pieces(idx):
 
 
 def train_stage(run, parts, progress):
-    model = hd.new_model(run.backbone, run.n_classes)
+    model = run.fe.new_model(run.n_classes)
     w = hd.balanced_weights(parts["y"], run.n_classes, parts["boost"])
-    return hd.train_head(model, parts["emb"], parts["y"], w, run.steps, run.seed, progress)
+    return run.fe.train(model, parts["emb"], parts["y"], w, run.steps, run.seed, progress)
 
 
 def tune_stage(run, model, parts, hop_s):
@@ -149,7 +145,7 @@ def tune_stage(run, model, parts, hop_s):
     # heard); else the tuning voice's sequences and the recordings', each source weighing the same
     def source(k, name):
         code = k + TUNE_SOURCES[name]
-        return [hd.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == code]
+        return [run.fe.posteriors(model, s) for s, c in zip(parts["tune_seq"], parts["tune_cls"]) if c == code]
     seq_probs = {}
     for k in range(len(run.labels)):
         held = source(k, "recording-tune")
@@ -157,11 +153,11 @@ def tune_stage(run, model, parts, hop_s):
     free = parts.get("free")
     pieces, hours = [], 0.0
     if free is not None and len(free):
-        probs = hd.posteriors(model, free)
+        probs = run.fe.posteriors(model, free)
         piece = parts["free_piece"]
         pieces = [probs[piece == p] for p in np.unique(piece)]
         hours = len(free) * hop_s / 3600.0
     smoothing, ths, figs = hd.tune(seq_probs, pieces, hours, list(range(len(run.labels))), hop_s,
-                                   run.backbone.cfg.window_chunks, run.max_fa_per_hour)
+                                   run.fe.window_chunks, run.max_fa_per_hour)
     thresholds = [float(ths.get(k, 1.0)) for k in range(run.n_classes)]
     return {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": hd.REFRACTORY_MS}, figs, hours

@@ -51,20 +51,29 @@ def train_head(model, emb: np.ndarray, y: np.ndarray, weights: np.ndarray, steps
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=1e-3)
     x_all, y_all = torch.from_numpy(emb), torch.from_numpy(y)
     p_draw = weights / weights.sum()
-    for step in range(steps):
+
+    def loss():
         idx = rng.choice(len(y), size=batch, p=p_draw)
         x = x_all[idx] + 0.02 * torch.randn(batch, emb.shape[1])  # a little noise on the embedding
-        loss = F.cross_entropy(model.head(x), y_all[idx], label_smoothing=0.05)
-        opt.zero_grad()
-        loss.backward()
-        for g in opt.param_groups:
-            g["lr"] = lr * min(1.0, 2.0 * (1 - step / steps))
-        opt.step()
-        if progress and (step % 50 == 0 or step == steps - 1):
-            progress(step + 1)
+        return F.cross_entropy(model.head(x), y_all[idx], label_smoothing=0.05)
+    optimize(opt, lr, steps, loss, progress)
     for p in params:
         p.requires_grad_(False)
     return model
+
+
+def optimize(opt, lr: float, steps: int, loss, progress=None):
+    """`steps` steps of opt on loss() (a fresh batch each), the learning rate
+    held at lr for the first half, then falling linearly to 0."""
+    for step in range(steps):
+        value = loss()
+        opt.zero_grad()
+        value.backward()
+        for g in opt.param_groups:
+            g["lr"] = lr * min(1.0, 2.0 * (1 - step / steps))
+        opt.step()
+        if progress and (step % 20 == 0 or step == steps - 1):
+            progress(step + 1)
 
 
 def posteriors(model, emb: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ import tempfile
 import numpy as np
 
 from mega_kws_tools.audio import write_wav
-from mega_kws_tools.convert.mega_convert import build_model_file, write_atomic
 from mega_kws_tools.custom import realdata as rd
 
 SR = 16000
@@ -28,12 +27,9 @@ def find_runtime(given: str, root: str):
 
 def write_model(run, model, detection, out: str):
     notes = (f"Custom keyword model ({', '.join(run.labels)}) made by mega_kws_tools.custom from text"
-             f"{' and the user' + chr(39) + 's recordings' if run.recordings else ''}: the bundled model's front end "
-             f"and encoder ({os.path.basename(run.backbone_path)}, frozen) with a new head; "
+             f"{' and the user' + chr(39) + 's recordings' if run.recordings else ''}: {run.fe.description}; "
              "speech of text-to-speech voices (espeak-ng, flite, festival). Real-speaker accuracy is not known.")
-    data, _ = build_model_file(model, run.labels + ["_silence_", "_unknown_"], detection=detection, notes=notes,
-                               source_sha256=run.backbone_sha, source_format="mega-kws custom")
-    write_atomic(out, data)
+    run.fe.write(run, model, detection, out, notes)
 
 
 def run_json(cmd):

@@ -9,12 +9,10 @@ import sys
 import numpy as np
 import torch
 
-from mega_kws_tools.convert.loading import load_init
-from mega_kws_tools import model as mt
 from mega_kws_tools.custom import fit
+from mega_kws_tools.custom import frontends
 from mega_kws_tools.custom import package as pk
 from mega_kws_tools.custom import stages as st
-from mega_kws_tools.hashing import sha256_of
 from mega_kws_tools.custom.paths import ROOT, STAGES
 from mega_kws_tools.custom.progress import Stage
 from mega_kws_tools.data.sc10_clips import espeak_variants
@@ -29,8 +27,6 @@ class Run:
         self.n_classes = len(labels) + 2
         self.non_speech = max(20, args.renders // 2)  # tones, noise, silence: the _silence_ class
         self.silence, self.unknown = len(labels), len(labels) + 1
-        self.backbone_path, self.backbone_sha = args.backbone, sha256_of(args.backbone)
-        self.cache = os.path.join(ROOT, "work", "custom", "cache", self.backbone_sha[:16])
         self.variants = None
         self._recordings = None
         self.times = {}
@@ -51,18 +47,17 @@ class Run:
 
     # ------------------------------------------------------------------ the run
     def run_all(self) -> int:
-        os.makedirs(self.work, exist_ok=True)
-        os.makedirs(self.text, exist_ok=True)
-        os.makedirs(self.cache, exist_ok=True)
         torch.set_num_threads(self.threads)
-        print(f"custom keyword model for {', '.join(repr(x) for x in self.labels)}; run folder {self.work}",
-              file=sys.stderr)
         self.recordings_list()  # a --recordings folder without a usable clip is refused before any work
-        ckpt = load_init(self.backbone_path)
-        if ckpt is None:
+        self.fe = frontends.load(self.args)
+        if self.fe is None:
             return 2
-        self.backbone = mt.model_from_config_checkpoint(ckpt).eval()
-        self.hop_s = self.backbone.cfg.chunk_samples / 16000
+        self.hop_s = self.fe.hop_s
+        self.cache = os.path.join(ROOT, "work", "custom", "cache", self.fe.cache_key)
+        for d in (self.work, self.text, self.cache):
+            os.makedirs(d, exist_ok=True)
+        print(f"custom keyword model for {', '.join(repr(x) for x in self.labels)} on {self.fe.description}; "
+              f"run folder {self.work}", file=sys.stderr)
         for i, name in enumerate(STAGES, 1):
             rc = getattr(self, f"stage_{name}")(i)
             if rc:
@@ -109,8 +104,8 @@ class Run:
     def stage_speech(self, i):
         have = os.path.exists(os.path.join(self.cache, "speech_training.npz"))
         def both(bar):
-            return (st.speech_cache(self, self.backbone, lambda d: bar(d / 2)),
-                    st.real_word_cache(self, self.backbone, lambda d: bar(0.5 + d / 2)))
+            return (st.speech_cache(self, self.fe, lambda d: bar(d / 2)),
+                    st.real_word_cache(self, self.fe, lambda d: bar(0.5 + d / 2)))
 
         def note(r):
             hops, (words, _) = r
@@ -137,8 +132,7 @@ class Run:
             model = self._timed(i, "train", self.steps, lambda bar: fit.train_stage(self, self.parts, bar))
             torch.save(model.state_dict(), path + ".tmp")
             os.replace(path + ".tmp", path)
-        from mega_kws_tools.custom.head import new_model
-        self.model = new_model(self.backbone, self.n_classes)
+        self.model = self.fe.new_model(self.n_classes)
         self.model.load_state_dict(torch.load(path))
         self.model.eval()
         return 0

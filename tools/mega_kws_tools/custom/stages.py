@@ -112,25 +112,23 @@ def load_recordings(folder: str, labels):
 
 # ----------------------------------------------------------------------------- speech
 
-def speech_cache(run, backbone, progress):
-    """Hop embeddings of the training speakers' keyword-free recording (cached
-    per backbone: they do not depend on the keyword) and each hop's end time."""
+def speech_cache(run, fe, progress):
+    """What the front end gives at every hop of the training speakers'
+    keyword-free recording (cached per front end: it does not depend on the
+    keyword) and each hop's end time."""
     paths = rd.speech_paths(run.data, "training")
     if paths is None:
         return None
     path = os.path.join(run.cache, "speech_training.npz")
     if not os.path.exists(path):
         speech = rd.load_speech(paths[0]).astype(np.float32) / 32768.0
-        emb = ex.speech_hops(backbone, speech, progress=progress)
-        hop_s, per_piece = backbone.cfg.chunk_samples / SR, int(round(ex.PIECE_S * SR / backbone.cfg.chunk_samples))
-        i = np.arange(len(emb))
-        ends = 1.0 + (i % per_piece + 1) * hop_s + (i // per_piece) * ex.PIECE_S
+        emb, ends = fe.speech_hops(speech, progress=progress)
         save_npz(path, emb=emb, ends=ends)
     z = np.load(path)
     return z["emb"], z["ends"]
 
 
-def real_word_cache(run, backbone, progress):
+def real_word_cache(run, fe, progress):
     """Embeddings of Speech Commands clips of training speakers (each placed
     once after a second of context), cached per backbone; [] without them."""
     path = os.path.join(run.cache, "real_words.npz")
@@ -138,9 +136,9 @@ def real_word_cache(run, backbone, progress):
         rng = np.random.default_rng(7)
         clips = rd.real_words(run.data, set(), 4000, rng)
         if not clips:
-            return [], np.zeros((0, backbone.cfg.embed_dim), np.float32)
+            return [], fe.embed_last(np.zeros((0, 2 * SR), np.float32))
         audio = np.stack([ex.place(load_16k(p), rng, None, []) for _, p in clips])
-        emb = ex.embed_last(backbone, audio, progress=lambda d: progress(d / len(audio)))
+        emb = fe.embed_last(audio, progress=lambda d: progress(d / len(audio)))
         save_npz(path, emb=emb, words=np.array([w for w, _ in clips]))
     z = np.load(path)
     return list(z["words"]), z["emb"]

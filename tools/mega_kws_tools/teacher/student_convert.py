@@ -26,6 +26,7 @@ import os
 import sys
 
 import numpy as np
+import torch
 
 from mega_kws_tools.convert import fp16_peaks
 from mega_kws_tools.convert.mega_convert import (ConvertError, check_detection, check_labels, check_notes,
@@ -81,6 +82,39 @@ def build_student_file(model, graphs, labels, *, detection=None, source_sha256="
                             source_sha256=source_sha256, source_format=SOURCE_FORMAT, notes=notes,
                             detection=detection)
     return data, st_logits
+
+
+def read_student_file(path, graphs):
+    """(EmbeddingStudent in eval mode, labels) of a TeacherEmbedding .mega file (what build_student_file
+    writes): its projection as stored (standardization folded in: statistics 0 and 1), the rest by
+    mega_convert's names; the file's self-test reproduced with the teacher's graphs. ConvertError if not."""
+    from mega_kws_tools.convert import mega_unpack as mu
+    from mega_kws_tools.convert.schema import PatchFeatures
+    try:
+        with open(path, "rb") as f:
+            m = mu.open_model(f.read())
+        if m.Hparams().PatchFeatures() != PatchFeatures.PatchFeatures.TeacherEmbedding:
+            raise mu.UnpackError("its front end is not the teacher's (patch_features teacher_embedding)")
+        model = student.EmbeddingStudent(mu.config_of(m, patch_kernel=1, patch_stride=1, patch_features="linear"))
+        given = {n: a for n, a in mu.tensors_of(m).items() if not n.startswith("teacher.")}
+        w, b = given.pop("embed_tokens.weight", None), given.pop("embed_tokens.bias", None)
+        proj = model.embed_tokens.proj
+        if w is None or b is None or w.shape != tuple(proj.weight.shape) or b.shape != tuple(proj.bias.shape):
+            raise mu.UnpackError(f"embed_tokens.weight/bias missing or not {tuple(proj.weight.shape)}")
+        mu.load_tensors(model, given, skip=("embed_tokens.",))
+        with torch.no_grad():
+            proj.weight.copy_(torch.from_numpy(w))
+            proj.bias.copy_(torch.from_numpy(b))
+        model.eval()
+        st = m.SelfTest()
+        logits = student_runtime.classify_clip(model, student_runtime.reference_teacher(*graphs),
+                                               st.InputAsNumpy().astype(np.float32))
+        err = float(np.max(np.abs(logits - st.ExpectedLogitsAsNumpy())))
+        if not err <= st.Tolerance():
+            raise mu.UnpackError(f"the rebuilt student misses the file's self-test by {err:.3g}")
+    except (OSError, mu.UnpackError) as e:
+        raise ConvertError(f"{path}: {e}") from None
+    return model, [m.Labels(i).decode() for i in range(m.LabelsLength())]
 
 
 def load_teacher(folder):
