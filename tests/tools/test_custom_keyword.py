@@ -23,7 +23,7 @@ from mega_kws_tools.custom import render as rn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<folder>/ -> the root
 CLI = os.environ.get("MEGA_KWS_CLI", os.path.join(ROOT, "build", "keyword_spotter"))
-TINY = ["--renders", "8", "--copies", "2", "--held-out", "3", "--voices", "3", "--near", "6", "--steps", "300",
+TINY = ["--front-end", "mega", "--renders", "8", "--copies", "2", "--held-out", "3", "--voices", "3", "--near", "6", "--steps", "300",
         "--threads", "2"]
 
 

@@ -57,9 +57,10 @@ def parse_args(argv):
     ap.add_argument("--recordings", metavar="DIR", help="your own clips of the keyword, any format sox reads "
                     "(with several keywords: DIR/<keyword>/); each weighs as much as 8 renderings")
     ap.add_argument("--front-end", choices=["mega", "teacher"], default="mega",
-                    help="what the new model learns on: 'mega', the front end and encoder of --backbone, frozen, "
-                    "with a new head (default); 'teacher', the pretrained speech embedding (--teacher), frozen, "
-                    "with new Mega-chunk layers and a head (docs/custom-keywords.md compares them)")
+                    help="what the new model learns on: 'mega' (default), the front end and encoder of --backbone, "
+                    "frozen, with a new head; 'teacher', the pretrained speech embedding (--teacher), frozen, with "
+                    "the Mega-chunk layers of --backbone trained on and a new head (docs/custom-keywords.md "
+                    "compares them: neither finds more of every word)")
     ap.add_argument("--backbone", help="the model the new one starts from: with --front-end mega, its front end and "
                     "encoder are kept (default: the bundled models/sc10-demo.mega); with teacher, a teacher-embedding "
                     "model whose Mega-chunk layers are trained on (default: models/sc10-teacher.mega)")
