@@ -461,22 +461,6 @@ TEST(CudaErrors, BadDeviceAndBidirectionalStreaming) {
   EXPECT_EQ(st, mega::Status::not_streamable);
 }
 
-// The teacher's front end runs on the CPU backends only: a CUDA engine or
-// batch for such a model is refused with the reason, before any device work.
-TEST(CudaErrors, RefusesTheTeacherFrontEnd) {
-  MEGA_REQUIRE_GPU();
-  auto m = mega_test::load_model(std::string(MEGA_GENERATED) + "/teacher_tiny.mega");
-  ASSERT_TRUE(m);
-  std::string err;
-  mega::Status st = mega::Status::ok;
-  EXPECT_FALSE(mega::create_engine("cuda", m, mega::EngineOptions(), &err, &st));
-  EXPECT_EQ(st, mega::Status::unsupported_model) << err;
-  EXPECT_NE(err.find("teacher embedding"), std::string::npos) << err;
-  st = mega::Status::ok;
-  EXPECT_FALSE(mega::create_batch_engine("cuda", m, 2, mega::EngineOptions(), &err, &st));
-  EXPECT_EQ(st, mega::Status::unsupported_model) << err;
-}
-
 // An engine on another device than the calling thread's current one: every
 // call leaves the caller's thread on its own device (the stand-in has two).
 TEST(CudaErrors, CallsKeepTheCallersDevice) {
