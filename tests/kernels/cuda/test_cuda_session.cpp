@@ -143,9 +143,11 @@ TEST(CudaStreaming, BaseModelAnyBlockSize) {
 
 TEST(CudaStreaming, GraphsEqualDirectLaunches) {
   MEGA_REQUIRE_GPU();
-  for (const char* name : {"tiny_uni", "tiny_patch"}) {
+  // teacher_tiny: the front end's launches are captured too
+  for (const auto& [dir, name] : {std::pair<const char*, const char*>{MEGA_FIXTURES, "tiny_uni"},
+                                  {MEGA_FIXTURES, "tiny_patch"}, {MEGA_GENERATED, "teacher_tiny"}}) {
     Golden g;
-    auto m = load_fixture(MEGA_FIXTURES, name, &g);
+    auto m = load_fixture(dir, name, &g);
     ASSERT_TRUE(m);
     const auto& in = g.at("input");
     const int64_t cs = m->hparams().chunk_samples();
