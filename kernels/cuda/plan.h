@@ -122,8 +122,8 @@ struct Capacity {
   int32_t teacher_streams = 0;
 };
 
-// The front end's scratch for a whole batch is many windows of the first
-// layers' activations (227 KB each); beyond this budget it goes in passes.
+// The front end's scratch for a whole batch is each stream's first layers'
+// activations (over 300 KB); beyond this budget it goes in passes.
 constexpr int64_t kTeacherBytes = int64_t(256) << 20;
 
 // The frames of a span of n_tok tokens per stream: the 8 frames of each of
@@ -132,11 +132,17 @@ inline int64_t teacher_span_frames(int64_t n_tok) {
   return (n_tok + teacher::kWindowSteps - 1) * teacher::kStepFrames;
 }
 
-// The largest activation of one window over the embedding graph's layers
-// (floats), before its max-pool.
-inline int64_t teacher_act_floats() {
+// The frames the embedding graph reads for n_tok tokens: their windows, one
+// every kStepFrames frames, as one image; its output has n_tok rows.
+inline int32_t teacher_graph_rows(int64_t n_tok) {
+  return int32_t((n_tok - 1) * teacher::kStepFrames + teacher::kWindowFrames);
+}
+
+// The largest activation of the embedding graph over `rows` frames (floats),
+// before its max-pool.
+inline int64_t teacher_act_floats(int32_t rows) {
   int64_t most = 0;
-  int32_t h = teacher::kWindowFrames, w = teacher::kMel;
+  int32_t h = rows, w = teacher::kMel;
   for (const teacher::ConvSpec& s : teacher::kConvSpecs) {
     h = h - s.kh + 1;
     w = w + 2 * s.pad_w - s.kw + 1;
@@ -152,7 +158,7 @@ inline int64_t teacher_act_floats() {
 // Bytes of the front end's scratch per stream of tokens_per_stream tokens.
 inline int64_t teacher_stream_bytes(int64_t n_tok) {
   const int64_t frames = teacher_span_frames(n_tok);
-  return frames * (teacher::kBins * 8 + teacher::kMel * (8 + 4)) + n_tok * 2 * teacher_act_floats() * 4;
+  return frames * (teacher::kBins * 8 + teacher::kMel * (8 + 4)) + 2 * teacher_act_floats(teacher_graph_rows(n_tok)) * 4;
 }
 
 // Sizes the front end's passes once cap->rows and n_streams are set.
@@ -200,7 +206,7 @@ struct Buffers {
   double* t_power = nullptr;  // (frames, kBins)
   double* t_db = nullptr;     // (frames, kMel)
   float* t_frames = nullptr;  // (frames, kMel) floored and scaled
-  float* t_act = nullptr;     // (windows, teacher_act_floats()) two activations, ping-pong
+  float* t_act = nullptr;     // (streams, teacher_act_floats) two activations, ping-pong
   float* t_next = nullptr;
   void* workspace = nullptr;  // cuBLAS
   size_t workspace_bytes = 0;
@@ -247,12 +253,12 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->input_index = a.take<int64_t>(S);
   b->clip = a.take<float>(cap.clip_tokens > 0 ? dm.ctx + cap.clip_tokens * dm.patch_s : 0);
   const int64_t t_frames = dm.teacher ? cap.teacher_streams * teacher_span_frames(cap.teacher_tok) : 0;
-  const int64_t t_windows = dm.teacher ? cap.teacher_streams * cap.teacher_tok : 0;
+  const int64_t t_act = dm.teacher ? cap.teacher_streams * teacher_act_floats(teacher_graph_rows(cap.teacher_tok)) : 0;
   b->t_power = a.take<double>(t_frames * teacher::kBins);
   b->t_db = a.take<double>(t_frames * teacher::kMel);
   b->t_frames = a.take<float>(t_frames * teacher::kMel);
-  b->t_act = a.take<float>(t_windows * teacher_act_floats());
-  b->t_next = a.take<float>(t_windows * teacher_act_floats());
+  b->t_act = a.take<float>(t_act);
+  b->t_next = a.take<float>(t_act);
   b->workspace = a.take<uint8_t>(int64_t(workspace_bytes));
   b->workspace_bytes = workspace_bytes;
 }

@@ -8,7 +8,8 @@
 //   floor        one per 80 ms step: its 8 frames floored top_db under their
 //                own maximum, then x / 10 + 2, to float
 //   convolution  one per output element: direct, with bias and the graph's
-//                LeakyRelu + Max epilogue (the net is small)
+//                LeakyRelu + Max epilogue (the net is small), over each
+//                stream's frames as one tall image (teacher_forward.h)
 //   max-pool     one per output element
 //   projection   one per output element: the model's embed_tokens, W e + b
 // No shared memory, no barriers. teacher_forward.h strings them into the
@@ -91,12 +92,12 @@ MEGA_HD inline void teacher_floor_element(const TeacherFloorParams& p, int64_t s
 }
 
 // A convolution of the embedding graph over a batch of n items: padded in
-// width only, stride 1. Item j reads x + (j / n_inner) x_outer + (j % n_inner)
-// x_inner (so the first layer reads each token's 76 frames straight out of
-// its stream's frames), as (c_in x h x w); writes y + j (c_out h_out w_out).
+// width only, stride 1. Item j reads x + j x_stride as (c_in x h x w) (so the
+// first layer reads each stream's frames where the floor wrote them); writes
+// y + j (c_out h_out w_out).
 struct TeacherConvParams {
   const float* x = nullptr;
-  int64_t n_inner = 1, x_outer = 0, x_inner = 0;
+  int64_t x_stride = 0;
   int32_t n = 0, c_in = 0, h = 0, w = 0;
   const float* weight = nullptr;  // (c_out x c_in x kh x kw)
   const float* bias = nullptr;    // (c_out) or null
@@ -118,7 +119,7 @@ MEGA_HD inline void teacher_conv_element(const TeacherConvParams& p, int64_t idx
   const int32_t oy = int32_t(idx / w_out % h_out);
   const int32_t o = int32_t(idx / (int64_t(w_out) * h_out) % p.c_out);
   const int64_t j = idx / (int64_t(w_out) * h_out * p.c_out);
-  const float* x = p.x + (j / p.n_inner) * p.x_outer + (j % p.n_inner) * p.x_inner;
+  const float* x = p.x + j * p.x_stride;
   float acc = p.bias ? p.bias[o] : 0.0f;
   for (int32_t c = 0; c < p.c_in; ++c) {
     for (int32_t i = 0; i < p.kh; ++i) {
@@ -166,11 +167,13 @@ MEGA_HD inline void teacher_pool_element(const TeacherPoolParams& p, int64_t idx
   p.y[idx] = m;
 }
 
-// x (rows x d) = (e (rows x kEmbedding) w^T + b) / xs: the model's
-// embed_tokens into the token buffer the layers read.
+// x (rows x d) = (e w^T + b) / xs: the model's embed_tokens into the token
+// buffer the layers read. e is the graph's output, (items x kEmbedding x
+// n_tok): row r is token r % n_tok of item r / n_tok.
 template <typename T>
 struct TeacherProjectParams {
   const float* e = nullptr;
+  int64_t n_tok = 1;
   int64_t rows = 0;
   const float* w = nullptr;  // (d x kEmbedding)
   const float* b = nullptr;  // (d)
@@ -182,10 +185,11 @@ struct TeacherProjectParams {
 template <typename T>
 MEGA_HD inline void teacher_project_element(const TeacherProjectParams<T>& p, int64_t idx) {
   const int32_t c = int32_t(idx % p.d);
-  const float* e = p.e + (idx / p.d) * teacher::kEmbedding;
+  const int64_t row = idx / p.d;
+  const float* e = p.e + (row / p.n_tok) * teacher::kEmbedding * p.n_tok + row % p.n_tok;
   const float* w = p.w + int64_t(c) * teacher::kEmbedding;
   float acc = 0.0f;
-  for (int32_t k = 0; k < teacher::kEmbedding; ++k) acc += w[k] * e[k];
+  for (int32_t k = 0; k < teacher::kEmbedding; ++k) acc += w[k] * e[k * p.n_tok];
   st(p.x + idx, (acc + p.b[c]) / p.xs);
 }
 

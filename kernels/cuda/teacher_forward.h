@@ -9,10 +9,10 @@
 // window is frames [8t, 8t + 76) of them. So the front end keeps no state of
 // its own: the stager's context is its state, zeros at every clear (creation,
 // reset, a clip, non-finite recovery), as the CPU front end is seeded with
-// zeros. Each token's window runs through the embedding graph from scratch
-// (the CPU steps it row by row; the same sums); the windows of all streams
-// and tokens share each layer's launch, Capacity::teacher_streams streams per
-// pass. Then W e + b into the token buffer x.
+// zeros. The embedding graph runs over each stream's frames as one image,
+// whose output row t is token t's embedding (the CPU steps it row by row; the
+// same sums); all streams share each layer's launch, Capacity::
+// teacher_streams streams per pass. Then W e + b into the token buffer x.
 #pragma once
 
 #include "ops.h"
@@ -44,14 +44,15 @@ Status teacher_embed(Launch& ops, const Dims& dm, const Capacity& cap, const Buf
     MEGA_TRY(ops.teacher_mel(mp));
     MEGA_TRY(ops.teacher_floor(TeacherFloorParams{bf.t_db, n_streams * frames / tg::kStepFrames, tw.top_db,
                                                   bf.t_frames}));
-    // the layers over the windows: the first reads each token's 76 frames in place
+    // the layers over each stream's frames as one image: window t is frames
+    // [8t, 8t + 76), the graph is unpadded in time and its pools stride 8
+    // frames in all, so its output row t is token t's embedding (the same sums
+    // as the window alone)
     TeacherConvParams cp;
     cp.x = bf.t_frames;
-    cp.n = int32_t(n_streams * n_tok);
-    cp.n_inner = n_tok;
-    cp.x_outer = frames * tg::kMel;
-    cp.x_inner = int64_t(tg::kStepFrames) * tg::kMel;
-    cp.h = tg::kWindowFrames;
+    cp.x_stride = frames * tg::kMel;
+    cp.n = n_streams;
+    cp.h = teacher_graph_rows(n_tok);
     cp.w = tg::kMel;
     cp.alpha = tw.leaky_alpha;
     cp.floor = tw.max_floor;
@@ -77,18 +78,17 @@ Status teacher_embed(Launch& ops, const Dims& dm, const Capacity& cap, const Buf
         h /= s.pool_h;
         width /= s.pool_w;
       }
-      cp.x = act[out];  // the next layer reads this one's output, item after item
-      cp.n_inner = 1;
-      cp.x_outer = int64_t(s.c_out) * h * width;
-      cp.x_inner = 0;
+      cp.x = act[out];  // the next layer reads this one's output, stream after stream
+      cp.x_stride = int64_t(s.c_out) * h * width;
       cp.h = h;
       cp.w = width;
       out = 1 - out;
     }
-    // cp.x: (windows x kEmbedding x 1 x 1), the tokens of streams b0.. in order
+    // cp.x: (streams x kEmbedding x n_tok x 1)
     TeacherProjectParams<T> pp;
     pp.e = cp.x;
-    pp.rows = cp.n;
+    pp.n_tok = n_tok;
+    pp.rows = n_streams * n_tok;
     pp.w = w.embed_w;
     pp.b = w.embed_b;
     pp.d = dm.d;

@@ -59,8 +59,10 @@ TEST(CudaParity, TeacherFrontEndMatchesPyTorchAndTheReferenceBackend) {
 }
 
 // Blocks that split the 80 ms steps, the 1632-sample step spans and the
-// chunks anywhere; a reset before each block size, so each run also checks
-// that reset leaves no front-end context behind (the runs must be identical).
+// chunks anywhere, over the first 3 chunks (the model is causal: the golden
+// chunks' prefix applies); a reset before each block size, so each run also
+// checks that reset leaves no front-end context behind (the runs must be
+// identical).
 TEST(CudaStreaming, TeacherAnyBlockSizeGivesOfflineChunkLogits) {
   MEGA_REQUIRE_GPU();
   Golden g;
@@ -68,8 +70,10 @@ TEST(CudaStreaming, TeacherAnyBlockSizeGivesOfflineChunkLogits) {
   ASSERT_TRUE(m);
   auto e = mega_test::engine(m, "cuda");
   ASSERT_TRUE(e);
-  const auto& in = g.at("input");
-  const auto& want = g.at("chunk_logits");
+  const int64_t cs = m->hparams().chunk_samples(), n_chunks = 3;
+  const auto in = mega_test::first_chunks(g.at("input"), cs, n_chunks);
+  const auto& all = g.at("chunk_logits");
+  const std::vector<float> want(all.begin(), all.begin() + n_chunks * m->hparams().n_classes);
   std::vector<float> first;
   for (int64_t block : {1, 7, 1279, 1281, 4093, 16000}) {
     e->reset();
@@ -84,10 +88,11 @@ TEST(CudaStreaming, TeacherAnyBlockSizeGivesOfflineChunkLogits) {
   }
 }
 
-// Three streams of different audio in one batch (their windows share each
-// layer's launch), stream 1 reset halfway: each against one CUDA stream fed
-// the same, and against the reference backend.
-TEST(CudaBatch, TeacherStreamsEqualSingleStreams) {
+// Three streams of different audio in one batch (they share each layer's
+// launch), stream 1 reset halfway: each against the reference backend fed the
+// same (streams mixed up, or a reset that left context behind, move the
+// logits far past the bound).
+TEST(CudaBatch, TeacherStreamsMatchTheReferenceBackend) {
   MEGA_REQUIRE_GPU();
   Golden g;
   auto m = teacher_tiny(&g);
@@ -99,17 +104,15 @@ TEST(CudaBatch, TeacherStreamsEqualSingleStreams) {
   std::string err;
   auto batch = mega::create_batch_engine("cuda", m, B, mega::EngineOptions(), &err);
   ASSERT_TRUE(batch) << err;
-  std::vector<std::unique_ptr<mega::Engine>> single, ref;
+  std::vector<std::unique_ptr<mega::Engine>> ref;
   for (int32_t b = 0; b < B; ++b) {
-    single.push_back(mega_test::engine(m, "cuda"));
     ref.push_back(mega_test::cpu_engine(m, mega::KernelImpl::reference));
-    ASSERT_TRUE(single.back() && ref.back());
+    ASSERT_TRUE(ref.back());
   }
   std::vector<float> step(size_t(B * cs));
   for (int64_t c = 0; c < n_chunks; ++c) {
     if (c == reset_at) {
       ASSERT_EQ(batch->reset(1), mega::Status::ok);
-      single[1]->reset();
       ref[1]->reset();
     }
     for (int32_t b = 0; b < B; ++b) {
@@ -124,11 +127,8 @@ TEST(CudaBatch, TeacherStreamsEqualSingleStreams) {
       EXPECT_EQ(r.chunk_index[b], b == 1 && c >= reset_at ? c - reset_at : c);
       int64_t used = 0;
       bool done = false;
-      ASSERT_EQ(single[size_t(b)]->push(step.data() + b * cs, cs, &used, &done), mega::Status::ok);
-      ASSERT_TRUE(done);
-      EXPECT_LE(max_abs_diff(r.logits + b * nc, single[size_t(b)]->last_result().logits, size_t(nc)), 2e-5)
-          << "stream " << b << " chunk " << c << " vs one CUDA stream";
       ASSERT_EQ(ref[size_t(b)]->push(step.data() + b * cs, cs, &used, &done), mega::Status::ok);
+      ASSERT_TRUE(done);
       EXPECT_LE(max_abs_diff(r.logits + b * nc, ref[size_t(b)]->last_result().logits, size_t(nc)), kTol)
           << "stream " << b << " chunk " << c << " vs the reference backend";
     }
@@ -159,6 +159,6 @@ TEST(CudaFp16, TeacherCloseToFloat32) {
               std::max_element(want.begin() + long(c), want.begin() + long(c + nc)) - want.begin())
         << "chunk " << c / nc;
   }
-  EXPECT_GT(f32->memory_bytes(), int64_t(mega::gpu::teacher_stream_bytes(3)) + 4 * 600000)
+  EXPECT_GT(f32->memory_bytes(), mega::gpu::teacher_stream_bytes(3) + 4 * 600000)
       << "the front end's scratch and the teacher's weights are counted";
 }

@@ -107,9 +107,10 @@ struct ConvCase {
   bool bias, epilogue;
 };
 
-// n items of (c_in x h x w), item j at x + (j / n_inner) outer + (j % n_inner) inner.
-void check_conv(const ConvCase& k, int32_t n, int64_t n_inner, int64_t outer, int64_t inner, std::mt19937& rng) {
-  const int64_t x_floats = (n - 1) / n_inner * outer + (n - 1) % n_inner * inner + int64_t(k.c_in) * k.h * k.w;
+// n items of (c_in x h x w), item j at x + j stride (stride 0: packed).
+void check_conv(const ConvCase& k, int32_t n, int64_t stride, std::mt19937& rng) {
+  if (stride == 0) stride = int64_t(k.c_in) * k.h * k.w;
+  const int64_t x_floats = (n - 1) * stride + int64_t(k.c_in) * k.h * k.w;
   const auto x = uniform(rng, size_t(x_floats), -1.0f, 1.0f);
   const auto weight = uniform(rng, size_t(k.c_out) * k.c_in * k.kh * k.kw, -0.5f, 0.5f);
   const auto bias = uniform(rng, size_t(k.c_out), -0.5f, 0.5f);
@@ -126,7 +127,7 @@ void check_conv(const ConvCase& k, int32_t n, int64_t n_inner, int64_t outer, in
   const int64_t per = int64_t(k.c_out) * teacher::conv2d_out_h(r) * teacher::conv2d_out_w(r);
   std::vector<float> want(size_t(n * per));
   for (int32_t j = 0; j < n; ++j) {
-    r.x = x.data() + j / n_inner * outer + j % n_inner * inner;
+    r.x = x.data() + j * stride;
     r.y = want.data() + j * per;
     teacher::conv2d_ref(r);
     if (!k.epilogue) continue;
@@ -136,9 +137,7 @@ void check_conv(const ConvCase& k, int32_t n, int64_t n_inner, int64_t outer, in
   DeviceArray<float> d_x(x), d_w(weight), d_b(bias), d_y(want.size());
   gpu::TeacherConvParams p;
   p.x = d_x.get();
-  p.n_inner = n_inner;
-  p.x_outer = outer;
-  p.x_inner = inner;
+  p.x_stride = stride;
   p.n = n;
   p.c_in = k.c_in;
   p.h = k.h;
@@ -167,17 +166,18 @@ TEST(CudaTeacherKernels, ConvolutionMatchesReference) {
   MEGA_REQUIRE_GPU();
   std::mt19937 rng(13);
   const ConvCase cases[] = {
-      {1, 24, 76, 32, 3, 3, 1, true, true},  // the first layer's shape
+      {1, 24, 76, 32, 3, 3, 1, true, true},  // the first layer's shape, one window
       {5, 7, 9, 5, 1, 3, 1, true, true},     // odd widths and heights, padded in width
       {24, 33, 7, 1, 3, 1, 0, true, false},  // width 1
       {48, 72, 3, 3, 3, 1, 0, false, true},  // one output row, no bias
       {3, 5, 4, 2, 1, 3, 1, true, true},     // the kernel wider than the input
       {96, 96, 3, 1, 3, 1, 0, false, false},  // the last layer: no bias, no epilogue
   };
-  for (const ConvCase& k : cases) check_conv(k, 3, 3, 0, int64_t(k.c_in) * k.h * k.w, rng);
-  // overlapping windows out of each stream's frames, as the first layer reads them
-  check_conv({1, 24, 76, 32, 3, 3, 1, true, true}, 6, 3, 90 * 32, 8 * 32, rng);
-  check_conv({2, 9, 5, 3, 3, 1, 0, true, true}, 5, 2, 70, 3, rng);
+  for (const ConvCase& k : cases) check_conv(k, 3, 0, rng);
+  // streams' frames read where they lie (a stride past the image: the frames
+  // only the floor reads), as the first layer reads them for 3 tokens
+  check_conv({1, 24, 92, 32, 3, 3, 1, true, true}, 4, 96 * 32, rng);
+  check_conv({2, 9, 5, 3, 3, 1, 0, true, true}, 5, 37, rng);
 }
 
 TEST(CudaTeacherKernels, MaxPoolMatchesReference) {
@@ -202,34 +202,46 @@ TEST(CudaTeacherKernels, MaxPoolMatchesReference) {
   }
 }
 
-// W e + b against the CPU's reference linear; float16 storage rounds the
-// result once and stores it divided by x_scale.
+// W e + b against the CPU's reference linear, e read as the graph leaves it
+// (items x kEmbedding x n_tok); float16 storage rounds the result once and
+// stores it divided by x_scale.
 TEST(CudaTeacherKernels, ProjectionMatchesReference) {
   MEGA_REQUIRE_GPU();
   std::mt19937 rng(15);
   for (int32_t d : {1, 7, 16}) {
-    const int64_t rows = 5;
-    const auto e = uniform(rng, size_t(rows * teacher::kEmbedding), -2.0f, 2.0f);
-    const auto w = uniform(rng, size_t(d) * teacher::kEmbedding, -0.3f, 0.3f);
-    const auto b = uniform(rng, size_t(d), -0.5f, 0.5f);
-    mega::LinearWeights lw{w.data(), b.data(), d, teacher::kEmbedding};
-    std::vector<float> want(size_t(rows * d));
-    mega::cpu::LinearParams lp;
-    lp.x = e.data();
-    lp.n = rows;
-    lp.w = &lw;
-    lp.y = want.data();
-    mega::cpu::linear_ref(lp);
-    DeviceArray<float> d_e(e), d_w(w), d_b(b), d_x(want.size());
-    gpu::TeacherProjectParams<float> p{d_e.get(), rows, d_w.get(), d_b.get(), d, 1.0f, d_x.get()};
-    expect_launched(gpu::launch_teacher_project(p, nullptr), "project");
-    expect_close(d_x.download(), want, 1e-5, 1.0, "project d " + std::to_string(d));
-    DeviceArray<__half> d_h(want.size());
-    gpu::TeacherProjectParams<__half> ph{d_e.get(), rows, d_w.get(), d_b.get(), d, 4.0f, d_h.get()};
-    expect_launched(gpu::launch_teacher_project(ph, nullptr), "project fp16");
-    const auto half = d_h.download();
-    std::vector<float> got(half.size());
-    for (size_t i = 0; i < half.size(); ++i) got[i] = 4.0f * __half2float(half[i]);
-    expect_close(got, want, 2e-3, 1.0, "project fp16 d " + std::to_string(d));
+    for (int64_t n_tok : {1, 3}) {
+      const int64_t items = 2, rows = items * n_tok;
+      const auto graph = uniform(rng, size_t(rows * teacher::kEmbedding), -2.0f, 2.0f);
+      std::vector<float> e(graph.size());  // as rows (token x kEmbedding)
+      for (int64_t i = 0; i < items; ++i) {
+        for (int32_t k = 0; k < teacher::kEmbedding; ++k) {
+          for (int64_t t = 0; t < n_tok; ++t) {
+            e[size_t((i * n_tok + t) * teacher::kEmbedding + k)] = graph[size_t((i * teacher::kEmbedding + k) * n_tok + t)];
+          }
+        }
+      }
+      const auto w = uniform(rng, size_t(d) * teacher::kEmbedding, -0.3f, 0.3f);
+      const auto b = uniform(rng, size_t(d), -0.5f, 0.5f);
+      mega::LinearWeights lw{w.data(), b.data(), d, teacher::kEmbedding};
+      std::vector<float> want(size_t(rows * d));
+      mega::cpu::LinearParams lp;
+      lp.x = e.data();
+      lp.n = rows;
+      lp.w = &lw;
+      lp.y = want.data();
+      mega::cpu::linear_ref(lp);
+      DeviceArray<float> d_e(graph), d_w(w), d_b(b), d_x(want.size());
+      const std::string what = "project d " + std::to_string(d) + " n_tok " + std::to_string(n_tok);
+      gpu::TeacherProjectParams<float> p{d_e.get(), n_tok, rows, d_w.get(), d_b.get(), d, 1.0f, d_x.get()};
+      expect_launched(gpu::launch_teacher_project(p, nullptr), "project");
+      expect_close(d_x.download(), want, 1e-5, 1.0, what);
+      DeviceArray<__half> d_h(want.size());
+      gpu::TeacherProjectParams<__half> ph{d_e.get(), n_tok, rows, d_w.get(), d_b.get(), d, 4.0f, d_h.get()};
+      expect_launched(gpu::launch_teacher_project(ph, nullptr), "project fp16");
+      const auto half = d_h.download();
+      std::vector<float> got(half.size());
+      for (size_t i = 0; i < half.size(); ++i) got[i] = 4.0f * __half2float(half[i]);
+      expect_close(got, want, 2e-3, 1.0, what + " fp16");
+    }
   }
 }
