@@ -116,8 +116,8 @@ struct Capacity {
   int64_t group = 1;       // chunks per attention GEMM batch (scores buffer), <= kMaxGemmBatch
   int64_t clip_tokens = 0; // bidirectional clips (0: none)
   // The teacher's front end (Dims::teacher): tokens per stream a span may
-  // have, and streams per pass of the front end (its scratch is sized for that
-  // many streams' windows; a batch of more streams takes several passes)
+  // have, and streams per pass of the front end (its scratch holds that many
+  // streams' frames and activations; a batch of more takes several passes)
   int64_t teacher_tok = 0;
   int32_t teacher_streams = 0;
 };
@@ -155,7 +155,7 @@ inline int64_t teacher_act_floats(int32_t rows) {
   return most;
 }
 
-// Bytes of the front end's scratch per stream of tokens_per_stream tokens.
+// Bytes of the front end's scratch per stream of n_tok tokens.
 inline int64_t teacher_stream_bytes(int64_t n_tok) {
   const int64_t frames = teacher_span_frames(n_tok);
   return frames * (teacher::kBins * 8 + teacher::kMel * (8 + 4)) + 2 * teacher_act_floats(teacher_graph_rows(n_tok)) * 4;
