@@ -162,3 +162,26 @@ TEST(CudaFp16, TeacherCloseToFloat32) {
   EXPECT_GT(f32->memory_bytes(), mega::gpu::teacher_stream_bytes(3) + 4 * 600000)
       << "the front end's scratch and the teacher's weights are counted";
 }
+
+// The bundled teacher model (the real graphs: openWakeWord's melspectrogram
+// and Google's speech embedding) passes its self-test on the CUDA backend,
+// and its clip logits are the reference backend's within the parity bound.
+TEST(CudaParity, TeacherModelPassesItsSelfTest) {
+  MEGA_REQUIRE_GPU();
+  auto m = mega_test::load_model(std::string(MEGA_MODELS) + "/sc10-teacher.mega");
+  ASSERT_TRUE(m);
+  const std::vector<float>& clip = m->self_test_input();
+  auto gpu = mega_test::engine(m, "cuda", int64_t(clip.size()));
+  auto ref = mega_test::cpu_engine(m, mega::KernelImpl::reference, 1, int64_t(clip.size()));
+  ASSERT_TRUE(gpu && ref);
+  float diff = -1.0f;
+  EXPECT_EQ(gpu->self_test(&diff), mega::Status::ok) << "diff " << diff << " " << gpu->last_error();
+  const size_t nc = size_t(m->hparams().n_classes);
+  std::vector<float> got(nc), want(nc);
+  ASSERT_EQ(gpu->classify_clip(clip.data(), int64_t(clip.size()), got.data()), mega::Status::ok);
+  ASSERT_EQ(ref->classify_clip(clip.data(), int64_t(clip.size()), want.data()), mega::Status::ok);
+  const double d = max_abs_diff(got.data(), want.data(), nc);
+  EXPECT_LE(d, kTol);
+  std::printf("[ cuda     ] sc10-teacher: self-test diff %.3g, clip logits %.3g from the reference backend\n",
+              double(diff), d);
+}
