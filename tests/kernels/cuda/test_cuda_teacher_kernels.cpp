@@ -238,9 +238,9 @@ TEST(CudaTeacherKernels, ProjectionMatchesReference) {
       DeviceArray<__half> d_h(want.size());
       gpu::TeacherProjectParams<__half> ph{d_e.get(), n_tok, rows, d_w.get(), d_b.get(), d, 4.0f, d_h.get()};
       expect_launched(gpu::launch_teacher_project(ph, nullptr), "project fp16");
-      const auto half = d_h.download();
-      std::vector<float> got(half.size());
-      for (size_t i = 0; i < half.size(); ++i) got[i] = 4.0f * __half2float(half[i]);
+      const auto stored = d_h.download();
+      std::vector<float> got(stored.size());
+      for (size_t i = 0; i < stored.size(); ++i) got[i] = 4.0f * __half2float(stored[i]);
       expect_close(got, want, 2e-3, 1.0, what + " fp16");
     }
   }
