@@ -20,11 +20,6 @@ Status DevicePlan<T>::init(const Model& model, const DeviceOptions& o, char* err
   const ModelWeights& md = model_weights(model);
   const HParams& hp = model.hparams();
   dm = make_dims(hp, md);
-  if (hp.patch_features == PatchFeatures::teacher_embedding) {
-    std::snprintf(error, error_size, "the CUDA backend does not run the teacher embedding front end "
-                                     "(patch_features teacher_embedding); use the CPU backend");
-    return Status::unsupported_model;
-  }
   if (dm.n > kEmaMaxN) {
     std::snprintf(error, error_size, "the CUDA backend supports n_dim <= %d (the model has %d)", kEmaMaxN, dm.n);
     return Status::unsupported_model;
@@ -63,6 +58,7 @@ Status DevicePlan<T>::init(const Model& model, const DeviceOptions& o, char* err
                   static_cast<long long>(cap.rows));
     return Status::invalid_argument;
   }
+  teacher_capacity(dm, &cap);
   cap.group = attention_group(cap.rows, dm.c, o.attention_bytes, int64_t(sizeof(T)));
 
   // device memory: buffers and state, then weights

@@ -133,6 +133,26 @@ class CudaOps {
     MEGA_LAUNCH(launch_head(p, s_));
     return Status::ok;
   }
+  Status teacher_mel(const TeacherMelParams& p) {
+    MEGA_LAUNCH(launch_teacher_mel(p, s_));
+    return Status::ok;
+  }
+  Status teacher_floor(const TeacherFloorParams& p) {
+    MEGA_LAUNCH(launch_teacher_floor(p, s_));
+    return Status::ok;
+  }
+  Status teacher_conv(const TeacherConvParams& p) {
+    MEGA_LAUNCH(launch_teacher_conv(p, s_));
+    return Status::ok;
+  }
+  Status teacher_pool(const TeacherPoolParams& p) {
+    MEGA_LAUNCH(launch_teacher_pool(p, s_));
+    return Status::ok;
+  }
+  Status teacher_project(const TeacherProjectParams<T>& p) {
+    MEGA_LAUNCH(launch_teacher_project(p, s_));
+    return Status::ok;
+  }
 
  private:
   cudaStream_t s_;

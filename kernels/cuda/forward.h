@@ -13,6 +13,7 @@
 #include "forward_pass.h"
 #include "ops.h"
 #include "plan.h"
+#include "teacher_forward.h"
 
 namespace mega::gpu {
 
@@ -189,6 +190,7 @@ class GpuOps final : public mega::Ops {
   int64_t pass_rows(const Span& sp) const override { return sp.rows(); }
 
   Status embed(const Span& sp) override {
+    if (dm_.teacher) return teacher_embed(launch_, dm_, cap_, bf_, w_, sp);
     EmbedParams<T> ep;
     ep.samples = sp.samples;
     ep.stream_stride = sp.sample_stride;

@@ -57,6 +57,11 @@ class RangeProbe : public HostOps {
     MEGA_TRY(HostOps::embed(p));
     return note(&range_.residual, "patch embedding", p.x, int64_t(p.n_streams) * p.n_tok * p.d);
   }
+  Status teacher_project(const TeacherProjectParams<float>& p) {
+    layer_ = -1;  // a forward pass begins: the teacher's tokens
+    MEGA_TRY(HostOps::teacher_project(p));
+    return note(&range_.residual, "patch embedding", p.x, p.rows * p.d);
+  }
   Status norm(const NormParams<float>& p) {
     MEGA_TRY(HostOps::norm(p));
     return note(&range_.residual, "norm output", p.y, p.rows * p.d);

@@ -142,6 +142,16 @@ class HostOps {
     for (int32_t b = 0; b < p.n_streams; ++b) head_stream(p, b);
     return Status::ok;
   }
+  Status teacher_mel(const TeacherMelParams& p) {
+    MEGA_TRY(each(teacher_frames(p) * teacher::kBins, p, teacher_power_element));
+    return each(teacher_frames(p) * teacher::kMel, p, teacher_db_element);
+  }
+  Status teacher_floor(const TeacherFloorParams& p) { return each(p.n_steps, p, teacher_floor_element); }
+  Status teacher_conv(const TeacherConvParams& p) { return each(teacher_conv_size(p), p, teacher_conv_element); }
+  Status teacher_pool(const TeacherPoolParams& p) { return each(teacher_pool_size(p), p, teacher_pool_element); }
+  Status teacher_project(const TeacherProjectParams<float>& p) {
+    return each(p.rows * p.d, p, teacher_project_element<float>);
+  }
 };
 
 }  // namespace mega::gpu

@@ -33,6 +33,7 @@ class HostSession {
     }
     cap_.rows = std::max(int64_t(n_streams) * dm_.c, cap_.clip_tokens);
     cap_.group = group;
+    teacher_capacity(dm_, &cap_);
     Carver sizing(0);
     carve_buffers(sizing, dm_, cap_, 0, &bf_);
     block_.assign(sizing.size() / sizeof(double) + 1, 0.0);

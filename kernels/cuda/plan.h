@@ -17,6 +17,7 @@
 #include "weights.h"
 #include "norm.cuh"
 #include "pool.cuh"
+#include "teacher.cuh"
 
 namespace mega::gpu {
 
@@ -30,6 +31,7 @@ struct Dims {
   int32_t patch_bins = 0, patch_bands = 0;  // log-mel features (WeightsDev::embed_bands set); 0 otherwise
   int64_t ctx = 0;            // k - s samples of left context per stream
   int64_t chunk_samples = 0;  // C * s
+  bool teacher = false;       // PatchFeatures::teacher_embedding (WeightsDev::teacher set)
   bool bidir = false, prenorm = true, has_final_norm = false;
   AttentionFn fn = AttentionFn::laplace;
   Activation act = Activation::silu;
@@ -71,6 +73,7 @@ inline Dims make_dims(const HParams& hp, const ModelWeights& md) {
     dm.patch_bins = hp.patch_bins;
     dm.patch_bands = hp.patch_bands;
   }
+  dm.teacher = md.has_teacher;
   dm.ctx = hp.patch_kernel - hp.patch_stride;
   dm.chunk_samples = hp.chunk_samples();
   dm.bidir = hp.ema_direction == EmaDirection::bidirectional;
@@ -112,7 +115,59 @@ struct Capacity {
   int64_t rows = 0;        // tokens per forward, all streams: max(n_streams * C, clip tokens)
   int64_t group = 1;       // chunks per attention GEMM batch (scores buffer), <= kMaxGemmBatch
   int64_t clip_tokens = 0; // bidirectional clips (0: none)
+  // The teacher's front end (Dims::teacher): tokens per stream a span may
+  // have, and streams per pass of the front end (its scratch holds that many
+  // streams' frames and activations; a batch of more takes several passes)
+  int64_t teacher_tok = 0;
+  int32_t teacher_streams = 0;
 };
+
+// The front end's scratch for a whole batch is each stream's first layers'
+// activations (over 300 KB); beyond this budget it goes in passes.
+constexpr int64_t kTeacherBytes = int64_t(256) << 20;
+
+// The frames of a span of n_tok tokens per stream: the 8 frames of each of
+// its n_tok + 9 steps (each token's window reads the 10 steps from its own).
+inline int64_t teacher_span_frames(int64_t n_tok) {
+  return (n_tok + teacher::kWindowSteps - 1) * teacher::kStepFrames;
+}
+
+// The frames the embedding graph reads for n_tok tokens: their windows, one
+// every kStepFrames frames, as one image; its output has n_tok rows.
+inline int32_t teacher_graph_rows(int64_t n_tok) {
+  return int32_t((n_tok - 1) * teacher::kStepFrames + teacher::kWindowFrames);
+}
+
+// The largest activation of the embedding graph over `rows` frames (floats),
+// before its max-pool.
+inline int64_t teacher_act_floats(int32_t rows) {
+  int64_t most = 0;
+  int32_t h = rows, w = teacher::kMel;
+  for (const teacher::ConvSpec& s : teacher::kConvSpecs) {
+    h = h - s.kh + 1;
+    w = w + 2 * s.pad_w - s.kw + 1;
+    most = most > int64_t(s.c_out) * h * w ? most : int64_t(s.c_out) * h * w;
+    if (s.pool_h) {
+      h /= s.pool_h;
+      w /= s.pool_w;
+    }
+  }
+  return most;
+}
+
+// Bytes of the front end's scratch per stream of n_tok tokens.
+inline int64_t teacher_stream_bytes(int64_t n_tok) {
+  const int64_t frames = teacher_span_frames(n_tok);
+  return frames * (teacher::kBins * 8 + teacher::kMel * (8 + 4)) + 2 * teacher_act_floats(teacher_graph_rows(n_tok)) * 4;
+}
+
+// Sizes the front end's passes once cap->rows and n_streams are set.
+inline void teacher_capacity(const Dims& dm, Capacity* cap) {
+  if (!dm.teacher) return;
+  cap->teacher_tok = cap->rows / cap->n_streams;
+  const int64_t fit = kTeacherBytes / teacher_stream_bytes(cap->teacher_tok);
+  cap->teacher_streams = int32_t(fit < 1 ? 1 : fit < cap->n_streams ? fit : cap->n_streams);
+}
 
 // The most GEMMs one strided-batched cuBLAS call is given: the batch maps to
 // a grid dimension that stops at 65535.
@@ -147,6 +202,12 @@ struct Buffers {
   float* input = nullptr;     // device copy of a step's samples (discrete GPUs)
   int64_t* input_index = nullptr;
   float* clip = nullptr;      // a clip's samples (bidirectional path)
+  // the teacher's front end, for Capacity::teacher_streams streams at a time
+  double* t_power = nullptr;  // (frames, kBins)
+  double* t_db = nullptr;     // (frames, kMel)
+  float* t_frames = nullptr;  // (frames, kMel) floored and scaled
+  float* t_act = nullptr;     // (streams, teacher_act_floats) two activations, ping-pong
+  float* t_next = nullptr;
   void* workspace = nullptr;  // cuBLAS
   size_t workspace_bytes = 0;
 
@@ -191,6 +252,13 @@ void carve_buffers(Carver& a, const Dims& dm, const Capacity& cap, size_t worksp
   b->input = a.take<float>(S * step_stride(dm));
   b->input_index = a.take<int64_t>(S);
   b->clip = a.take<float>(cap.clip_tokens > 0 ? dm.ctx + cap.clip_tokens * dm.patch_s : 0);
+  const int64_t t_frames = dm.teacher ? cap.teacher_streams * teacher_span_frames(cap.teacher_tok) : 0;
+  const int64_t t_act = dm.teacher ? cap.teacher_streams * teacher_act_floats(teacher_graph_rows(cap.teacher_tok)) : 0;
+  b->t_power = a.take<double>(t_frames * teacher::kBins);
+  b->t_db = a.take<double>(t_frames * teacher::kMel);
+  b->t_frames = a.take<float>(t_frames * teacher::kMel);
+  b->t_act = a.take<float>(t_act);
+  b->t_next = a.take<float>(t_act);
   b->workspace = a.take<uint8_t>(int64_t(workspace_bytes));
   b->workspace_bytes = workspace_bytes;
 }
@@ -224,8 +292,19 @@ struct LayerDev {
   bool has_ffn = false;
 };
 
+// The teacher's graphs (runtime/src/core/teacher_graph.h) in device memory.
+struct TeacherDev {
+  const float* stft_real = nullptr;  // (kBins x kFft)
+  const float* stft_imag = nullptr;
+  const float* mel = nullptr;        // (kBins x kMel)
+  const float* conv_weight[teacher::kConvLayers] = {};
+  const float* conv_bias[teacher::kConvLayers] = {};  // the last is null
+  float clip_min = 0.0f, top_db = 0.0f, leaky_alpha = 0.0f, max_floor = 0.0f;
+};
+
 struct WeightsDev {
-  const float* embed_w = nullptr;
+  TeacherDev teacher;               // Dims::teacher
+  const float* embed_w = nullptr;   // teacher: (d, kEmbedding), the model's embed_tokens
   const float* embed_g = nullptr;  // log-power scale; null: linear features
   const float* embed_b = nullptr;
   const float* embed_m0 = nullptr;  // running mean's start; null: none
@@ -311,9 +390,28 @@ LinearDev pack_linear(WeightPacker& pk, const LinearWeights& lw) {
   return l;
 }
 
+inline TeacherDev pack_teacher(WeightPacker& pk, const teacher::TeacherWeights& t) {
+  namespace tg = teacher;
+  TeacherDev d;
+  d.stft_real = pk.floats(t.stft_real, int64_t(tg::kBins) * tg::kFft);
+  d.stft_imag = pk.floats(t.stft_imag, int64_t(tg::kBins) * tg::kFft);
+  d.mel = pk.floats(t.mel, int64_t(tg::kBins) * tg::kMel);
+  for (int32_t i = 0; i < tg::kConvLayers; ++i) {
+    d.conv_weight[i] = pk.floats(t.conv_weight[i], tg::conv_weight_floats(tg::kConvSpecs[i]));
+    d.conv_bias[i] = t.conv_bias[i] ? pk.floats(t.conv_bias[i], tg::kConvSpecs[i].c_out) : nullptr;
+  }
+  d.clip_min = t.clip_min;
+  d.top_db = t.top_db;
+  d.leaky_alpha = t.leaky_alpha;
+  d.max_floor = t.max_floor;
+  return d;
+}
+
 template <typename T>
 void pack_weights(WeightPacker& pk, const ModelWeights& md, const Dims& dm, WeightsDev* w) {
-  w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_filters.n_out) * dm.patch_k);
+  // embed_filters: (D, k), or the teacher's projection (D, kEmbedding)
+  w->embed_w = pk.floats(md.embed_w, int64_t(md.embed_filters.n_out) * md.embed_filters.n_in);
+  if (dm.teacher) w->teacher = pack_teacher(pk, md.teacher);
   w->embed_g = md.embed_g ? pk.floats(md.embed_g, dm.d) : nullptr;
   w->embed_b = pk.floats(md.embed_b, dm.d);
   w->embed_m0 = md.embed_m0 ? pk.floats(md.embed_m0, dm.d) : nullptr;

@@ -87,4 +87,10 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
   EXPECT_LE(worst, tol) << what << ": worst at " << at << ": " << got[at] << " vs " << want[at];
 }
 
+// A kernel launcher's result, then the device synchronized, both cudaSuccess.
+inline void expect_launched(int err, const char* what) {
+  EXPECT_EQ(err, int(cudaSuccess)) << what << ": " << cudaGetErrorString(cudaError_t(err));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+}
+
 }  // namespace mega_test

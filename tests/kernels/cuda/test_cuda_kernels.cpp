@@ -17,6 +17,7 @@
 
 namespace gpu = mega::gpu;
 using mega_test::DeviceArray;
+using mega_test::expect_launched;
 using mega_test::expect_close;
 using mega_test::uniform;
 
@@ -36,11 +37,6 @@ std::vector<float> to_float(const std::vector<__half>& v) {
 
 // float16 inputs rounded, so host and device start from the same values
 std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_half(v)); }
-
-void expect_launched(int err, const char* what) {
-  EXPECT_EQ(err, int(cudaSuccess)) << what << ": " << cudaGetErrorString(cudaError_t(err));
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-}
 
 }  // namespace
 

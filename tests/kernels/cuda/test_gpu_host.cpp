@@ -464,6 +464,10 @@ TEST(GpuHostParity, BaseUnidirectionalMatchesPyTorch) { check_fixture(MEGA_GENER
 
 TEST(GpuHostParity, BaseBidirectionalMatchesPyTorch) { check_fixture(MEGA_GENERATED, "base_bi", 1e-4); }
 
+// The teacher's front end (kernels/cuda/teacher_forward.h) on the host: the
+// CPU's TeacherParity bound.
+TEST(GpuHostParity, TeacherMatchesPyTorch) { check_fixture(MEGA_GENERATED, "teacher_tiny", 1e-4); }
+
 // Three streams in one batch (different audio, one reset midway) give what
 // three one-stream sessions give, within the parity tolerance: the BLAS may
 // take another kernel for another matrix shape (OpenBLAS on a Xeon with
