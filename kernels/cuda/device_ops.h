@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's steps (runtime/src/core/ops.h) one at a time on a device, for the
 // backend-comparison harness (tests/kernels/test_backend_ops.cpp): forward.h's GpuOps
-// over the kernels and cuBLAS, on the device setup a DeviceSession makes
+// over the kernels and cuBLAS, on the device setup a DeviceStep makes
 // (weights, memory plan, stream, cuBLAS: DevicePlan, device_plan.h),
-// without the session's staging slots and graphs. The harness gives every
+// without the step's staging slots and graphs. The harness gives every
 // backend the same inputs and reads their outputs, so the span's samples and
 // chunk indices and the activations are copied between host and device
 // memory here.
@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "device_session.h"
+#include "device_step.h"
 #include "ops.h"
 
 namespace mega::gpu {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA backend's device setup, shared by the session (device_session.cpp)
+// The CUDA backend's device setup, shared by the step (device_step.cpp)
 // and the step-by-step ops of the tests (device_ops.cpp): the launcher that
 // runs forward.h's steps as kernels and cuBLAS calls on a stream (CudaOps),
 // and one model's memory, weights, stream and cuBLAS on one device
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "cuda_check.h"
-#include "device_session.h"
+#include "device_step.h"
 #include "forward.h"
 
 namespace mega::gpu {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "host_ops.h"
-#include "stager.h"
+#include "stager.h"  // the core's (runtime/src/core)
 
 namespace mega::gpu {
 
@@ -46,7 +46,7 @@ class HostSession {
     pack_weights<float>(pk, md, dm_, &w_);
     tails_.assign(size_t(int64_t(n_streams) * dm_.ctx), 0.0f);
     next_.assign(size_t(n_streams), 0);
-    stager_.init(model_->info(), dm_, n_streams, tails_.data(), next_.data());
+    stager_.init(model_->info(), dm_.ctx, dm_.chunk_samples, n_streams, tails_.data(), next_.data());
   }
 
   const mega::gpu::Dims& dims() const { return dm_; }
@@ -121,7 +121,7 @@ class HostSession {
   mega::gpu::Buffers<float> bf_;
   mega::gpu::WeightsDev w_;
   Launch ops_;
-  mega::gpu::Stager stager_;
+  mega::Stager stager_;
   std::vector<double> block_, weights_;
   std::vector<float> tails_;
   std::vector<int64_t> next_;

@@ -10,11 +10,12 @@
 #include <fstream>
 
 #include "cuda_test_util.h"
-#include "device_session.h"
+#include "device_step.h"
 #include "fp16_range.h"
 #include "golden.h"
 #include "mega/mega_kws.h"
 #include "overflow_model.h"
+#include "stream.h"
 #include "test_stream.h"
 
 using mega_test::Golden;
@@ -156,13 +157,16 @@ TEST(CudaStreaming, GraphsEqualDirectLaunches) {
       mega::gpu::DeviceOptions o;
       o.graphs = graphs == 1;
       std::string err;
-      auto ds = mega::gpu::DeviceSession::create(m, o, &err, nullptr);
-      ASSERT_TRUE(ds) << err;
-      EXPECT_EQ(ds->uses_graphs(), o.graphs) << ds->last_error();
+      auto step = mega::gpu::DeviceStep::create(m, o, &err, nullptr);
+      ASSERT_TRUE(step) << err;
+      EXPECT_EQ(step->uses_graphs(), o.graphs) << step->last_error();
+      // the core's streams over this step, as the backend's entry makes them
+      auto batch = mega::create_batch_streams("cuda", m, 1, std::move(step), &err, nullptr);
+      ASSERT_TRUE(batch) << err;
       for (size_t off = 0; off + size_t(cs) <= in.size(); off += size_t(cs)) {
-        ASSERT_EQ(ds->submit(in.data() + off), mega::Status::ok) << ds->last_error();
-        mega::gpu::StepResult r;
-        ASSERT_EQ(ds->wait(&r), mega::Status::ok) << ds->last_error();
+        ASSERT_EQ(batch->submit(in.data() + off), mega::Status::ok) << batch->last_error();
+        mega::BatchResult r;
+        ASSERT_EQ(batch->wait(&r), mega::Status::ok) << batch->last_error();
         results[graphs].insert(results[graphs].end(), r.logits, r.logits + m->hparams().n_classes);
       }
     }

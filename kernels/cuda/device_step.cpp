@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA backend's session (device_session.h): staging slots, graphs and
-// stream bookkeeping on a DevicePlan (device_plan.h); the forward pass itself
-// is forward.h over CudaOps.
-#include "device_session.h"
+// The CUDA backend's step (device_step.h): staging slots, graphs and events on
+// a DevicePlan (device_plan.h); the forward pass itself is forward.h over
+// CudaOps. The streams around it are the core's (runtime/src/core/stream.cpp).
+#include "device_step.h"
 
 #include <cuda_fp16.h>
 
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "device_plan.h"
-#include "stager.h"
 
 namespace mega::gpu {
 
@@ -33,40 +32,38 @@ struct Slot {
   float* d_logits = nullptr;
   cudaGraphExec_t exec = nullptr;
   cudaEvent_t done = nullptr;
-  int64_t step = 0;
 };
 
 template <typename T>
-class Session final : public DeviceSession {
+class Step final : public DeviceStep {
  public:
-  ~Session() override { release(); }
+  ~Step() override { release(); }
 
   Status init(std::shared_ptr<const Model> model, const DeviceOptions& o);
 
-  Status submit(const float* samples) override;
-  Status poll(StepResult* out, bool* ready) override;
-  Status wait(StepResult* out) override;
-  Status drain() override;
-  Status reset(int32_t b) override;
-  Status classify_clip(const float* samples, int64_t n, float* logits) override;
-  StreamStats stats(int32_t b) const override {
-    return b >= 0 && b < plan_.cap.n_streams ? stats_[size_t(b)] : StreamStats();
+  int32_t n_slots() const override { return int32_t(slots_.size()); }
+  StepSlot slot(int32_t r) override {
+    const Slot& s = slots_[size_t(r)];
+    return {s.samples, s.index, s.logits};
   }
+  Status launch(int32_t r) override;
+  Status ready(int32_t r, bool* done) override;
+  Status finish(int32_t r) override;
+  Status clear_state(int32_t b) override;
+  Status clip_head(int32_t r, float* logits) override;
+  float* clip_samples() override { return clip_; }
+  int64_t clip_tokens() const override { return plan_.cap.clip_tokens; }
+  Status classify_span(int64_t n_tok, float* logits) override;
 
-  const Model& model() const override { return *model_; }
-  int32_t n_streams() const override { return plan_.cap.n_streams; }
-  int32_t queued() const override { return queued_; }
   bool integrated() const override { return plan_.integrated; }
   bool uses_graphs() const override { return o_.graphs && !plan_.dm.bidir; }
-  int64_t device_bytes() const override { return int64_t(plan_.dev_bytes + plan_.weight_bytes); }
-  int64_t host_bytes() const override {
-    return int64_t(pinned_bytes_ + sizeof(float) * (tails_.size() + chunk_.size()) +
-                   sizeof(int64_t) * next_.size() + sizeof(Slot) * slots_.size());
+  int64_t memory_bytes() const override {
+    return int64_t(plan_.dev_bytes + plan_.weight_bytes + pinned_bytes_ + sizeof(Slot) * slots_.size());
   }
   const char* last_error() const override { return error_; }
 
  private:
-  // Records the failure text; device errors leave the session unusable.
+  // Records the failure text; device errors leave the step unusable.
   Status note(Status s) {
     if (s == Status::ok) return s;
     std::snprintf(error_, sizeof error_, "%s", last_device_error());
@@ -75,15 +72,16 @@ class Session final : public DeviceSession {
   }
   Status enqueue_step(const Slot& s);
   Status capture(Slot* s);
-  Status launch(Slot* s);
-  Status collect(Slot& s, StepResult* out);
-  Status clear_state(int32_t b);
-  Status finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits);
+  void capture_all();
+  Status run_step(Slot* s);
+  Status clear_device_state(int32_t b);
+  Status head_sync(const int64_t* chunk_index, int64_t n_tok, float* logits);
+  Status run_span(int64_t n_tok, float* logits);
   void release();
 
-  std::shared_ptr<const Model> model_;
   DeviceOptions o_;
   DevicePlan<T> plan_;
+  std::shared_ptr<const Model> model_;
   bool broken_ = false;
 
   uint8_t* pinned_ = nullptr;
@@ -93,19 +91,11 @@ class Session final : public DeviceSession {
   const float* d_clip_ = nullptr;  // its device view (mapped), or plan_.bf.clip
   float* clip_logits_ = nullptr;   // pinned
   float* d_clip_logits_ = nullptr;
-
-  std::vector<float> tails_, chunk_;
-  std::vector<int64_t> next_;
-  std::vector<StreamStats> stats_;
-  bool in_clip_ = false;  // classify_clip() streams a clip through the slots
-  Stager stager_;
-  int32_t head_ = 0, queued_ = 0;
-  int64_t step_ = 0;
   char error_[512] = "";
 };
 
 template <typename T>
-Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions& o) {
+Status Step<T>::init(std::shared_ptr<const Model> model, const DeviceOptions& o) {
   model_ = std::move(model);
   o_ = o;
   MEGA_TRY(plan_.init(*model_, o, error_, sizeof error_));
@@ -153,13 +143,6 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
   d_clip_ = plan_.integrated ? view(clip_) : plan_.bf.clip;
   d_clip_logits_ = plan_.integrated ? view(clip_logits_) : plan_.bf.logits;
 
-  // host bookkeeping
-  tails_.assign(size_t(int64_t(B) * dm.ctx), 0.0f);
-  next_.assign(size_t(B), 0);
-  stats_.assign(size_t(B), StreamStats());
-  chunk_.assign(size_t(dm.chunk_samples), 0.0f);
-  stager_.init(model_->info(), dm, B, tails_.data(), next_.data());
-
   for (Slot& s : slots_) CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
 
   if (!dm.bidir) {
@@ -168,21 +151,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
     // one graph per slot
     MEGA_TRY(enqueue_step(slots_[0]));
     CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
-    if (o.graphs) {
-      for (Slot& s : slots_) {
-        if (capture(&s) == Status::ok) continue;
-        // a driver that cannot capture this step: launch directly instead
-        // (uses_graphs() tells; the CUDA tests require graphs)
-        std::snprintf(error_, sizeof error_, "graph capture failed, using direct launches: %s", last_device_error());
-        cudaGetLastError();
-        for (Slot& t : slots_) {
-          if (t.exec) cudaGraphExecDestroy(t.exec);
-          t.exec = nullptr;
-        }
-        o_.graphs = false;
-        break;
-      }
-    }
+    if (o.graphs) capture_all();
   }
   CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
   return Status::ok;
@@ -191,7 +160,7 @@ Status Session<T>::init(std::shared_ptr<const Model> model, const DeviceOptions&
 // The session's own resources; the plan frees the device memory, the stream
 // and cuBLAS afterwards (it is destroyed after this runs).
 template <typename T>
-void Session<T>::release() {
+void Step<T>::release() {
   if (!plan_.stream && !pinned_) return;
   DeviceGuard guard(plan_.device);
   if (plan_.stream) cudaStreamSynchronize(plan_.stream);
@@ -206,7 +175,7 @@ void Session<T>::release() {
 // Everything of one step on the stream: the input copies (discrete GPUs),
 // the forward pass, the window logits and their copy back.
 template <typename T>
-Status Session<T>::enqueue_step(const Slot& s) {
+Status Step<T>::enqueue_step(const Slot& s) {
   CudaOps<T> ops = plan_.launcher();
   const Dims& dm = plan_.dm;
   const int32_t B = plan_.cap.n_streams;
@@ -233,7 +202,7 @@ Status Session<T>::enqueue_step(const Slot& s) {
 }
 
 template <typename T>
-Status Session<T>::capture(Slot* s) {
+Status Step<T>::capture(Slot* s) {
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(plan_.stream, cudaStreamCaptureModeThreadLocal));
   const Status st = enqueue_step(*s);
@@ -250,8 +219,25 @@ Status Session<T>::capture(Slot* s) {
   return Status::ok;
 }
 
+// One graph per slot; a driver that cannot capture this step launches
+// directly instead (uses_graphs() tells; the CUDA tests require graphs).
 template <typename T>
-Status Session<T>::launch(Slot* s) {
+void Step<T>::capture_all() {
+  for (Slot& s : slots_) {
+    if (capture(&s) == Status::ok) continue;
+    std::snprintf(error_, sizeof error_, "graph capture failed, using direct launches: %s", last_device_error());
+    cudaGetLastError();
+    for (Slot& t : slots_) {
+      if (t.exec) cudaGraphExecDestroy(t.exec);
+      t.exec = nullptr;
+    }
+    o_.graphs = false;
+    return;
+  }
+}
+
+template <typename T>
+Status Step<T>::run_step(Slot* s) {
   if (o_.graphs) {
     CUDA_CHECK(cudaGraphLaunch(s->exec, plan_.stream));
   } else {
@@ -262,81 +248,48 @@ Status Session<T>::launch(Slot* s) {
 }
 
 template <typename T>
-Status Session<T>::submit(const float* samples) {
-  if (!samples) return Status::invalid_argument;
+Status Step<T>::launch(int32_t r) {
   if (plan_.dm.bidir) return Status::not_streamable;
   if (broken_) return Status::device_error;
-  if (queued_ == int32_t(slots_.size())) return Status::busy;
   DeviceGuard guard(plan_.device);
   if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
-  Slot& s = slots_[size_t(head_)];
-  stager_.stage(samples, s.samples, s.index, stats_.data());
-  const Status st = note(launch(&s));
-  if (st != Status::ok) return st;
-  s.step = step_++;
-  head_ = (head_ + 1) % int32_t(slots_.size());
-  ++queued_;
-  return Status::ok;
+  return note(run_step(&slots_[size_t(r)]));
 }
 
 template <typename T>
-Status Session<T>::poll(StepResult* out, bool* ready) {
-  if (!out || !ready) return Status::invalid_argument;
-  *ready = false;
+Status Step<T>::ready(int32_t r, bool* done) {
+  *done = false;
   if (broken_) return Status::device_error;
-  if (queued_ == 0) return Status::ok;
-  const int32_t R = int32_t(slots_.size());
-  const Slot& s = slots_[size_t((head_ - queued_ + R) % R)];
-  const cudaError_t e = cudaEventQuery(s.done);
+  const cudaError_t e = cudaEventQuery(slots_[size_t(r)].done);
   if (e == cudaErrorNotReady) {
     cudaGetLastError();  // "not ready" is not an error; keep it out of later checks
     return Status::ok;
   }
   if (e != cudaSuccess) return note(report_cuda(e, "cudaEventQuery(step)", __FILE__, __LINE__));
-  MEGA_TRY(collect(slots_[size_t((head_ - queued_ + R) % R)], out));
-  *ready = true;
+  *done = true;
   return Status::ok;
 }
 
 template <typename T>
-Status Session<T>::wait(StepResult* out) {
-  if (!out) return Status::invalid_argument;
+Status Step<T>::finish(int32_t r) {
   if (broken_) return Status::device_error;
-  if (queued_ == 0) return Status::invalid_argument;
-  const int32_t R = int32_t(slots_.size());
-  const Slot& s = slots_[size_t((head_ - queued_ + R) % R)];
-  const cudaError_t e = cudaEventSynchronize(s.done);
+  const cudaError_t e = cudaEventSynchronize(slots_[size_t(r)].done);
   if (e != cudaSuccess) return note(report_cuda(e, "cudaEventSynchronize(step)", __FILE__, __LINE__));
-  return collect(slots_[size_t((head_ - queued_ + R) % R)], out);
-}
-
-// A finished step's results, with non-finite logits contained per stream.
-template <typename T>
-Status Session<T>::collect(Slot& s, StepResult* out) {
-  --queued_;
-  out->step = s.step;
-  out->chunk_index = s.index;
-  out->logits = s.logits;
-  const int32_t nc = plan_.dm.n_classes;
-  if (in_clip_) return Status::ok;  // a clip's chunks: only its final logits are checked
-  for (int32_t b = 0; b < plan_.cap.n_streams; ++b) {
-    float* row = s.logits + int64_t(b) * nc;
-    if (std::all_of(row, row + nc, [](float v) { return std::isfinite(v); })) continue;
-    std::fill(row, row + nc, 0.0f);
-    ++stats_[size_t(b)].n_state_resets;
-    MEGA_TRY(note(clear_state(b)));
-  }
   return Status::ok;
 }
 
-// Stream b's recurrent state back to silence, its position kept (the CPU
-// session's contain_non_finite): patch context, EMA rings and carried states,
-// pooling window and total. Ordered on the stream before its next step;
-// steps already queued ran on the old state.
 template <typename T>
-Status Session<T>::clear_state(int32_t b) {
-  stager_.clear_context(b);
+Status Step<T>::clear_state(int32_t b) {
+  if (broken_) return Status::device_error;
   DeviceGuard guard(plan_.device);
+  return note(clear_device_state(b));
+}
+
+// Stream b's recurrent state back to silence, its position kept: EMA rings
+// and carried states, pooling window and total. Ordered on the stream before
+// its next step; steps already queued ran on the old state.
+template <typename T>
+Status Step<T>::clear_device_state(int32_t b) {
   const Dims& dm = plan_.dm;
   const Buffers<T>& bf = plan_.bf;
   auto zero = [&](void* p, size_t bytes) { return cudaMemsetAsync(p, 0, bytes, plan_.stream); };
@@ -357,25 +310,9 @@ Status Session<T>::clear_state(int32_t b) {
   return Status::ok;
 }
 
+// The head over stream 0's total since its chunk 0, synchronously.
 template <typename T>
-Status Session<T>::drain() {
-  StepResult r;
-  while (queued_ > 0) MEGA_TRY(wait(&r));
-  return broken_ ? Status::device_error : Status::ok;
-}
-
-template <typename T>
-Status Session<T>::reset(int32_t b) {
-  if (b < -1 || b >= plan_.cap.n_streams) return Status::invalid_argument;
-  for (int32_t i = 0; i < plan_.cap.n_streams; ++i) {
-    if (b == -1 || b == i) stager_.reset(i);
-  }
-  return Status::ok;
-}
-
-// The head over a stream's total (since its chunk 0), synchronously.
-template <typename T>
-Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float* logits) {
+Status Step<T>::head_sync(const int64_t* chunk_index, int64_t n_tok, float* logits) {
   CudaOps<T> ops = plan_.launcher();
   MEGA_TRY(head_forward(ops, plan_.dm, plan_.bf, plan_.w, 1, chunk_index, false, n_tok, d_clip_logits_));
   if (!plan_.integrated) {
@@ -384,76 +321,47 @@ Status Session<T>::finish_clip(const int64_t* chunk_index, int64_t n_tok, float*
   }
   CUDA_CHECK(cudaStreamSynchronize(plan_.stream));
   std::copy(clip_logits_, clip_logits_ + plan_.dm.n_classes, logits);
-  if (!std::all_of(logits, logits + plan_.dm.n_classes, [](float v) { return std::isfinite(v); })) {
-    std::fill(logits, logits + plan_.dm.n_classes, 0.0f);  // as the CPU session: zeroed and counted
-    ++stats_[0].n_state_resets;
-  }
   return Status::ok;
 }
 
 template <typename T>
-Status Session<T>::classify_clip(const float* samples, int64_t n, float* logits) {
-  if (n < 0 || (n > 0 && !samples) || !logits) return Status::invalid_argument;
-  if (plan_.cap.n_streams != 1) return Status::invalid_argument;
+Status Step<T>::clip_head(int32_t r, float* logits) {
   if (broken_) return Status::device_error;
   DeviceGuard guard(plan_.device);
   if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
-  MEGA_TRY(drain());
-  const HParams& hp = model_->hparams();
-  const int64_t total = hp.padded_clip_samples(n);
-  if (!plan_.dm.bidir) {
-    // a unidirectional clip is a stream from a fresh start, pooled over all of it
-    const int64_t cs = plan_.dm.chunk_samples;
-    stager_.reset(0);
-    in_clip_ = true;
-    auto stream_clip = [&]() -> Status {
-      for (int64_t c0 = 0; c0 < total; c0 += cs) {
-        for (int64_t i = 0; i < cs; ++i) chunk_[size_t(i)] = c0 + i < n ? samples[c0 + i] : 0.0f;
-        if (queued_ == int32_t(slots_.size())) {
-          StepResult r;
-          MEGA_TRY(wait(&r));
-        }
-        MEGA_TRY(submit(chunk_.data()));
-      }
-      return drain();
-    };
-    const Status streamed = stream_clip();
-    in_clip_ = false;
-    if (streamed != Status::ok) {
-      stager_.reset(0);
-      return streamed;
-    }
-    const int32_t R = int32_t(slots_.size());
-    const Slot& last = slots_[size_t((head_ - 1 + R) % R)];
-    const Status st = note(finish_clip(last.d_index, plan_.dm.c, logits));
-    stager_.reset(0);
-    return st;
+  return note(head_sync(slots_[size_t(r)].d_index, plan_.dm.c, logits));
+}
+
+template <typename T>
+Status Step<T>::run_span(int64_t n_tok, float* logits) {
+  if (!plan_.integrated) {
+    CUDA_CHECK(cudaMemcpyAsync(plan_.bf.clip, clip_, sizeof(float) * size_t(plan_.dm.ctx + n_tok * plan_.dm.patch_s),
+                               cudaMemcpyHostToDevice, plan_.stream));
   }
-  if (total / plan_.dm.patch_s > plan_.cap.clip_tokens) return Status::too_long;
-  stager_.stage_clip(samples, n, total, clip_, &stats_[0]);
-  auto run = [&]() -> Status {
-    if (!plan_.integrated) {
-      CUDA_CHECK(cudaMemcpyAsync(plan_.bf.clip, clip_, sizeof(float) * size_t(plan_.dm.ctx + total),
-                                 cudaMemcpyHostToDevice, plan_.stream));
-    }
-    CudaOps<T> ops = plan_.launcher();
-    Span sp;
-    sp.n_streams = 1;
-    sp.n_tok = total / plan_.dm.patch_s;
-    sp.streaming = false;
-    sp.samples = d_clip_;
-    sp.chunk_index = plan_.bf.zero_index;
-    MEGA_TRY(encode(ops, *model_, plan_.dm, plan_.cap, plan_.bf, plan_.w, sp));
-    return finish_clip(plan_.bf.zero_index, sp.n_tok, logits);
-  };
-  return note(run());
+  CudaOps<T> ops = plan_.launcher();
+  Span sp;
+  sp.n_streams = 1;
+  sp.n_tok = n_tok;
+  sp.streaming = false;
+  sp.samples = d_clip_;
+  sp.chunk_index = plan_.bf.zero_index;
+  MEGA_TRY(encode(ops, *model_, plan_.dm, plan_.cap, plan_.bf, plan_.w, sp));
+  return head_sync(plan_.bf.zero_index, n_tok, logits);
+}
+
+template <typename T>
+Status Step<T>::classify_span(int64_t n_tok, float* logits) {
+  if (broken_) return Status::device_error;
+  DeviceGuard guard(plan_.device);
+  if (!guard.ok()) return note(report_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__));
+  return note(run_span(n_tok, logits));
 }
 
 }  // namespace
 
-std::unique_ptr<DeviceSession> DeviceSession::create(std::shared_ptr<const Model> model, const DeviceOptions& o,
-                                                     std::string* error, Status* status) {
-  return make_initialized<DeviceSession, Session>(std::move(model), o, error, status);
+std::unique_ptr<DeviceStep> DeviceStep::create(std::shared_ptr<const Model> model, const DeviceOptions& o,
+                                               std::string* error, Status* status) {
+  return make_initialized<DeviceStep, Step>(std::move(model), o, error, status);
 }
 
 bool cuda_device_present(std::string* why) {
