@@ -60,7 +60,7 @@ class StepOps final : public DeviceOps {
         (host.n_streams > 1 && host.sample_stride < per_stream)) {
       return bad_argument("a span this device's ops were not made for");
     }
-    // where a session stages a step's samples, or a clip's
+    // where a step stages its samples, or a clip's
     float* samples = host.streaming ? plan_.bf.input : plan_.bf.clip;
     const int64_t room = host.streaming ? cap.n_streams * step_stride(dm)
                                         : (cap.clip_tokens > 0 ? dm.ctx + cap.clip_tokens * dm.patch_s : 0);

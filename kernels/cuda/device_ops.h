@@ -25,7 +25,7 @@ namespace mega::gpu {
 
 class DeviceOps : public Ops {
  public:
-  // Sized as a session of opts.n_streams streams (and clips of
+  // Sized as a step of opts.n_streams streams (and clips of
   // opts.max_clip_samples for bidirectional models), float16 storage with
   // opts.fp16; max_in_flight and graphs are not used. Null on failure, with
   // *status and *error (either may be null) saying why (Status::no_device

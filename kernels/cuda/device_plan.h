@@ -164,7 +164,7 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 // One model on one device, sized for cap.n_streams streams: the memory plan's
 // buffers (plan.h) and the packed weights in device memory, the non-blocking
 // stream every upload and step goes on, and cuBLAS on that stream. The
-// session and the step-by-step ops (device_ops.h) are both built on it, so
+// step and the step-by-step ops (device_ops.h) are both built on it, so
 // the tests' ops run on exactly the device setup the engines do.
 template <typename T>
 struct DevicePlan {
@@ -208,7 +208,7 @@ std::unique_ptr<Base> make_initialized(std::shared_ptr<const Model> model, const
   };
   if (!model) return fail(Status::invalid_argument, "no model");
   if (o.n_streams < 1 || o.max_in_flight < 1 || o.max_clip_samples < 0 || o.attention_bytes < 1) {
-    return fail(Status::invalid_argument, "bad CUDA session options");
+    return fail(Status::invalid_argument, "bad CUDA step options");
   }
   auto init = [&](auto* s) -> std::unique_ptr<Base> {
     std::unique_ptr<Base> owner(s);

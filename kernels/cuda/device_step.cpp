@@ -157,7 +157,7 @@ Status Step<T>::init(std::shared_ptr<const Model> model, const DeviceOptions& o)
   return Status::ok;
 }
 
-// The session's own resources; the plan frees the device memory, the stream
+// The step's own resources; the plan frees the device memory, the stream
 // and cuBLAS afterwards (it is destroyed after this runs).
 template <typename T>
 void Step<T>::release() {

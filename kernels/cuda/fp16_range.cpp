@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "host_session.h"
+#include "host_emulation.h"
 
 namespace mega::gpu {
 
@@ -147,27 +147,27 @@ int64_t fp16_range_passes() { return g_passes.load(); }
 
 Fp16Peaks fp16_range(const Model& model) {
   ++g_passes;
-  // the session only reads the model during this call
+  // the host only reads the model during this call
   std::shared_ptr<const Model> view(&model, [](const Model*) {});
   const std::vector<float> clip = model.self_test_input().empty() ? synthetic_clip(model.hparams())
                                                                   : model.self_test_input();
-  HostSession<RangeProbe> session(view, 1, int64_t(clip.size()), 1);
-  session.launcher().watch(session.buffers(), session.dims());
+  HostEmulation<RangeProbe> host(view, 1, int64_t(clip.size()), 1);
+  host.launcher().watch(host.buffers(), host.dims());
   float bias_peak = 0.0f;
   const int64_t n_bias = 2 * int64_t(model.hparams().chunk_size) - 1;
   for (const LayerWeights& L : model_weights(model).layers) {
     for (int64_t i = 0; i < n_bias; ++i) bias_peak = std::max(bias_peak, std::fabs(L.rel_pos_bias[i]));
   }
-  session.launcher().set_bias_peak(bias_peak);
+  host.launcher().set_bias_peak(bias_peak);
   std::vector<float> logits(size_t(model.hparams().n_classes));
-  Fp16Peaks r = session.launcher().range();
+  Fp16Peaks r = host.launcher().range();
   r.present = true;
-  if (session.classify(clip.data(), int64_t(clip.size()), logits.data()) != Status::ok) {
+  if (host.classify(clip.data(), int64_t(clip.size()), logits.data()) != Status::ok) {
     r.other.value = INFINITY;
     r.other.tensor = "(the calibration clip could not be run)";
     return r;
   }
-  r = session.launcher().range();
+  r = host.launcher().range();
   r.present = true;
   return r;
 }

@@ -15,7 +15,7 @@
 // the file has none). The converter measures them once and stores them in the
 // model file (schema 5, Model.fp16_range; tools/mega_kws_tools/convert/fp16_peaks.py),
 // so engine creation only reads them. For older files the backend's own
-// forward pass (forward.h) runs in float32 on the host (host_session.h) over
+// forward pass (forward.h) runs in float32 on the host (host_emulation.h) over
 // the clip instead, which costs seconds on the base model. x_scale is the
 // smallest power of two (up to kFp16MaxScale) that brings the residual
 // stream's peak within kFp16Max / kFp16Headroom; a model whose other tensors

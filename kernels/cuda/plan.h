@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA backend's memory plan, shared by the device session and its host
+// The CUDA backend's memory plan, shared by the device step and its host
 // emulation (host_ops.h): model sizes, the activation/state buffers carved
 // from one allocation, and the weights packed into another. Plain C++: the
-// pointers are device addresses in the session, host addresses in the
+// pointers are device addresses in the step, host addresses in the
 // emulation.
 #pragma once
 
@@ -109,7 +109,7 @@ class Carver {
   size_t off_ = 0;
 };
 
-// What a session is sized for.
+// What a step is sized for.
 struct Capacity {
   int32_t n_streams = 1;
   int64_t rows = 0;        // tokens per forward, all streams: max(n_streams * C, clip tokens)

@@ -24,7 +24,7 @@
 
 #include "cpu/cpu_ops.h"
 #include "golden.h"
-#include "gpu_host_session.h"
+#include "gpu_host_emulation.h"
 #include "test_stream.h"
 #if defined(MEGA_BACKEND_OPS_CUDA)
 #include "device_ops.h"
@@ -124,7 +124,7 @@ struct Harness {
   std::vector<float> samples;
   std::vector<int64_t> chunk_index{0};
   mega::cpu::CpuOps ref, opt;
-  std::unique_ptr<mega_test::HostGpuSession> gpu_session;
+  std::unique_ptr<mega_test::HostGpuEmulation> gpu_host;
   std::unique_ptr<mega::gpu::GpuOps<float, mega::gpu::HostOps>> gpu;
 #if defined(MEGA_BACKEND_OPS_CUDA)
   std::unique_ptr<CudaBackend> cuda[2];  // float32, float16 storage
@@ -152,9 +152,9 @@ struct Harness {
     backends.push_back({"cpu reference", &ref, &span, [this](Act a) { return ref.activation(a); }});
     backends.push_back({"cpu optimized", &opt, &span, [this](Act a) { return opt.activation(a); }});
     const int64_t clip_samples = span.n_tok * hp.patch_stride;
-    gpu_session = std::make_unique<mega_test::HostGpuSession>(model, 1, clip_samples);
-    gpu = std::make_unique<mega::gpu::GpuOps<float, mega::gpu::HostOps>>(gpu_session->ops());
-    const mega::gpu::Buffers<float>& bf = gpu_session->buffers();
+    gpu_host = std::make_unique<mega_test::HostGpuEmulation>(model, 1, clip_samples);
+    gpu = std::make_unique<mega::gpu::GpuOps<float, mega::gpu::HostOps>>(gpu_host->ops());
+    const mega::gpu::Buffers<float>& bf = gpu_host->buffers();
     backends.push_back(
         {"cuda (host emulation)", gpu.get(), &span, [bf](Act a) { return mega::gpu::activation(bf, a); }});
 #if defined(MEGA_BACKEND_OPS_CUDA)

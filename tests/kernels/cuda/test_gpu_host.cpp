@@ -21,11 +21,11 @@
 
 #include "cpu/kernels.h"
 #include "golden.h"
-#include "gpu_host_session.h"
+#include "gpu_host_emulation.h"
 #include "host_ops.h"
 
 using mega_test::Golden;
-using mega_test::HostGpuSession;
+using mega_test::HostGpuEmulation;
 using mega_test::max_abs_diff;
 using mega_test::uniform;
 namespace gpu = mega::gpu;
@@ -436,7 +436,7 @@ void check_fixture(const std::string& dir, const std::string& name, double tol) 
   auto m = mega_test::load_fixture(dir, name, &g);
   ASSERT_TRUE(m);
   const auto& in = g.at("input");
-  HostGpuSession s(m, 1, int64_t(in.size()));
+  HostGpuEmulation s(m, 1, int64_t(in.size()));
   std::vector<float> logits(size_t(m->hparams().n_classes)), chunks;
   ASSERT_EQ(s.classify(in.data(), int64_t(in.size()), logits.data(), &chunks), mega::Status::ok);
   const double d = max_abs_diff(logits.data(), g.at("logits").data(), logits.size());
@@ -490,9 +490,9 @@ TEST(GpuHostBatch, BatchedStreamsEqualSingleStreams) {
       audio[1][i] = in[in.size() - 1 - i];
       audio[2][i] = 0.5f * in[(i * 7) % in.size()];
     }
-    HostGpuSession batch(m, 3);
-    std::vector<std::unique_ptr<HostGpuSession>> single;
-    for (int b = 0; b < 3; ++b) single.emplace_back(new HostGpuSession(m, 1));
+    HostGpuEmulation batch(m, 3);
+    std::vector<std::unique_ptr<HostGpuEmulation>> single;
+    for (int b = 0; b < 3; ++b) single.emplace_back(new HostGpuEmulation(m, 1));
     std::vector<float> step_in(static_cast<size_t>(3 * cs)), logits(static_cast<size_t>(3 * nc)), one(static_cast<size_t>(nc));
     for (int64_t c = 0; c < n_chunks; ++c) {
       if (c == reset_at) {

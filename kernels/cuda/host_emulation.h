@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A session of the CUDA backend's forward pass on the host (forward.h over
+// The CUDA backend's forward pass emulated on the host (forward.h over
 // host_ops.h, or another host launcher derived from HostOps): the same memory
-// plan, weight packing, staging and forward as the device session, in host
-// memory and without graphs or streams. Float storage. The tests run it
+// plan, weight packing, staging (the core's stager.h) and forward as the
+// device step, in host memory and without graphs or streams. Float storage. The tests run it
 // against the golden fixtures (tests/kernels/cuda/test_gpu_host.cpp); the float16 range
 // check (fp16_range.h) measures a model's activations with it.
 #pragma once
@@ -18,9 +18,9 @@
 namespace mega::gpu {
 
 template <typename Launch = HostOps>
-class HostSession {
+class HostEmulation {
  public:
-  HostSession(std::shared_ptr<const mega::Model> model, int32_t n_streams, int64_t max_clip_samples = 0,
+  HostEmulation(std::shared_ptr<const mega::Model> model, int32_t n_streams, int64_t max_clip_samples = 0,
                  int64_t group = 3)
       : model_(std::move(model)) {
     const mega::ModelWeights& md = mega::model_weights(*model_);
@@ -50,7 +50,7 @@ class HostSession {
   }
 
   const mega::gpu::Dims& dims() const { return dm_; }
-  // The backend's steps (runtime/src/core/ops.h) over this session's memory, and that
+  // The backend's steps (runtime/src/core/ops.h) over this emulation's memory, and that
   // memory: for the backend-comparison harness (test_backend_ops.cpp).
   mega::gpu::GpuOps<float, Launch> ops() { return {ops_, dm_, cap_, bf_, w_}; }
   Launch& launcher() { return ops_; }
