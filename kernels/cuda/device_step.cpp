@@ -7,12 +7,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <climits>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <type_traits>
 #include <vector>
 
 #include "device_plan.h"
@@ -55,7 +52,6 @@ class Step final : public DeviceStep {
   int64_t clip_tokens() const override { return plan_.cap.clip_tokens; }
   Status classify_span(int64_t n_tok, float* logits) override;
 
-  bool integrated() const override { return plan_.integrated; }
   bool uses_graphs() const override { return o_.graphs && !plan_.dm.bidir; }
   int64_t memory_bytes() const override {
     return int64_t(plan_.dev_bytes + plan_.weight_bytes + pinned_bytes_ + sizeof(Slot) * slots_.size());

@@ -45,7 +45,6 @@ class DeviceStep : public StepOps {
   static std::unique_ptr<DeviceStep> create(std::shared_ptr<const Model> model, const DeviceOptions& opts,
                                             std::string* error, Status* status);
 
-  virtual bool integrated() const = 0;
   // Steps replay CUDA graphs (false if asked not to, or if capture failed:
   // last_error() then says why).
   virtual bool uses_graphs() const = 0;

@@ -72,8 +72,6 @@ class Stager {
     }
   }
 
-  int64_t next_chunk(int32_t b) const { return next_[b]; }
-
  private:
   const ModelInfo* info_ = nullptr;
   int64_t ctx_ = 0, cs_ = 0;

@@ -55,7 +55,7 @@ class Streams {
   StreamStats stats(int32_t b) const { return b >= 0 && b < n_streams_ ? stats_[size_t(b)] : StreamStats(); }
   int64_t memory_bytes() const {
     return step_->memory_bytes() + int64_t(sizeof(float) * tails_.size() + sizeof(StreamStats) * stats_.size() +
-                                           (sizeof(int64_t) + 1) * (next_.size() + step_of_.size()));
+                                           sizeof(int64_t) * (next_.size() + step_of_.size()) + checked_.size());
   }
   const char* last_error() const { return step_->last_error(); }
 
