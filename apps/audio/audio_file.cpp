@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "resampler.h"
 #include "stdin_audio.h"
@@ -194,9 +195,15 @@ struct AudioFileStream::Impl {
       pending_off = 0;
       return true;
     }
-    pending.resize(size_t(got));
     pending_off = 0;
-    mix_to_mono(inter.data(), ch, size_t(got), pending.data());
+    if (ch == 1) {  // mono: the decoded block is read as it is (both buffers hold a block: no allocation)
+      pending.swap(inter);
+      pending.resize(size_t(got));
+      inter.resize(size_t(kBlockFrames));
+    } else {
+      pending.resize(size_t(got));
+      mix_to_mono(inter.data(), ch, size_t(got), pending.data());
+    }
     for (sf_count_t i = 0; i < got; ++i) {
       if (!std::isfinite(pending[size_t(i)])) {
         *error = "sample " + std::to_string(frames_read + i) + " (at " + seconds(frames_read + i) +
@@ -233,6 +240,7 @@ std::unique_ptr<AudioFileStream> AudioFileStream::open(const std::string& path, 
     if (!im.file) return nullptr;
   }
   im.inter.resize(size_t(kBlockFrames) * size_t(im.info.channels));
+  im.pending.reserve(size_t(kBlockFrames));
   *info = im.info;
   return s;
 }
@@ -302,6 +310,31 @@ bool read_audio_file(const std::string& path, int32_t want_rate, double max_seco
   *info = stream->info();
   info->resampled = resampler != nullptr;
   return true;
+}
+
+std::unique_ptr<FileSource> FileSource::open(const std::string& path, std::string* error,
+                                             const volatile std::sig_atomic_t* stop) {
+  AudioInfo info;
+  auto in = AudioFileStream::open(path, &info, error, stop);
+  if (!in) return nullptr;
+  return std::unique_ptr<FileSource>(new FileSource(std::move(in), info));
+}
+
+FileSource::FileSource(std::unique_ptr<AudioFileStream> in, const AudioInfo& info)
+    : in_(std::move(in)), info_(info), ring_(kBlockFrames), block_(kBlockFrames) {}
+
+SourceState FileSource::poll() {
+  if (state_ != SourceState::running || ring_.read_available() > 0) return state_;
+  const int64_t n = in_->read(block_.data(), int64_t(block_.size()), &error_);
+  if (n < 0) {
+    state_ = SourceState::failed;
+  } else if (n == 0 && !in_->interrupted()) {  // interrupted: still running, the consumer sees its stop flag
+    state_ = SourceState::ended;
+  } else {
+    ring_.write(block_.data(), size_t(n));  // fits: the ring is empty and holds a block
+    frames_read_ += n;
+  }
+  return state_;
 }
 
 }  // namespace kws

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reading audio files (classify, scan; mega_rtf's FILE): libsndfile for every
 // format it knows, then the one channel mix-down (resampler.h) to mono at the
-// file's own rate. Resampling to the model's rate is the one resampler's
-// (resampler.h): the stream pipeline's for scan, read_audio_file's for a clip.
+// file's own rate; whole (read_audio_file), or block by block as a source of
+// the stream pipeline (FileSource, scan). Resampling to the model's rate is
+// the one resampler's (resampler.h): the stream pipeline's for scan,
+// read_audio_file's for a clip.
 #pragma once
 
 #include <csignal>
@@ -10,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "audio_source.h"
 
 namespace kws {
 
@@ -55,6 +59,38 @@ class AudioFileStream {
   AudioFileStream() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// An audio file as a source (scan): decoded to mono at the file's own rate by
+// AudioFileStream, a block at a time, on the consumer's thread; the stream
+// pipeline resamples it to the model's rate, as it does the microphone.
+class FileSource : public AudioSource {
+ public:
+  // Null, with *error set, when the file cannot be opened as audio. stop:
+  // the flag StreamOptions::stop points to, for standard input, whose reads
+  // wait on the pipe (see AudioFileStream).
+  static std::unique_ptr<FileSource> open(const std::string& path, std::string* error,
+                                          const volatile std::sig_atomic_t* stop = nullptr);
+  AudioFormat format() const override { return {1, double(info_.sample_rate)}; }
+  SpscRing<float>& ring() override { return ring_; }
+  // Reads the next block when the consumer has emptied the ring, so a read
+  // error or the end of the file is reported only once every frame before it
+  // has been consumed.
+  SourceState poll() override;
+  const std::string& error() const override { return error_; }
+  const AudioInfo& info() const { return info_; }
+  int64_t frames_read() const { return frames_read_; }  // at the file's rate
+
+ private:
+  static constexpr size_t kBlockFrames = 8192;  // one read; the ring holds one block
+  FileSource(std::unique_ptr<AudioFileStream> in, const AudioInfo& info);
+  std::unique_ptr<AudioFileStream> in_;
+  AudioInfo info_;
+  SpscRing<float> ring_;
+  std::vector<float> block_;
+  SourceState state_ = SourceState::running;
+  std::string error_;
+  int64_t frames_read_ = 0;
 };
 
 }  // namespace kws

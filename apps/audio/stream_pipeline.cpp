@@ -34,7 +34,7 @@ std::unique_ptr<StreamPipeline> StreamPipeline::create(AudioSource& source, mega
 StreamPipeline::StreamPipeline(AudioSource& source, mega::Engine& session, mega::Detector& detector)
     : source_(source), stream_(session), detector_(detector), format_(source.format()) {
   raw_.resize(kBlockFrames * size_t(format_.channels));
-  mono_.resize(kBlockFrames);
+  if (format_.channels > 1) mono_.resize(kBlockFrames);
 }
 
 StreamPipeline::~StreamPipeline() = default;
@@ -63,12 +63,17 @@ StreamEnd StreamPipeline::run(const StreamOptions& opts, StreamObserver& observe
   }
 }
 
-// One block from the ring: to mono, to the model's rate, into the session.
+// One block from the ring: to mono (a mono source's block as it is), to the
+// model's rate, into the session.
 StreamPipeline::Fed StreamPipeline::consume(size_t n_frames, const StreamOptions& opts, StreamObserver& observer) {
-  mix_to_mono(raw_.data(), format_.channels, n_frames, mono_.data());
-  observer.on_audio(mono_.data(), n_frames);
-  if (!resampler_) return feed(mono_.data(), int64_t(n_frames), opts, observer);
-  return resample(mono_.data(), int64_t(n_frames), false, opts, observer);
+  const float* mono = raw_.data();
+  if (format_.channels > 1) {
+    mix_to_mono(raw_.data(), format_.channels, n_frames, mono_.data());
+    mono = mono_.data();
+  }
+  observer.on_audio(mono, n_frames);
+  if (!resampler_) return feed(mono, int64_t(n_frames), opts, observer);
+  return resample(mono, int64_t(n_frames), false, opts, observer);
 }
 
 // Source-rate frames through the resampler into the session; end: the

@@ -90,7 +90,7 @@ class StreamPipeline {
   mega::Detector& detector_;
   AudioFormat format_;
   std::unique_ptr<Resampler> resampler_;  // null: the source is at the model's rate
-  std::vector<float> raw_, mono_, resampled_;
+  std::vector<float> raw_, mono_, resampled_;  // mono_: for sources of two channels
   InferenceTime time_;
   mega::Status status_ = mega::Status::ok;
   std::string error_;

@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <string>
 
+#include "audio_file.h"
 #include "cli_output.h"
 #include "commands.h"
-#include "file_source.h"
 #include "model_setup.h"
 #include "stop_signals.h"
 #include "stream_pipeline.h"

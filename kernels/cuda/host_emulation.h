@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's forward pass emulated on the host (forward.h over
 // host_ops.h, or another host launcher derived from HostOps): the same memory
-// plan, weight packing, staging (the core's stager.h) and forward as the
+// plan, weight packing, staging (the core's Stager, stream.h) and forward as the
 // device step, in host memory and without graphs or streams. Float storage. The tests run it
 // against the golden fixtures (tests/kernels/cuda/test_gpu_host.cpp); the float16 range
 // check (fp16_range.h) measures a model's activations with it.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "host_ops.h"
-#include "stager.h"  // the core's (runtime/src/core)
+#include "stream.h"  // the core's Stager (runtime/src/core)
 
 namespace mega::gpu {
 

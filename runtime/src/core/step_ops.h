@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a backend supplies to the core's streams (stream.h): its batched step.
-// The core frames each stream's samples into a slot's host memory (stager.h),
+// The core frames each stream's samples into a slot's host memory (Stager, stream.h),
 // launches the slot, and collects it when the backend says it is done; it
 // owns the slots' order, the input hygiene, the recovery from non-finite
 // logits, the result queue and clips. The backend owns its memory (pinned on
@@ -21,7 +21,7 @@ namespace mega {
 
 // One step's host memory, for n_streams streams.
 struct StepSlot {
-  float* samples = nullptr;  // n_streams blocks of [ctx | chunk], scaled (stager.h)
+  float* samples = nullptr;  // n_streams blocks of [ctx | chunk], scaled (Stager, stream.h)
   int64_t* index = nullptr;  // n_streams chunk indices (0: the stream starts afresh)
   float* logits = nullptr;   // n_streams x n_classes window logits, once the step is done
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The core's stream (stream.h). Streams is B streams over a backend's step
-// (step_ops.h): their framing (stager.h), the slots in flight in order, the
+// (step_ops.h): their framing (Stager), the slots in flight in order, the
 // recovery from non-finite logits, the hygiene counts, clips. StreamEngine is
 // one stream (mega::Engine) on it, BatchStreams B of them (mega::BatchEngine).
 // Host memory is allocated at creation; a step allocates nothing.
@@ -18,9 +18,55 @@
 #include <vector>
 
 #include "backend.h"
-#include "stager.h"
 
 namespace mega {
+
+void Stager::init(const ModelInfo& info, int64_t ctx, int64_t chunk_samples, int32_t n_streams, float* tails,
+                  int64_t* next) {
+  info_ = &info;
+  ctx_ = ctx;
+  cs_ = chunk_samples;
+  n_streams_ = n_streams;
+  tails_ = tails;
+  next_ = next;
+  for (int32_t b = 0; b < n_streams; ++b) reset(b);
+}
+
+int64_t Stager::stride() const { return ctx_ + cs_; }
+int64_t Stager::context() const { return ctx_; }
+float Stager::clean(float raw, StreamStats* stats) const { return scale_input(*info_, clean_sample(raw, stats)); }
+
+void Stager::reset(int32_t b) {
+  clear_context(b);
+  next_[b] = 0;
+}
+
+void Stager::clear_context(int32_t b) {
+  std::fill(tails_ + int64_t(b) * ctx_, tails_ + int64_t(b + 1) * ctx_, 0.0f);
+}
+
+void Stager::close(int32_t b, float* block, int64_t* index) {
+  float* tail = tails_ + int64_t(b) * ctx_;
+  std::copy(tail, tail + ctx_, block);
+  std::copy(block + cs_, block + cs_ + ctx_, tail);
+  *index = next_[b]++;
+}
+
+void Stager::stage(const float* samples, float* dst, int64_t* index, StreamStats* stats) {
+  for (int32_t b = 0; b < n_streams_; ++b) {
+    float* block = dst + int64_t(b) * stride();
+    const float* in = samples + int64_t(b) * cs_;
+    for (int64_t i = 0; i < cs_; ++i) block[ctx_ + i] = clean(in[i], &stats[b]);
+    close(b, block, index + b);
+  }
+}
+
+void Stager::stage_clip(const float* samples, int64_t n, int64_t total, float* dst, StreamStats* stats) const {
+  std::fill(dst, dst + ctx_, 0.0f);
+  for (int64_t j = 0; j < total; ++j) {
+    dst[ctx_ + j] = scale_input(*info_, j < n ? clean_sample(samples[j], stats) : 0.0f);
+  }
+}
 
 namespace {
 
@@ -63,7 +109,7 @@ class Streams {
   // The slot the next step goes to (free unless full()).
   StepSlot head() { return step_->slot(head_); }
 
-  // Launches the head slot, its streams' chunks closed (stager.h). A step
+  // Launches the head slot, its streams' chunks closed (Stager). A step
   // the backend has already finished is checked at once, so a host backend
   // recovers before the next chunk as a stream computed in place would.
   Status launch() {

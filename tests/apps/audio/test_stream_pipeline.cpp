@@ -24,7 +24,6 @@
 #include "alloc_counter.h"
 #include "audio_file.h"
 #include "audio_source.h"
-#include "file_source.h"
 #include "mega/detector.hpp"
 #include "mega/engine.hpp"
 #include "resampler.h"
