@@ -45,7 +45,7 @@ $PY -m mega_kws_tools.training.train --data "$T/data" --classes kws12 --out "$T/
 grep -q "resumed at step 100" "$T/resume.log"
 # a run stopped (--stop-at) and resumed draws the same batches and augmentations, so its losses are those
 # of the run in one go, to the printed digit
-AUG="--preset smoke --steps 20 --batch 16 --warmup 5 --max-per-class 2 --eval-every 10 --threads 1 --seed 7
+AUG="--preset smoke --steps 20 --batch 8 --warmup 5 --max-per-class 2 --eval-every 10 --threads 1 --seed 7
      --noise-prob 0.5 --speed-prob 0.5 --color-prob 0.5 --vowel-prob 0.5 --pitch-prob 0.5 --warp-prob 0.5
      --mask-prob 0.5"
 $PY -m mega_kws_tools.training.train --data "$T/data" --classes kws12 --out "$T/whole" $AUG >/dev/null
