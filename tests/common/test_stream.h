@@ -16,6 +16,15 @@
 
 namespace mega_test {
 
+// True in a cross build whose tests run under an emulator (qemu-user, 10-30x
+// slower). A few long cases then feed less audio or fewer block sizes; each
+// says what it leaves to the native build, which runs the whole case.
+#ifdef MEGA_TEST_EMULATED
+inline constexpr bool kEmulated = true;
+#else
+inline constexpr bool kEmulated = false;
+#endif
+
 inline std::shared_ptr<const mega::Model> load(const std::string& path) {
   std::string err;
   auto m = mega::Model::load(path, &err);

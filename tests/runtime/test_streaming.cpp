@@ -104,6 +104,7 @@ TEST(Streaming, ThreadCountDoesNotChangeResults) {
   const Case cases[] = {{MEGA_FIXTURES, "tiny_uni"}, {MEGA_FIXTURES, "tiny_softmax_ln_post"},
                         {MEGA_FIXTURES, "tiny_patch"}, {MEGA_GENERATED, "base_uni"}};
   for (const Case& c : cases) {
+    if (mega_test::kEmulated && c.name == "base_uni") continue;  // 2.5 min emulated; the base-size cases run natively
     auto m = load(c.dir + "/" + c.name + ".mega");
     ASSERT_TRUE(m);
     Golden g;
