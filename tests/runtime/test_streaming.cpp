@@ -72,8 +72,15 @@ TEST(TinyStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
   }
 }
 
+// Under the sanitizers the base model streams in three block sizes, not seven
+// (the small blocks took 3 of its 4 minutes there); the tiny models above
+// stream in the small ones under the sanitizers too.
 TEST(BaseStreaming, AnyBlockSizeGivesOfflineChunkLogits) {
-  check_blocks(MEGA_GENERATED, "base_uni", {16000, 1, 7, 999, 1000, 1001, 4096}, 1e-4);
+  if (mega_test::kSanitized) {
+    check_blocks(MEGA_GENERATED, "base_uni", {16000, 999, 1001}, 1e-4);
+  } else {
+    check_blocks(MEGA_GENERATED, "base_uni", {16000, 1, 7, 999, 1000, 1001, 4096}, 1e-4);
+  }
 }
 
 // The teacher's front end keeps its own state across chunks (the last steps
