@@ -170,3 +170,26 @@ def test_labelled_windows_end_just_after_each_word():
     assert any(10.4 <= 0.08 * e <= 10.88 for e in unknown)  # the other word
     free = [e for e in unknown if not 10.4 <= 0.08 * e <= 10.88]
     assert free and all(not 4.5 - 1.0 <= 0.08 * e <= 4.5 + 2.0 for e in free)  # never near the keyword
+
+
+def test_keep_thins_only_the_named_labels_and_nests():
+    from mega_kws_tools.teacher import student_run
+    y = np.repeat(np.arange(12), 20)
+    x = np.arange(len(y))
+    keep = student_run.parse_keep(["on=0.25", "go=0"])
+    on, go = head.LABELS.index("on"), head.LABELS.index("go")
+    tx, ty = student_run.thin(x, y, keep)
+    assert (ty == on).sum() == 5 and (ty == go).sum() == 0
+    assert all((ty == l).sum() == 20 for l in range(12) if l not in (on, go))
+    assert np.array_equal(ty, y[tx])  # rows stay paired
+    half, _ = student_run.thin(x, y, student_run.parse_keep(["on=0.5"]))
+    assert set(tx[ty == on]) < set(half[y[half] == on])  # a smaller share keeps a subset
+    other, _ = student_run.thin(x, y, student_run.parse_keep(["on=0.25"]), seed=1)
+    assert set(other[y[other] == on]) != set(tx[ty == on])
+    for bad in ("onn=0.5", "on=1.5", "on=half", "on"):
+        try:
+            student_run.parse_keep([bad])
+        except ValueError as e:
+            assert "--keep" in str(e)
+        else:
+            raise AssertionError(f"{bad} was accepted")

@@ -24,6 +24,9 @@ Usage (from the repository root, PYTHONPATH=tools):
       FOLDER/REC.npy: [K, 96] float32, one per 80 ms step
   python3 -m mega_kws_tools.teacher.stream_embed clips --like CACHE --data DIR --out CACHE2 [--teacher DIR]
       the clips of an embed_cache cache (same paths), embedded with the step floor
+  python3 -m mega_kws_tools.teacher.stream_embed clips --split SPLIT [--max-per-folder N --seed S] --data DIR
+      --out CACHE2
+      the clips embed_cache would choose with the same options, without making its cache first
 """
 
 import argparse
@@ -127,7 +130,12 @@ def main(argv=None):
     r = sub.add_parser("recordings", help="a whole recording's embeddings")
     r.add_argument("wavs", nargs="+", help="16 kHz mono WAV files")
     c = sub.add_parser("clips", help="an embed_cache cache's clips, with the step floor")
-    c.add_argument("--like", required=True, help="the cache whose clips to embed")
+    which = c.add_mutually_exclusive_group(required=True)
+    which.add_argument("--like", help="the cache whose clips to embed")
+    which.add_argument("--split", choices=["training", "validation", "testing"],
+                       help="or the clips of a split, chosen as embed_cache chooses them")
+    c.add_argument("--max-per-folder", type=int, default=0, help="with --split: at most N clips of each folder (0: all)")
+    c.add_argument("--seed", type=int, default=0, help="with --split: the draw of --max-per-folder")
     c.add_argument("--data", required=True, help="the data folder its paths are relative to")
     c.add_argument("--batch", type=int, default=32)
     for p in (r, c):
@@ -142,8 +150,10 @@ def main(argv=None):
     if args.command == "recordings":
         embed_recordings(embedder, args.wavs, args.out)
         return
-    from mega_kws_tools.teacher.embed_cache import embed_clips
-    rels = cached_rels(args.like)
+    from mega_kws_tools.teacher.embed_cache import embed_clips, split_clips
+    rels = cached_rels(args.like) if args.like else split_clips(args.data, args.split, args.max_per_folder, args.seed)
+    if not rels:
+        raise SystemExit(f"stream_embed: no clips to embed ({args.like or args.data + ' ' + args.split})")
     n = embed_clips(clip_embed(embedder), args.data, rels, args.out, args.batch)
     print(f"done: {len(rels)} clips, {n} new shard(s) in {args.out}")
 

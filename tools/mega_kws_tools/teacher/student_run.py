@@ -25,7 +25,8 @@ earlier before scoring (a detection is timed at the end of its hop).
 Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.student_run train --train CACHE [...] --val CACHE [...] --out RUN
          [--steps 3000] [--dim 64] [--layers 2] [--truncation 6] [--chunk 3] [--window 4]
-         [--negative-stream EMB.npy [--mine-with RUN0/best.pt]] [--window-stream EMB.npy LABELS.csv] ...
+         [--negative-stream EMB.npy [--mine-with RUN0/best.pt]] [--window-stream EMB.npy LABELS.csv]
+         [--keep LABEL=SHARE ... [--keep-seed S]] [--train-whole CACHE ...] ...
   python3 -m mega_kws_tools.teacher.student_run judge --checkpoint RUN/best.pt --cache CACHE [...] --json-out F
   python3 -m mega_kws_tools.teacher.student_run stream --checkpoint RUN/best.pt
          --stream EMB.npy LABELS.csv [--stream ...] --out RUN/stream.json [--max-fa-per-hour 2]
@@ -61,6 +62,35 @@ def judge(model, caches):
     result = head.scores(logits.argmax(axis=1), y)
     result["keywords_at_rejection"] = rejection_tradeoff(logits.tolist(), y.tolist(), list(head.LABELS))
     return result
+
+
+def parse_keep(items):
+    """{label index: share} of --keep LABEL=SHARE items."""
+    out = {}
+    for item in items:
+        label, _, share = item.partition("=")
+        if label not in head.LABELS:
+            raise ValueError(f"--keep {item}: {label!r} is not one of {', '.join(head.LABELS)}")
+        try:
+            f = float(share)
+        except ValueError:
+            f = -1.0
+        if not 0.0 <= f <= 1.0:
+            raise ValueError(f"--keep {item}: the share must be a number from 0 to 1")
+        out[head.LABELS.index(label)] = f
+    return out
+
+
+def thin(x, y, keep, seed=0):
+    """(x, y) with only the first round(share * n) clips, in a seeded order, of each label in `keep`
+    ({label index: share}); the orders do not depend on the shares, so a smaller share keeps a
+    subset of a larger one's clips."""
+    mask = np.ones(len(y), dtype=bool)
+    for label, share in sorted(keep.items()):
+        idx = np.flatnonzero(y == label)
+        order = np.random.default_rng([seed, label]).permutation(len(idx))
+        mask[idx[order[int(round(share * len(idx))):]]] = False
+    return x[mask], y[mask]
 
 
 def label_rows(csv_path):
@@ -196,6 +226,11 @@ def build_parser():
     t.add_argument("--mine-with", help="a student's best.pt: half the stream's windows end where it gave a keyword "
                    ">= --mine-threshold")
     j = sub.add_parser("judge", help="a kept student's clip figures")
+    t.add_argument("--keep", action="append", default=[], metavar="LABEL=SHARE",
+                   help="train on only this share (0 to 1) of the label's clips in the --train caches (repeat)")
+    t.add_argument("--keep-seed", type=int, default=0, help="the order --keep draws in (default 0)")
+    t.add_argument("--train-whole", action="append", default=[], metavar="CACHE",
+                   help="a cache trained on whole, never thinned by --keep (repeat)")
     j.add_argument("--checkpoint", required=True)
     j.add_argument("--cache", action="append", required=True, help="a cache; several are pooled")
     j.add_argument("--json-out", required=True)
@@ -216,12 +251,18 @@ def build_parser():
     return ap
 
 
-def run_train(args):
+def run_train(args, keep):
     d = args.dim
     cfg = student.student_config(embed_dim=d, hidden_dim=2 * d, ffn_hidden_dim=2 * d, z_dim=d // 2,
                                  classifier_dim=2 * d, n_layers=args.layers, truncation=args.truncation,
                                  chunk_size=args.chunk, window_chunks=args.window)
     x, y = head.load_sets(args.train)
+    if keep:
+        x, y = thin(x, y, keep, args.keep_seed)
+        print("kept of --train: " + ", ".join(f"{head.LABELS[l]} {int((y == l).sum())}" for l in sorted(keep)), flush=True)
+    if args.train_whole:
+        wx, wy = head.load_sets(args.train_whole)
+        x, y = np.concatenate([x, wx]), np.concatenate([y, wy])
     vx, vy = head.load_sets(args.val)
     print(f"training on {len(y)} clips, validating on {len(vy)}; window {student.receptive_steps(cfg)} steps",
           flush=True)
@@ -249,7 +290,11 @@ def main(argv=None):
         return
     torch.set_num_threads(getattr(args, "threads", 1))
     if args.command == "train":
-        run_train(args)
+        try:
+            keep = parse_keep(args.keep)
+        except ValueError as e:
+            ap.error(str(e))
+        run_train(args, keep)
         return
     if args.command == "bundled":
         result = bundled_figures(args.checkpoint, args.detection, args.stream)

@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Issue 83's curve: what the real `on`, `off` and `go` of training are worth to
+# the teacher model's recipe (models/sc10-teacher.mega, student_b.sh's first
+# training: the clips alone, 3,000 steps). The same training with only a share
+# of those three words' real training clips (said alone and cut from sentences;
+# the synthetic voices' clips stay whole), each share's clips a subset of the
+# next one's, judged on the real validation speakers' clips and sentence cuts.
+#
+#   [STEP=DIR] [SHARES="0 0.25 0.5 1"] [SEED=83] real_curve.sh OUT_DIR
+#
+# STEP (default WORK/data/tcache-step): the step-floor caches of student_b.sh
+# (made here if missing, from the data of continue_real.sh, the synthetic
+# voices of teacher_head.sh and the teacher's files). Writes OUT_DIR/keep-SHARE
+# (a run each) and OUT_DIR/curve.md. Every stage skips what is made; heavy
+# stages run at nice 19 on one thread.
+set -euo pipefail
+OUT=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/real_data.sh"
+cd "$ROOT"
+STEP=${STEP:-$WORK/data/tcache-step}
+SYNT=$WORK/data/syntc
+NICE="nice -n 19"
+RUNNER="$PY -m mega_kws_tools.teacher.student_run"
+# 1. the caches (student_b.sh's, chosen as teacher_head.sh ALL=1 chooses them)
+for c in "real-val validation 0 0 $REAL" "sokw-val validation 0 0 $SOKW" "so-val validation 0 0 $SO/clips" \
+         "real-train-all training 0 0 $REAL" "so-train-all training 0 0 $SO/clips" \
+         "sokw-train training 60 3 $SOKW" "cathy-train training 40 5 $CATHY" "syn-train training 120 4 $SYNT"; do
+  read -r name split most seed data <<< "$c"
+  $NICE $PY -m mega_kws_tools.teacher.stream_embed clips --split "$split" --max-per-folder "$most" --seed "$seed" \
+    --data "$data" --teacher "${TEACHER:-$WORK/teacher}" --out "$STEP/$name" | tail -1
+done
+# 2. a run per share: the real caches thinned, the synthetic voices whole; the checkpoint kept on the
+#    real validation speakers as student_b.sh keeps it
+for share in ${SHARES:-0 0.25 0.5 1}; do
+  run=$OUT/keep-$share
+  mkdir -p "$run"
+  [ -f "$run/history.json" ] || $NICE $RUNNER train --out "$run" --steps 3000 --seed "${SEED:-83}" \
+    --keep on="$share" --keep off="$share" --keep go="$share" \
+    --train "$STEP/real-train-all" --train "$STEP/so-train-all" --train "$STEP/sokw-train" \
+    --train "$STEP/cathy-train" --train-whole "$STEP/syn-train" \
+    --val "$STEP/real-val" --val "$STEP/so-val" --val "$STEP/sokw-val" > "$run/train.log"
+  grep "^kept" "$run/train.log"
+  for j in real-val sokw-val; do
+    [ -f "$run/student-$j.json" ] || $RUNNER judge --checkpoint "$run/best.pt" --cache "$STEP/$j" \
+      --json-out "$run/student-$j.json" > /dev/null
+  done
+done
+# shellcheck disable=SC2086  # SHARES: numbers, split on spaces
+# 3. the curve: per share, the real training clips kept and each word's right answers on each judge
+$PY - "$OUT" ${SHARES:-0 0.25 0.5 1} <<'PY' | tee "$OUT/curve.md"
+import json, re, sys
+out, shares = sys.argv[1], sys.argv[2:]
+words = ("on", "off", "go")
+print("| share of real on/off/go | real training clips: on / off / go | validation clips: on / off / go"
+      " | sentence cuts: on / off / go | all keyword clips | all sentence cuts |")
+print("|---|---|---|---|---|---|")
+for s in shares:
+    run = f"{out}/keep-{s}"
+    kept = dict(re.findall(r"(\w+) (\d+)", open(f"{run}/train.log").read().split("kept of --train: ")[1].split("\n")[0]))
+    cells = []
+    for j in ("real-val", "sokw-val"):
+        r = json.load(open(f"{run}/student-{j}.json"))
+        cells.append(" / ".join(f"{round(r['per_label'][w] * r['label_clips'][w])}/{r['label_clips'][w]}"
+                                for w in words))
+    acc = [json.load(open(f"{run}/student-{j}.json"))["keyword_accuracy"] for j in ("real-val", "sokw-val")]
+    print(f"| {s} | {' / '.join(kept[w] for w in words)} | {cells[0]} | {cells[1]} | {acc[0]:.1%} | {acc[1]:.1%} |")
+PY
