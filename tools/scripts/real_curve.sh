@@ -42,28 +42,32 @@ for share in ${SHARES:-0 0.25 0.5 1}; do
     --train "$STEP/cathy-train" --train-whole "$STEP/syn-train" \
     --val "$STEP/real-val" --val "$STEP/so-val" --val "$STEP/sokw-val" > "$run/train.log"
   grep "^kept" "$run/train.log"
-  for j in real-val sokw-val; do
+  for j in real-val sokw-val so-val; do
     [ -f "$run/student-$j.json" ] || $RUNNER judge --checkpoint "$run/best.pt" --cache "$STEP/$j" \
       --json-out "$run/student-$j.json" > /dev/null
   done
 done
 # shellcheck disable=SC2086  # SHARES: numbers, split on spaces
-# 3. the curve: per share, the real training clips kept and each word's right answers on each judge
+# 3. the curve: per share, the real training clips kept, each word's right answers on each judge, and
+#    the running speech rejected (more real `on` must not buy its keywords with false alarms)
 $PY - "$OUT" ${SHARES:-0 0.25 0.5 1} <<'PY' | tee "$OUT/curve.md"
 import json, re, sys
 out, shares = sys.argv[1], sys.argv[2:]
 words = ("on", "off", "go")
 print("| share of real on/off/go | real training clips: on / off / go | validation clips: on / off / go"
-      " | sentence cuts: on / off / go | all keyword clips | all sentence cuts |")
-print("|---|---|---|---|---|---|")
+      " | sentence cuts: on / off / go | all keyword clips | all sentence cuts | running speech rejected |")
+print("|---|---|---|---|---|---|---|")
 for s in shares:
     run = f"{out}/keep-{s}"
-    kept = dict(re.findall(r"(\w+) (\d+)", open(f"{run}/train.log").read().split("kept of --train: ")[1].split("\n")[0]))
+    line = open(f"{run}/train.log").read().split("kept of --train: ")[1].split("\n")[0]
+    kept = dict(re.findall(r"(\w+) (\d+)", line))
     cells = []
     for j in ("real-val", "sokw-val"):
         r = json.load(open(f"{run}/student-{j}.json"))
         cells.append(" / ".join(f"{round(r['per_label'][w] * r['label_clips'][w])}/{r['label_clips'][w]}"
                                 for w in words))
     acc = [json.load(open(f"{run}/student-{j}.json"))["keyword_accuracy"] for j in ("real-val", "sokw-val")]
-    print(f"| {s} | {' / '.join(kept[w] for w in words)} | {cells[0]} | {cells[1]} | {acc[0]:.1%} | {acc[1]:.1%} |")
+    rejected = json.load(open(f"{run}/student-so-val.json"))["rejected"]["_unknown_"]  # windows of sentences
+    print(f"| {s} | {' / '.join(kept[w] for w in words)} | {cells[0]} | {cells[1]} | {acc[0]:.1%} | {acc[1]:.1%}"
+          f" | {rejected:.1%} |")
 PY

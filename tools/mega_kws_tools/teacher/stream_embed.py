@@ -134,7 +134,8 @@ def main(argv=None):
     which.add_argument("--like", help="the cache whose clips to embed")
     which.add_argument("--split", choices=["training", "validation", "testing"],
                        help="or the clips of a split, chosen as embed_cache chooses them")
-    c.add_argument("--max-per-folder", type=int, default=0, help="with --split: at most N clips of each folder (0: all)")
+    c.add_argument("--max-per-folder", type=int, default=0,
+                   help="with --split: at most N clips of each folder (0: all)")
     c.add_argument("--seed", type=int, default=0, help="with --split: the draw of --max-per-folder")
     c.add_argument("--data", required=True, help="the data folder its paths are relative to")
     c.add_argument("--batch", type=int, default=32)

@@ -259,7 +259,8 @@ def run_train(args, keep):
     x, y = head.load_sets(args.train)
     if keep:
         x, y = thin(x, y, keep, args.keep_seed)
-        print("kept of --train: " + ", ".join(f"{head.LABELS[l]} {int((y == l).sum())}" for l in sorted(keep)), flush=True)
+        counts = ", ".join(f"{head.LABELS[l]} {int((y == l).sum())}" for l in sorted(keep))
+        print(f"kept of --train: {counts}", flush=True)
     if args.train_whole:
         wx, wy = head.load_sets(args.train_whole)
         x, y = np.concatenate([x, wx]), np.concatenate([y, wy])
