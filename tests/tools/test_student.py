@@ -193,3 +193,22 @@ def test_keep_thins_only_the_named_labels_and_nests():
             assert "--keep" in str(e)
         else:
             raise AssertionError(f"{bad} was accepted")
+
+
+def test_right_at_rejection_takes_the_best_bias_that_rejects_enough():
+    from mega_kws_tools.teacher import real_curve
+    unk, on, go = (head.LABELS.index(l) for l in ("_unknown_", "on", "go"))
+    n = len(head.LABELS)
+    kw = np.zeros((4, n))
+    kw[:, unk] = 1.0
+    kw[0, on], kw[1, on], kw[2, go], kw[3, go] = 3.0, 1.5, 2.5, 0.5  # margins over _unknown_ 2, 0.5, 1.5, -0.5
+    truth = np.array([on, on, go, go])
+    free = np.zeros((10, n))
+    free[:, unk] = 1.0
+    free[:9, go] = np.linspace(0.0, 0.8, 9)  # under _unknown_: rejected at any bias >= 0
+    free[9, go] = 2.0  # one clip rejected only with a bias over 1
+    right, acc, b = real_curve.right_at_rejection(kw, truth, free, level=0.9)
+    assert (right["on"], right["go"], acc) == (2, 1, 0.75) and -0.2 < b < 0.5  # the most keywords at 9 of 10
+    right, acc, b = real_curve.right_at_rejection(kw, truth, free, level=1.0)
+    assert (right["on"], right["go"], acc) == (1, 1, 0.5) and 1.0 < b <= 1.5  # a bias over 1 drops the 0.5 margin
+    assert real_curve.right_at_rejection(kw, truth, free + np.eye(n)[go] * 100, level=1.0) is None

@@ -23,6 +23,10 @@ STEP=${STEP:-$WORK/data/tcache-step}
 SYNT=$WORK/data/syntc
 NICE="nice -n 19"
 RUNNER="$PY -m mega_kws_tools.teacher.student_run"
+for need in "$REAL" "$SO/clips" "$SOKW" "$CATHY" "$SYNT/README.txt" "${TEACHER:-$WORK/teacher}/embedding_model.onnx"; do
+  [ -e "$need" ] || { echo "real_curve.sh: $need is missing (continue_real.sh stages 1-2b, teacher_head.sh's" \
+                          "synthetic voices, python3 -m mega_kws_tools.teacher.fetch)" >&2; exit 1; }
+done
 # 1. the caches (student_b.sh's, chosen as teacher_head.sh ALL=1 chooses them)
 for c in "real-val validation 0 0 $REAL" "sokw-val validation 0 0 $SOKW" "so-val validation 0 0 $SO/clips" \
          "real-train-all training 0 0 $REAL" "so-train-all training 0 0 $SO/clips" \
@@ -47,27 +51,7 @@ for share in ${SHARES:-0 0.25 0.5 1}; do
       --json-out "$run/student-$j.json" > /dev/null
   done
 done
+# 3. the curve (teacher.real_curve): per share, the real training clips kept, each word's right answers on
+#    each judge, the running speech rejected, and the sentence cuts where every run rejects as much of it
 # shellcheck disable=SC2086  # SHARES: numbers, split on spaces
-# 3. the curve: per share, the real training clips kept, each word's right answers on each judge, and
-#    the running speech rejected (more real `on` must not buy its keywords with false alarms)
-$PY - "$OUT" ${SHARES:-0 0.25 0.5 1} <<'PY' | tee "$OUT/curve.md"
-import json, re, sys
-out, shares = sys.argv[1], sys.argv[2:]
-words = ("on", "off", "go")
-print("| share of real on/off/go | real training clips: on / off / go | validation clips: on / off / go"
-      " | sentence cuts: on / off / go | all keyword clips | all sentence cuts | running speech rejected |")
-print("|---|---|---|---|---|---|---|")
-for s in shares:
-    run = f"{out}/keep-{s}"
-    line = open(f"{run}/train.log").read().split("kept of --train: ")[1].split("\n")[0]
-    kept = dict(re.findall(r"(\w+) (\d+)", line))
-    cells = []
-    for j in ("real-val", "sokw-val"):
-        r = json.load(open(f"{run}/student-{j}.json"))
-        cells.append(" / ".join(f"{round(r['per_label'][w] * r['label_clips'][w])}/{r['label_clips'][w]}"
-                                for w in words))
-    acc = [json.load(open(f"{run}/student-{j}.json"))["keyword_accuracy"] for j in ("real-val", "sokw-val")]
-    rejected = json.load(open(f"{run}/student-so-val.json"))["rejected"]["_unknown_"]  # windows of sentences
-    print(f"| {s} | {' / '.join(kept[w] for w in words)} | {cells[0]} | {cells[1]} | {acc[0]:.1%} | {acc[1]:.1%}"
-          f" | {rejected:.1%} |")
-PY
+$PY -m mega_kws_tools.teacher.real_curve --out "$OUT" --step "$STEP" ${SHARES:-0 0.25 0.5 1} | tee "$OUT/curve.md"
