@@ -14,6 +14,7 @@
 #include "cuda_test_util.h"
 #include "golden.h"
 #include "host_ops.h"
+#include "test_stream.h"
 
 namespace gpu = mega::gpu;
 using mega_test::DeviceArray;
@@ -452,11 +453,15 @@ void ema_case(std::mt19937& rng, gpu::EmaParams<float> p, const Coeffs& co, int3
 TEST(CudaKernels, EmaAllModesAndShapes) {
   MEGA_REQUIRE_GPU();
   std::mt19937 rng(5);
+  // under the sanitizers (the stand-in, 3-10x slower) half the shapes: no n of 3 or 5, no t of 10; the
+  // unsanitized build runs them all
   for (int32_t n : {1, 3, 5, 16, 17, 32}) {
+    if (mega_test::kSanitized && (n == 3 || n == 5)) continue;
     for (int32_t d : {1, 7}) {
       for (int32_t k : {0, 1, 15, 1000}) {
         for (int64_t t : {1, 10, 37, 1000}) {
           if (k == 1000 && t == 1) continue;
+          if (mega_test::kSanitized && t == 10) continue;
           const Coeffs co(rng, 2 * d, n, k, d);
           gpu::EmaParams<float> p;
           p.n_streams = 3;
