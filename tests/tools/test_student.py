@@ -209,6 +209,12 @@ def test_right_at_rejection_takes_the_best_bias_that_rejects_enough():
     free[9, go] = 2.0  # one clip rejected only with a bias over 1
     right, acc, b = real_curve.right_at_rejection(kw, truth, free, level=0.9)
     assert (right["on"], right["go"], acc) == (2, 1, 0.75) and -0.2 < b < 0.5  # the most keywords at 9 of 10
-    right, acc, b = real_curve.right_at_rejection(kw, truth, free, level=1.0)
+    right, acc, b = real_curve.right_at_rejection(kw, truth, free, level=0.95)  # 10 of 10
     assert (right["on"], right["go"], acc) == (1, 1, 0.5) and 1.0 < b <= 1.5  # a bias over 1 drops the 0.5 margin
-    assert real_curve.right_at_rejection(kw, truth, free + np.eye(n)[go] * 100, level=1.0) is None
+    assert real_curve.right_at_rejection(kw, truth, free + np.eye(n)[go] * 100, level=0.95) is None
+    try:
+        real_curve.right_at_rejection(kw, truth, free, level=0.85)
+    except ValueError as e:
+        assert "TRADEOFF_REJECTION" in str(e)
+    else:
+        raise AssertionError("a level rejection_tradeoff does not read was accepted")

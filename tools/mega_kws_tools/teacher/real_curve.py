@@ -4,8 +4,8 @@
 training clips, the clips kept, each word's right answers on the real
 validation speakers' clips and sentence cuts, and the sentence cuts again
 where the running speech of the same speakers is rejected as often by every
-run (a bias on the `_unknown_` logit, as evaluate.rejection_tradeoff reads
-it: the runs keep checkpoints that reject it from 73% to 94%).
+run (a bias on the `_unknown_` logit, chosen by evaluate.rejection_tradeoff:
+the runs keep checkpoints that reject it from 73% to 94%).
 
 Usage (from the repository root, PYTHONPATH=tools):
   python3 -m mega_kws_tools.teacher.real_curve --out OUT_DIR --step STEP_CACHES SHARE [SHARE ...]
@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from mega_kws_tools.evaluation.evaluate import TRADEOFF_BIAS
+from mega_kws_tools.evaluation.evaluate import TRADEOFF_REJECTION, rejection_tradeoff
 from mega_kws_tools.teacher import head
 
 WORDS = ("on", "off", "go")
@@ -27,21 +27,21 @@ LEVEL = 0.95  # running speech rejected, as the bundled model rejects it (96.1%)
 
 def right_at_rejection(kw_logits, kw_truth, free_logits, level=LEVEL, labels=head.LABELS):
     """({label: keyword clips right}, keyword share right, bias) at the bias on the _unknown_ logit that
-    gets the most keyword clips right while rejecting at least `level` of the keyword-free clips
-    (any label starting with _ counts as rejected); None where no bias reaches the level."""
+    evaluate.rejection_tradeoff picks for `level` (one of its TRADEOFF_REJECTION levels): the most
+    keyword clips right while rejecting at least that share of the keyword-free clips; None where no
+    bias reaches the level."""
+    if f"{level:.2f}" not in {f"{r:.2f}" for r in TRADEOFF_REJECTION}:
+        raise ValueError(f"level {level}: not one of evaluate.TRADEOFF_REJECTION {TRADEOFF_REJECTION}")
     unk = labels.index("_unknown_")
-    rejecting = [i for i, l in enumerate(labels) if l.startswith("_")]
-    best = None
-    for b in TRADEOFF_BIAS:
-        shift = np.zeros(len(labels))
-        shift[unk] = b
-        if np.isin((free_logits + shift).argmax(axis=1), rejecting).mean() < level:
-            continue
-        pred = (kw_logits + shift).argmax(axis=1)
-        acc = float(np.mean(pred == kw_truth))
-        if best is None or acc > best[1]:
-            best = ({l: int(np.sum((kw_truth == i) & (pred == i))) for i, l in enumerate(labels)}, acc, b)
-    return best
+    truth = np.concatenate([kw_truth, np.full(len(free_logits), unk)])
+    at = rejection_tradeoff(np.concatenate([kw_logits, free_logits]), truth, list(labels)).get(f"{level:.2f}")
+    if at is None:
+        return None
+    shifted = np.array(kw_logits, dtype=np.float64)
+    shifted[:, unk] += at["unknown_bias"]
+    pred = shifted.argmax(axis=1)
+    right = {l: int(np.sum((kw_truth == i) & (pred == i))) for i, l in enumerate(labels)}
+    return right, at["keyword_accuracy"], at["unknown_bias"]
 
 
 def kept_counts(train_log):

@@ -225,12 +225,12 @@ def build_parser():
                    "--negative-share of each batch its windows, as _unknown_")
     t.add_argument("--mine-with", help="a student's best.pt: half the stream's windows end where it gave a keyword "
                    ">= --mine-threshold")
-    j = sub.add_parser("judge", help="a kept student's clip figures")
     t.add_argument("--keep", action="append", default=[], metavar="LABEL=SHARE",
                    help="train on only this share (0 to 1) of the label's clips in the --train caches (repeat)")
     t.add_argument("--keep-seed", type=int, default=0, help="the order --keep draws in (default 0)")
     t.add_argument("--train-whole", action="append", default=[], metavar="CACHE",
                    help="a cache trained on whole, never thinned by --keep (repeat)")
+    j = sub.add_parser("judge", help="a kept student's clip figures")
     j.add_argument("--checkpoint", required=True)
     j.add_argument("--cache", action="append", required=True, help="a cache; several are pooled")
     j.add_argument("--json-out", required=True)
