@@ -41,6 +41,10 @@ print(int(p > 0))' "$HARD_SHARE" 2>/dev/null) \
   --repo "$MIRROR/jimbozhang+speechocean762/repo" --out "$SOKW"
 [ -f "$CATHY/align.tsv" ] || $PY -m mega_kws_tools.data.sentence_keywords --source cathy \
   --repo "$MIRROR/rhasspy+dataset-voice-cathy/repo" --out "$CATHY"
+#     and the validation speakers' sentences that hold them, whole: a recording with the aligned words as its
+#     labels (measure_run.sh scans it)
+[ -f "$SOSENT.csv" ] || $PY -m mega_kws_tools.data.sentence_stream --repo "$MIRROR/jimbozhang+speechocean762/repo" \
+  --align "$SOKW/align.tsv" --out "$SOSENT"
 # 3. a small synthetic set of training voices, so the continuation keeps hearing on/off/go
 [ -f "$SYN/README.txt" ] || $PY -m mega_kws_tools.data.make_sc10 --out "$SYN" --seed 71 --only-split training \
   --per-word 250 --unknown 1200 --near-miss 800 --silence 300 --babble-words 100 --jobs 2 --festival pipe

@@ -6,7 +6,7 @@
 # validation recordings, convert, measure with the shipped runtime, and judge
 # against the shipped model's run.
 #
-#   [SHIPPED_RUN=DIR] [STUDENT=1 [TEACHER=DIR]] measure_run.sh RUN_DIR
+#   [SHIPPED_RUN=DIR] [STUDENT=1 [TEACHER=DIR]] [TUNE_SENTENCES=0] measure_run.sh RUN_DIR
 #
 # STUDENT=1: RUN/best.pt is a student on the teacher's embedding (teacher.student_run's), converted by
 # teacher.student_convert and tuned on this build's runtime (tune_detection --model).
@@ -23,6 +23,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"
       --stream "$REC/realvalfree60.wav" --labels "$REC/realvalfree60.csv"
       --stream "$SO/keyword_free_validation.wav" --labels "$SO/keyword_free_validation.csv")
+#    and, where made (continue_real.sh 2b), the same speakers' sentences that hold keywords, whole: 170 real
+#    keywords in running speech (35 `on`); TUNE_SENTENCES=0 leaves them out, as the runs before 2026-12-06 were tuned
+if [ "${TUNE_SENTENCES:-1}" = 1 ] && [ -f "$SOSENT.csv" ]; then
+  TUNE+=(--stream "$SOSENT.wav" --labels "$SOSENT.csv")
+fi
 TUNING=(--max-fa-per-hour 2 --per-keyword -o "$RUN/detection.json" --curve-json "$RUN/curve.json")
 NOTES="Demo model: synthetic speech (tools/mega_kws_tools/data/make_sc10.py) and real speech (Speech Commands training-split speakers, CC BY 4.0; speechocean762 training speakers' sentences and the keywords in them, CC BY 4.0; rhasspy/dataset-voice-cathy's keywords, CC0); checkpoint, detection defaults and the ship rule on real validation speakers. See docs/models.md."
 if [ "${STUDENT:-0}" = 1 ]; then
@@ -45,6 +50,9 @@ $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" -
   --stream "$REC/realval20.wav" --stream-labels "$REC/realval20.csv" --json-out "$RUN/eval-realval.json" \
   | grep -v "^  missed"
 "$KS" scan -m "$RUN/model.mega" "$SO/keyword_free_validation.wav" | tail -1
+#    the keywords validation speakers said inside their sentences, scanned whole (where made: continue_real.sh 2b)
+[ ! -f "$SOSENT.csv" ] || $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" \
+  --stream "$SOSENT.wav" --stream-labels "$SOSENT.csv" --json-out "$RUN/eval-insentence.json" | sed -n 1p
 # 8. what the ship rule reads besides: real running speech (one-second windows of speechocean762's
 #    validation speakers' keyword-free sentences); the synthetic test voices, reported only, where made
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$SO/clips" \

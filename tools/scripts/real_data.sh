@@ -12,6 +12,7 @@ KS=${KS:-$ROOT/build/keyword_spotter}
 REAL=$WORK/data/real_sc       # Speech Commands clips of training- and validation-split speakers
 SO=$WORK/data/so762           # speechocean762's keyword-free sentences (train/ half)
 SOKW=$WORK/data/so762kw       # keywords cut from speechocean762's sentences
+SOSENT=$SO/keyword_sentences_validation  # .wav/.csv: validation speakers' sentences with keywords, whole
 CATHY=$WORK/data/cathykw      # keywords cut from rhasspy/dataset-voice-cathy
 SYN=$WORK/data/syn71          # synthetic training voices
 REC=$WORK/rec                 # recordings spliced from real clips
