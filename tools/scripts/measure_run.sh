@@ -6,7 +6,7 @@
 # validation recordings, convert, measure with the shipped runtime, and judge
 # against the shipped model's run.
 #
-#   [SHIPPED_RUN=DIR] [STUDENT=1 [TEACHER=DIR]] [TUNE_SENTENCES=0] measure_run.sh RUN_DIR
+#   [SHIPPED_RUN=DIR] [STUDENT=1 [TEACHER=DIR]] [TUNE_SENTENCES=1] measure_run.sh RUN_DIR
 #
 # STUDENT=1: RUN/best.pt is a student on the teacher's embedding (teacher.student_run's), converted by
 # teacher.student_convert and tuned on this build's runtime (tune_detection --model).
@@ -23,9 +23,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TUNE=(--stream "$REC/realval20.wav" --labels "$REC/realval20.csv"
       --stream "$REC/realvalfree60.wav" --labels "$REC/realvalfree60.csv"
       --stream "$SO/keyword_free_validation.wav" --labels "$SO/keyword_free_validation.csv")
-#    and, where made (continue_real.sh 2b), the same speakers' sentences that hold keywords, whole: 170 real
-#    keywords in running speech (35 `on`); TUNE_SENTENCES=0 leaves them out, as the runs before 2026-12-06 were tuned
-if [ "${TUNE_SENTENCES:-1}" = 1 ] && [ -f "$SOSENT.csv" ]; then
+#    TUNE_SENTENCES=1 adds the same speakers' sentences that hold keywords, whole (continue_real.sh 2b): 170 real
+#    keywords in running speech (35 `on`), 0.16 keyword-free hours (docs/models.md, "Keywords inside running speech")
+if [ "${TUNE_SENTENCES:-0}" = 1 ]; then
+  [ -f "$SOSENT.csv" ] || { echo "measure_run.sh: TUNE_SENTENCES=1: $SOSENT.csv is missing (continue_real.sh 2b)" >&2; exit 2; }
   TUNE+=(--stream "$SOSENT.wav" --labels "$SOSENT.csv")
 fi
 TUNING=(--max-fa-per-hour 2 --per-keyword -o "$RUN/detection.json" --curve-json "$RUN/curve.json")
