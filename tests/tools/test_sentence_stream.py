@@ -94,6 +94,10 @@ def files_digest_of(prefix):
     return [open(prefix + ext, "rb").read() for ext in (".wav", ".csv")]
 
 
+def test_the_guard_after_a_keyword_is_the_scorers_reach():
+    assert ss.MATCH_AFTER_OFFSET_S == streamscore.MATCH_AFTER_OFFSET_S
+
+
 def test_the_scorer_counts_hits_and_keyword_free_false_alarms(corpus, tmp_path):
     repo, rev, align = corpus
     out = str(tmp_path / "rec")
