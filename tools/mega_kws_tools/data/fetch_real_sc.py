@@ -146,10 +146,11 @@ def is_riff_wave(data: bytes) -> bool:
 
 def decode_wav(data: bytes):
     """int16 mono samples at 16 kHz; audio.read_wav for plain 16 kHz PCM, sox for anything else
-    (other rates; 24-bit, float or extensible formats; a truncated file)."""
+    (other rates; 24-bit, float or extensible formats; a truncated file). sox -R: its dither is
+    repeatable, so one file decodes to the same samples every time (without it, each run's differ)."""
     if plain_pcm_16k(data):
         return read_wav(data)
-    r = subprocess.run(["sox", "-t", "wav", "-", "-t", "raw", "-e", "signed-integer", "-b", "16", "-L",
+    r = subprocess.run(["sox", "-R", "-t", "wav", "-", "-t", "raw", "-e", "signed-integer", "-b", "16", "-L",
                         "-c", "1", "-r", str(SR), "-"], input=data, capture_output=True)
     if r.returncode != 0:
         raise ValueError(r.stderr.decode(errors="replace").strip())

@@ -92,8 +92,8 @@ def read_pcm16(path: str) -> bytes:
     """A clip as 16 kHz mono int16 bytes (sox converts anything else)."""
     if plain_pcm_16k(path):
         return read_wav(path).tobytes()
-    r = subprocess.run(["sox", "-V1", path, "-t", "raw", "-e", "signed", "-b", "16", "-c", "1", "-r", str(ms.SR), "-"],
-                       capture_output=True, timeout=60, check=True)
+    r = subprocess.run(["sox", "-V1", "-R", path, "-t", "raw", "-e", "signed", "-b", "16", "-c", "1",
+                        "-r", str(ms.SR), "-"], capture_output=True, timeout=60, check=True)
     return r.stdout
 
 
