@@ -138,3 +138,33 @@ def test_windows_hold_each_keyword_at_their_end(corpus, tmp_path):
     before = files_digest(out)
     ss.windows(ss.sk.speechocean(repo, rev), align, out, seed=2, credit="made-up")
     assert files_digest(out) == before
+
+
+def test_others_are_the_keyword_free_speech_of_the_same_sentences(corpus, tmp_path):
+    repo, rev, align = corpus
+    plain, more = str(tmp_path / "plain"), str(tmp_path / "more")
+    ss.windows(ss.sk.speechocean(repo, rev), align, plain, seed=2, credit="made-up")
+    summary = ss.windows(ss.sk.speechocean(repo, rev), align, more, seed=2, credit="made-up", others=3)
+    # the keywords' clips are those written without --others, byte for byte
+    for folder in (f for f in os.listdir(plain) if os.path.isdir(os.path.join(plain, f))):
+        assert files_digest(os.path.join(plain, folder)) == files_digest(os.path.join(more, folder))
+    assert not os.path.exists(os.path.join(plain, ss.OTHERS_FOLDER))
+    names = sorted(os.listdir(os.path.join(more, ss.OTHERS_FOLDER)))
+    assert names
+    written = sum(n.get(ss.OTHERS_FOLDER, 0) for n in summary["clips"].values())
+    assert written == len(names) <= 3 * 2 * len(SPEAKERS)  # two playable sentences a speaker
+    placed = ss.read_align(align)
+    for name in names:
+        utt = name.rsplit("_", 1)[0]
+        sentence = read_wav(so.git_show(repo, f"{rev}:WAVE/SPEAKER{utt[:4]}/{utt}.WAV"), utt)
+        with open(os.path.join(more, ss.OTHERS_FOLDER, name), "rb") as f:
+            clip = read_wav(f.read(), name)
+        ends = [b for b in range(SR // 4, len(sentence) + 1, int(ss.HOP_S * SR))
+                if np.array_equal(sentence[max(0, b - SR):b], clip[max(0, SR - b):])]
+        assert ends, name  # a second of the sentence, ending on the grid
+        for _, s, e in placed[utt]:  # where the recording's labels are keyword-free
+            assert all(b / SR <= s - ss.GUARD_BEFORE_S or b / SR >= e + ss.MATCH_AFTER_OFFSET_S for b in ends)
+    with open(os.path.join(more, "validation_list.txt")) as f:
+        listed = set(f.read().split())
+    val_others = {f"{ss.OTHERS_FOLDER}/{n}" for n in names if so.speaker_split(n[:4]) == "validation"}
+    assert val_others and val_others <= listed
