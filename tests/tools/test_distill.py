@@ -147,3 +147,109 @@ def test_a_short_run_trains_with_the_teachers_logits(dataset, tmp_path, capsys):
     np.savez(out, keys=np.array(["/nowhere.wav"]), logits=np.zeros((1, 12), np.float32), labels=np.array(train.labels))
     with pytest.raises(loop.RunError, match="none of the"):
         loop.run(cfg)
+
+
+def test_unlabeled_windows_are_slices_of_the_recordings_drawn_over_every_position():
+    from mega_kws_tools.teacher import unlabeled
+    rng = np.random.default_rng(6)
+    recs = [rng.integers(-3000, 3000, n).astype(np.int16) for n in (3 * SR, SR, 2 * SR, 5 * SR)]
+    audio, source = unlabeled.cut_windows(recs, 400, np.random.default_rng(1))
+    assert audio.shape == (400, 2 * SR) and audio.dtype == np.int16
+    for a, (k, offset) in zip(audio, source):
+        assert len(recs[k]) >= 2 * SR and np.array_equal(a, recs[k][offset:offset + 2 * SR])
+    per = np.bincount([k for k, _ in source], minlength=4)
+    assert per[1] == 0 and per[2] <= 3 and per[3] > per[0] > 0  # by positions: 0, 1, 48001 and 16001
+    again, _ = unlabeled.cut_windows(recs, 400, np.random.default_rng(1))
+    assert np.array_equal(audio, again)
+    with pytest.raises(ValueError, match="long"):
+        unlabeled.cut_windows([recs[1]], 3, rng)
+
+
+def test_window_logits_are_the_heads_answer_on_the_embedded_windows():
+    from mega_kws_tools.teacher import unlabeled
+    torch.manual_seed(2)
+    model = head_mod.Head(12, 16, 0.0).eval()
+    proj = torch.randn(2 * SR, 16 * 96) * 1e-4
+
+    def embed(audio):  # a stand-in embedding: any fixed map of the two seconds
+        return (audio @ proj).reshape(len(audio), 16, 96)
+    audio = np.random.default_rng(3).integers(-2000, 2000, (5, 2 * SR)).astype(np.int16)
+    got = unlabeled.window_logits(embed, model, audio, batch=2)
+    with torch.no_grad():
+        want = model(embed(torch.from_numpy(audio.astype(np.float32)))).numpy()
+    assert got.shape == (5, 12) and np.allclose(got, want, atol=1e-5)
+
+
+def unlabeled_file(path, labels, n, seed):
+    from mega_kws_tools.teacher import unlabeled
+    rng = np.random.default_rng(seed)
+    audio = rng.integers(-2000, 2000, (n, 2 * SR)).astype(np.int16)
+    logits = rng.normal(size=(n, len(labels))).astype(np.float32)
+    unlabeled.write(str(path), audio, logits, labels, [(0, i) for i in range(n)], ["a.wav"])
+    return audio, logits
+
+
+def test_unlabeled_rows_replace_part_of_a_batch_with_no_label_and_the_teachers_answer(tmp_path):
+    labels = head_mod.LABELS
+    audio, logits = unlabeled_file(tmp_path / "u.npz", list(reversed(labels)), 7, 8)
+    windows = distill.UnlabeledWindows([str(tmp_path / "u.npz")], labels)
+    assert len(windows) == 7
+    assert np.array_equal(windows.logits, logits[:, [list(reversed(labels)).index(l) for l in labels]])
+    x, y = torch.zeros(64, 2 * SR), torch.full((64,), 3)
+    teacher, drawn = torch.zeros(64, 12), y.clone()
+    rows = windows.replace(x, y, teacher, drawn, np.random.default_rng(9), 0.5)
+    assert 10 < len(rows) < 54
+    kept = distill.kept_rows(teacher, drawn, y)
+    for i in range(64):
+        if i in rows:
+            j = [k for k in range(7) if np.allclose(teacher[i].numpy(), windows.logits[k])]
+            assert len(j) == 1 and y[i] == drawn[i] == distill.IGNORE and kept[i]
+            said = audio[j[0]] != 0
+            ratio = x[i].numpy()[said] / (audio[j[0]][said].astype(np.float32) / 32768)  # the window at one level
+            assert np.allclose(ratio, ratio[0], rtol=1e-4) and 0.5 < ratio[0] < 2
+        else:
+            assert y[i] == 3 and not x[i].any() and not teacher[i].any()
+    with pytest.raises(ValueError, match="no label"):
+        distill.UnlabeledWindows([str(tmp_path / "u.npz")], labels + ["bed"])
+
+
+def test_the_cross_entropy_leaves_unlabelled_rows_out():
+    torch.manual_seed(3)
+    logits, y = torch.randn(5, 12), torch.tensor([1, distill.IGNORE, 4, distill.IGNORE, 0])
+    got = distill.labelled_cross_entropy(logits, y, 0.05)
+    keep = y != distill.IGNORE
+    assert torch.isclose(got, F.cross_entropy(logits[keep], y[keep], label_smoothing=0.05))
+    assert distill.labelled_cross_entropy(logits, torch.full((5,), distill.IGNORE), 0.05) == 0
+
+
+def test_unlabeled_needs_the_teachers_term():
+    base = ["--data", "D", "--out", "O", "--unlabeled", "u.npz"]
+    with pytest.raises(SystemExit):
+        parse(base)
+    with pytest.raises(SystemExit):
+        parse(base + ["--teacher-targets", "t.npz", "--distill", "1", "--consistency", "0.5"])
+    with pytest.raises(SystemExit):
+        parse(base + ["--teacher-targets", "t.npz", "--distill", "1", "--unlabeled-share", "1.5"])
+    cfg = parse(base + ["--teacher-targets", "t.npz", "--distill", "1"])
+    assert cfg.unlabeled == ["u.npz"] and cfg.unlabeled_share == 0.2
+
+
+def test_a_short_run_trains_on_unlabelled_windows(dataset, tmp_path, capsys):
+    from mega_kws_tools.training import loop
+    train = Dataset(dataset, "kws12", "training")
+    keys = [targets.clip_key(p) for p in train.paths if p]
+    out = str(tmp_path / "t.npz")
+    np.savez(out, keys=np.array(keys), logits=np.zeros((len(keys), 12), np.float32), labels=np.array(train.labels))
+    unlabeled_file(tmp_path / "u.npz", train.labels, 5, 10)
+    cfg = parse(["--data", dataset, "--out", str(tmp_path / "run"), "--preset", "smoke", "--steps", "4",
+                 "--batch", "8", "--warmup", "1", "--eval-every", "2", "--threads", "1",
+                 "--teacher-targets", out, "--distill", "1", "--unlabeled", str(tmp_path / "u.npz"),
+                 "--unlabeled-share", "0.5"])
+    assert loop.run(cfg) == 0
+    assert "unlabelled windows: 5, drawn 50% of the time" in capsys.readouterr().out
+    assert os.path.exists(tmp_path / "run" / "best.pt")
+    np.savez(str(tmp_path / "bad.npz"), audio=np.zeros((2, SR), np.int16), logits=np.zeros((2, 12), np.float32),
+             labels=np.array(train.labels))
+    cfg.unlabeled = [str(tmp_path / "bad.npz")]
+    with pytest.raises(loop.RunError, match="--unlabeled"):
+        loop.run(cfg)

@@ -22,7 +22,8 @@ from mega_kws_tools.augment.speaker import COLOR_HOP, FORMANT_RANGE, PITCH_RANGE
 from mega_kws_tools.training.presets import PRESETS
 
 PROBABILITIES = ("babble_prob", "noise_prob", "speed_prob", "color_prob", "vowel_prob", "pitch_prob", "splice_prob",
-                 "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share", "nonspeech_negatives")
+                 "unknown_share", "warp_prob", "mask_prob", "hard_share", "extra_share", "nonspeech_negatives",
+                 "unlabeled_share")
 
 
 def option(default, **argparse_settings):
@@ -206,6 +207,12 @@ class TrainConfig:
         help="with --teacher-targets: add W times the distillation term (T^2 times the KL divergence from the "
              "teacher's softmax at temperature T to the student's) on the clips the teacher has logits for "
              "(default 0: off)")
+    unlabeled: list = option(
+        [], action="append", metavar="NPZ",
+        help="with --distill: two-second windows with no label and the teacher's logits for each "
+             "(python3 -m mega_kws_tools.teacher.unlabeled), taught by the distillation term alone; repeatable")
+    unlabeled_share: float = option(
+        0.2, type=float, metavar="S", help="with --unlabeled: the share of each batch drawn from them (default 0.2)")
     distill_temperature: float = option(
         2.0, type=float, metavar="T", help="with --distill: the temperature T of both softmaxes (default 2)")
     init: Optional[str] = option(
@@ -249,6 +256,9 @@ class TrainConfig:
                    f"be a number of at least 0, the temperature above 0")
         if self.consistency < 0:
             yield f"--consistency {self.consistency}: must be at least 0"
+        if self.unlabeled and (self.distill <= 0 or self.consistency > 0 or self.voice_adversary > 0):
+            yield ("--unlabeled needs --distill W > 0 (the term that teaches them) and does not combine with "
+                   "--consistency or --voice-adversary (a window has no label and no one voice)")
 
     def _combination_problems(self):
         if not (self.voice_adversary >= 0 and math.isfinite(self.voice_adversary)):

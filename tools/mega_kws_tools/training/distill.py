@@ -7,13 +7,69 @@ The term is Hinton et al.'s: T^2 times the KL divergence from the teacher's
 softmax at temperature T to the student's at the same T, averaged over the
 rows of the batch that keep their drawn clip (a row replaced by a hard
 example, spliced into an _unknown_ word or turned into a non-speech sound is
-no longer the clip the teacher heard, and is left to the cross-entropy)."""
+no longer the clip the teacher heard, and is left to the cross-entropy).
+
+Unlabelled windows (--unlabeled, teacher.unlabeled's files: two-second windows
+of audio with no label and the teacher's logits for each, as the student hears
+them) replace a share of each batch's rows; such a row has the label IGNORE,
+so the cross-entropy leaves it out and only the teacher's term teaches it."""
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mega_kws_tools.audio import SR
 from mega_kws_tools.teacher.targets import load_targets
+
+
+IGNORE = -100  # an unlabelled row's label: F.cross_entropy's ignore_index
+
+
+class UnlabeledWindows:
+    """teacher.unlabeled's windows ([N, 2 s] int16) and the teacher's logits for each,
+    in the order of a run's labels (a label of the run the teacher lacks is an error)."""
+
+    def __init__(self, paths, labels):
+        audio, logits = [], []
+        for p in paths:
+            with np.load(p) as z:
+                if z["audio"].ndim != 2 or z["audio"].shape[1] != 2 * SR or len(z["logits"]) != len(z["audio"]):
+                    raise ValueError(f"{p}: need audio [N, {2 * SR}] and logits [N, labels] (teacher.unlabeled)")
+                have = [str(l) for l in z["labels"]]
+                missing = [l for l in labels if l not in have]
+                if missing:
+                    raise ValueError(f"{p}: the teacher has no label {', '.join(missing)} (its labels: "
+                                     f"{', '.join(have)})")
+                audio.append(z["audio"])
+                logits.append(z["logits"][:, [have.index(l) for l in labels]].astype(np.float32))
+        self.audio = np.concatenate(audio) if audio else np.zeros((0, 2 * SR), np.int16)
+        self.logits = np.concatenate(logits) if logits else np.zeros((0, len(labels)), np.float32)
+        if not np.isfinite(self.logits).all():
+            raise ValueError(f"{', '.join(paths)}: the teacher's logits are not all finite")
+
+    def __len__(self):
+        return len(self.audio)
+
+    def replace(self, x: torch.Tensor, y: torch.Tensor, teacher: torch.Tensor, drawn_y: torch.Tensor,
+                rng: np.random.Generator, share: float) -> np.ndarray:
+        """Replaces about `share` of the batch's rows with unlabelled windows at a random level
+        (+-6 dB; the softmax of the teacher's answer does not depend on it), their label and
+        drawn label IGNORE, their teacher row the window's logits; returns the rows replaced."""
+        rows = np.nonzero(rng.random(len(y)) < share)[0]
+        for i in rows:
+            j = int(rng.integers(len(self.audio)))
+            a = self.audio[j].astype(np.float32) / 32768.0 * float(10 ** (rng.uniform(-6, 6) / 20))
+            x[i] = torch.from_numpy(np.clip(a, -1.0, 1.0))
+            y[i] = drawn_y[i] = IGNORE
+            teacher[i] = torch.from_numpy(self.logits[j])
+        return rows
+
+
+def labelled_cross_entropy(logits: torch.Tensor, y: torch.Tensor, label_smoothing: float) -> torch.Tensor:
+    """The cross-entropy over the rows that have a label (0 when none has)."""
+    if not bool((y != IGNORE).any()):
+        return logits.new_zeros(())
+    return F.cross_entropy(logits, y, ignore_index=IGNORE, label_smoothing=label_smoothing)
 
 
 class TeacherTargets:

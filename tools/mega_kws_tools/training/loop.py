@@ -32,7 +32,8 @@ from mega_kws_tools.training.adversary import adversary_scale, VoiceAdversary
 from mega_kws_tools.training.average import WeightAverage
 from mega_kws_tools.training.checkpoints import save, state_mismatch
 from mega_kws_tools.training.config import TrainConfig
-from mega_kws_tools.training.distill import distill_loss, kept_rows, TeacherTargets
+from mega_kws_tools.training.distill import distill_loss, kept_rows, labelled_cross_entropy, TeacherTargets, \
+    UnlabeledWindows
 from mega_kws_tools.training.frontend_init import init_logmel_bias, init_running_mean
 from mega_kws_tools.training.losses import js_divergence, keyword_js_divergence, mixup, mixup_loss
 from mega_kws_tools.training.mining import HardExamples
@@ -55,6 +56,7 @@ class Data:
     voice_names: list
     voice_class: np.ndarray
     teacher: Optional[TeacherTargets] = None  # --teacher-targets
+    unlabeled: Optional[UnlabeledWindows] = None  # --unlabeled
 
 
 @dataclasses.dataclass
@@ -140,7 +142,22 @@ def load_data(cfg: TrainConfig, t0: float) -> Data:
             raise RunError(f"--teacher-targets {cfg.teacher_targets}: none of the {len(train)} training clips is in it")
         print(f"distillation: the teacher's logits for {teacher.found} of {len(train)} training clips, weight "
               f"{cfg.distill:g}, temperature {cfg.distill_temperature:g}", flush=True)
-    return Data(train, val, hard, stream, p_sample, voice_names, voice_class, teacher)
+    return Data(train, val, hard, stream, p_sample, voice_names, voice_class, teacher, load_unlabeled(cfg, train))
+
+
+def load_unlabeled(cfg: TrainConfig, train: Dataset) -> Optional[UnlabeledWindows]:
+    """--unlabeled's windows, or None."""
+    if not cfg.unlabeled:
+        return None
+    try:
+        unlabeled = UnlabeledWindows(cfg.unlabeled, train.labels)
+    except (OSError, ValueError, KeyError) as e:
+        raise RunError(f"--unlabeled: {e}") from None
+    if not len(unlabeled):
+        raise RunError(f"--unlabeled {' '.join(cfg.unlabeled)}: no windows")
+    print(f"unlabelled windows: {len(unlabeled)}, drawn {cfg.unlabeled_share:.0%} of the time, taught by the "
+          f"teacher's term alone", flush=True)
+    return unlabeled
 
 
 def views(cfg: TrainConfig) -> int:
@@ -166,7 +183,10 @@ def make_drawer(cfg: TrainConfig, data: Data):
         voice = torch.from_numpy(np.tile(data.voice_class[idx], n_views))
         if data.teacher is None:
             return x, y, voice
-        return x, y, voice, data.teacher.rows(idx, n_views), drawn_y
+        teacher = data.teacher.rows(idx, n_views)
+        if data.unlabeled is not None:
+            voice[data.unlabeled.replace(x, y, teacher, drawn_y, rng, cfg.unlabeled_share)] = -1
+        return x, y, voice, teacher, drawn_y
     return draw
 
 
@@ -296,7 +316,7 @@ def step_loss(cfg: TrainConfig, run: Run, batch: tuple, keyword_mask, counts: li
     if cfg.mixup_prob > 0:
         loss = mixup_loss(logits, y, partner_y, lam, cfg.label_smoothing)
     else:
-        loss = F.cross_entropy(logits, y, label_smoothing=cfg.label_smoothing)
+        loss = labelled_cross_entropy(logits, y, cfg.label_smoothing)
     if views(cfg) == 2:
         a, b = logits.chunk(2)
         divergence = (keyword_js_divergence(a, b, y[:len(a)], keyword_mask)
