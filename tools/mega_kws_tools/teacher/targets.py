@@ -55,17 +55,24 @@ def write_targets(head_path: str, pairs, out: str, log=print) -> int:
     return len(keys)
 
 
+def label_order(path: str, teacher_labels, labels) -> list:
+    """The column of each of a run's `labels` among the teacher's (the file at path's); a label
+    of the run the teacher lacks is an error."""
+    teacher_labels = [str(l) for l in teacher_labels]
+    missing = [l for l in labels if l not in teacher_labels]
+    if missing:
+        raise ValueError(f"{path}: the teacher has no label {', '.join(missing)} (its labels: "
+                         f"{', '.join(teacher_labels)})")
+    return [teacher_labels.index(l) for l in labels]
+
+
 def load_targets(path: str, labels, paths):
     """The teacher's logits for each of `paths` (training clips, in order) in the
     order of `labels`: ([len(paths), len(labels)] float32 with NaN rows for clips
     the file lacks, the number found). A label of the run the teacher lacks is an error."""
     with np.load(path) as f:
         keys, logits, teacher_labels = list(f["keys"]), f["logits"], [str(l) for l in f["labels"]]
-    missing = [l for l in labels if l not in teacher_labels]
-    if missing:
-        raise ValueError(f"{path}: the teacher has no label {', '.join(missing)} (its labels: "
-                         f"{', '.join(teacher_labels)})")
-    order = [teacher_labels.index(l) for l in labels]
+    order = label_order(path, teacher_labels, labels)
     row = {str(k): i for i, k in enumerate(keys)}
     out = np.full((len(paths), len(labels)), np.nan, dtype=np.float32)
     found = 0

@@ -19,7 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from mega_kws_tools.audio import SR
-from mega_kws_tools.teacher.targets import load_targets
+from mega_kws_tools.teacher.targets import label_order, load_targets
+from mega_kws_tools.training.mining import swap_rows
 
 
 IGNORE = -100  # an unlabelled row's label: F.cross_entropy's ignore_index
@@ -35,13 +36,8 @@ class UnlabeledWindows:
             with np.load(p) as z:
                 if z["audio"].ndim != 2 or z["audio"].shape[1] != 2 * SR or len(z["logits"]) != len(z["audio"]):
                     raise ValueError(f"{p}: need audio [N, {2 * SR}] and logits [N, labels] (teacher.unlabeled)")
-                have = [str(l) for l in z["labels"]]
-                missing = [l for l in labels if l not in have]
-                if missing:
-                    raise ValueError(f"{p}: the teacher has no label {', '.join(missing)} (its labels: "
-                                     f"{', '.join(have)})")
                 audio.append(z["audio"])
-                logits.append(z["logits"][:, [have.index(l) for l in labels]].astype(np.float32))
+                logits.append(z["logits"][:, label_order(p, z["labels"], labels)].astype(np.float32))
         self.audio = np.concatenate(audio) if audio else np.zeros((0, 2 * SR), np.int16)
         self.logits = np.concatenate(logits) if logits else np.zeros((0, len(labels)), np.float32)
         if not np.isfinite(self.logits).all():
@@ -55,11 +51,8 @@ class UnlabeledWindows:
         """Replaces about `share` of the batch's rows with unlabelled windows at a random level
         (+-6 dB; the softmax of the teacher's answer does not depend on it), their label and
         drawn label IGNORE, their teacher row the window's logits; returns the rows replaced."""
-        rows = np.nonzero(rng.random(len(y)) < share)[0]
-        for i in rows:
-            j = int(rng.integers(len(self.audio)))
-            a = self.audio[j].astype(np.float32) / 32768.0 * float(10 ** (rng.uniform(-6, 6) / 20))
-            x[i] = torch.from_numpy(np.clip(a, -1.0, 1.0))
+        rows, picks = swap_rows(x, self.audio, rng, share)
+        for i, j in zip(rows, picks):
             y[i] = drawn_y[i] = IGNORE
             teacher[i] = torch.from_numpy(self.logits[j])
         return rows

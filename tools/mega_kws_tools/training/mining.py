@@ -38,10 +38,20 @@ class HardExamples:
 
     def replace(self, x: torch.Tensor, y: torch.Tensor, rng: np.random.Generator, share: float) -> np.ndarray:
         """Replaces about `share` of the batch's rows with hard examples; returns the rows replaced."""
-        rows = np.nonzero(rng.random(len(y)) < share)[0]
-        for i in rows:
-            j = int(rng.integers(len(self.y)))
-            a = self.audio[j].astype(np.float32) / 32768.0 * float(10 ** (rng.uniform(-6, 6) / 20))
-            x[i] = torch.from_numpy(np.clip(a, -1.0, 1.0))
+        rows, picks = swap_rows(x, self.audio, rng, share)
+        for i, j in zip(rows, picks):
             y[i] = int(self.y[j])
         return rows
+
+
+def swap_rows(x: torch.Tensor, audio: np.ndarray, rng: np.random.Generator, share: float):
+    """Replaces about `share` of the rows of x with windows of audio ([N, 2 s] int16), each drawn
+    at random and at a random level (+-6 dB); returns (the rows replaced, the window of each)."""
+    rows = np.nonzero(rng.random(len(x)) < share)[0]
+    picks = []
+    for i in rows:
+        j = int(rng.integers(len(audio)))
+        a = audio[j].astype(np.float32) / 32768.0 * float(10 ** (rng.uniform(-6, 6) / 20))
+        x[i] = torch.from_numpy(np.clip(a, -1.0, 1.0))
+        picks.append(j)
+    return rows, picks
