@@ -123,23 +123,23 @@ def heard(dec, clip: np.ndarray) -> str:
     return h.hypstr if h is not None else ""
 
 
-def speechocean(repo: str, rev: str):
+def speechocean(repo: str, rev: str, wanted=KEYWORDS):
     """(utt, speaker, split, samples, words) of the train/-half sentences that hold a
-    keyword, with speechocean.py's speaker split; a test-half speaker is refused
-    (speechocean.train_utterances)."""
+    word of `wanted` (a keyword), with speechocean.py's speaker split; a test-half
+    speaker is refused (speechocean.train_utterances)."""
     for utt, spk, path, text in so.train_utterances(repo, rev):
         words = words_of(text)
-        if set(KEYWORDS) & set(words):
+        if set(wanted) & set(words):
             yield utt, spk, so.speaker_split(spk), read_wav(so.git_show(repo, f"{rev}:{path}"), path), words
 
 
-def cathy(repo: str, rev: str):
+def cathy(repo: str, rev: str, wanted=KEYWORDS):
     """(utt, speaker, split, samples, words) of rhasspy/dataset-voice-cathy's
-    prompts that hold a keyword: one speaker, so all of them training."""
+    prompts that hold a word of `wanted` (a keyword): one speaker, so all of them training."""
     names = so.git_show(repo, f"{rev}:data").decode()  # `git show` of a tree lists it
     for name in sorted(n for n in names.splitlines() if n.endswith(".txt")):
         words = words_of(so.git_show(repo, f"{rev}:data/{name}").decode())
-        if set(KEYWORDS) & set(words):
+        if set(wanted) & set(words):
             utt = "cathy_" + name[:-4]
             yield utt, "cathy", "training", decode_wav(so.git_show(repo, f"{rev}:data/{name[:-4]}.wav")), words
 
