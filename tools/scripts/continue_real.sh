@@ -45,6 +45,15 @@ print(int(p > 0))' "$HARD_SHARE" 2>/dev/null) \
 #     labels (measure_run.sh scans it)
 [ -f "$SOSENT.csv" ] || $PY -m mega_kws_tools.data.sentence_stream --repo "$MIRROR/jimbozhang+speechocean762/repo" \
   --align "$SOKW/align.tsv" --out "$SOSENT"
+# 2c. near misses inside the same sentences (one, an, in, of, good, so ...): two-second windows ending just
+#     after each, `_unknown_` hard examples (train them with TRAIN_ARGS="--hard-examples $NEAR-so-training.npz
+#     --hard-examples $NEAR-cathy.npz"); the validation speakers' windows are a judge (measure_run.sh 8)
+for s in training validation; do
+  [ -f "$NEAR-so-$s.npz" ] || $PY -m mega_kws_tools.data.near_miss --repo "$MIRROR/jimbozhang+speechocean762/repo" \
+    --split $s -o "$NEAR-so-$s.npz"
+done
+[ -f "$NEAR-cathy.npz" ] || $PY -m mega_kws_tools.data.near_miss --source cathy \
+  --repo "$MIRROR/rhasspy+dataset-voice-cathy/repo" -o "$NEAR-cathy.npz"
 # 3. a small synthetic set of training voices, so the continuation keeps hearing on/off/go
 [ -f "$SYN/README.txt" ] || $PY -m mega_kws_tools.data.make_sc10 --out "$SYN" --seed 71 --only-split training \
   --per-word 250 --unknown 1200 --near-miss 800 --silence 300 --babble-words 100 --jobs 2 --festival pipe

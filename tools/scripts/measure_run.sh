@@ -61,6 +61,10 @@ $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" -
 #    and the keywords validation speakers said inside sentences (speechocean762 cuts), reported
 $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" --data "$SOKW" \
   --split validation --json-out "$RUN/eval-sentences.json" | sed -n 1p
+#    the validation speakers' near misses in running speech (continue_real.sh 2c), at the window's end
+[ ! -f "$NEAR-so-validation.npz" ] || MEGA_KWS_LIBRARY=${MEGA_KWS_LIBRARY:-$(dirname "$KS")/libmega_kws.so} \
+  $PY -m mega_kws_tools.evaluation.windows --model "$RUN/model.mega" "$NEAR-so-validation.npz" \
+  --json-out "$RUN/eval-nearmiss.json" | sed -n 1p
 [ ! -d "$WORK/data/syntest71" ] || $PY -m mega_kws_tools.evaluation.evaluate --ks "$KS" --model "$RUN/model.mega" \
   --data "$WORK/data/syntest71" --split testing --json-out "$RUN/eval-syntest.json" | sed -n 1p
 # 9. against the shipped model's run (SHIPPED_RUN, if given): real speakers decide

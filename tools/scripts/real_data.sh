@@ -14,5 +14,6 @@ SO=$WORK/data/so762           # speechocean762's keyword-free sentences (train/ 
 SOKW=$WORK/data/so762kw       # keywords cut from speechocean762's sentences
 SOSENT=$SO/keyword_sentences_validation  # .wav/.csv: validation speakers' sentences with keywords, whole
 CATHY=$WORK/data/cathykw      # keywords cut from rhasspy/dataset-voice-cathy
+NEAR=$WORK/data/nearmiss      # -so-training.npz, -so-validation.npz, -cathy.npz: near misses in running speech
 SYN=$WORK/data/syn71          # synthetic training voices
 REC=$WORK/rec                 # recordings spliced from real clips
