@@ -66,3 +66,12 @@ def test_a_file_of_the_wrong_shape_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         wc.main(["--model", DEMO, path])
     assert "needs `audio`" in capsys.readouterr().err
+
+
+def test_the_stored_detection_is_the_detectors():
+    import mega_kws
+    m = RuntimeModel(DEMO)
+    thresholds, smoothing = m.stored_detection()
+    with mega_kws.Detector(m.model) as d:
+        assert thresholds == list(d.thresholds) and smoothing == d.smoothing
+    assert len(thresholds) == len(m.labels) and 0.5 < thresholds[m.labels.index("on")] <= 1.0

@@ -36,6 +36,11 @@ class RuntimeModel:
         self.cfg = SimpleNamespace(chunk_samples=m.chunk_samples, window_chunks=m.window_samples // m.chunk_samples,
                                    sample_rate=m.sample_rate)
 
+    def stored_detection(self):
+        """(the file's stored thresholds, one per label; its stored smoothing in hops)."""
+        with self._api.Detector(self.model) as stored:
+            return list(stored.thresholds), int(stored.smoothing)
+
     def stream_posteriors(self, samples: np.ndarray) -> np.ndarray:
         """Float samples [n] -> [n // chunk_samples, n_classes] float64: the softmax of the logits a fresh
         stream reports after each whole chunk."""

@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from mega_kws_tools.evaluation.runtime_posteriors import RuntimeModel, _mega_kws
+from mega_kws_tools.evaluation.runtime_posteriors import RuntimeModel
 from mega_kws_tools.evaluation.streamscore import smoothed
 
 
@@ -63,8 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out", help="write the counts here too")
     args = ap.parse_args(argv)
     model = RuntimeModel(args.model)
-    with _mega_kws().Detector(model.model) as stored:
-        thresholds, smoothing = list(stored.thresholds), int(stored.smoothing)
+    thresholds, smoothing = model.stored_detection()
     with np.load(args.windows) as z:
         if "audio" not in z.files or z["audio"].ndim != 2 or z["audio"].dtype != np.int16:
             ap.error(f"{args.windows}: needs `audio`, [N, samples] int16 (data.near_miss, training.mine_hard)")
