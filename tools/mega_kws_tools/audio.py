@@ -92,6 +92,16 @@ def _int16(frames, encoding, bits):
     return (frames >> (bits - 16)).astype(np.int16)
 
 
+def window_before(x: np.ndarray, end: int, n: int) -> np.ndarray:
+    """The n samples of x before sample `end`, silence (zeros of x's dtype) where x does not
+    reach: before its start, or past its end."""
+    out = np.zeros(n, dtype=x.dtype)
+    a, b = end - n, min(end, len(x))
+    if b > max(a, 0):
+        out[max(a, 0) - a:b - a] = x[max(a, 0):b]
+    return out
+
+
 def write_wav(path: str, x: np.ndarray) -> None:
     """Writes int16 samples as a mono 16-bit 16 kHz WAV."""
     with wave.open(path, "wb") as w:

@@ -32,7 +32,7 @@ from collections import Counter
 
 import numpy as np
 
-from mega_kws_tools.audio import SR
+from mega_kws_tools.audio import SR, window_before
 from mega_kws_tools.data import sentence_keywords as sk
 from mega_kws_tools.data import speechocean as so
 from mega_kws_tools.data.layout import KEYWORDS
@@ -48,11 +48,7 @@ assert not set(WORDS) & set(KEYWORDS) and len(set(WORDS)) == len(WORDS)
 
 def window(x: np.ndarray, end: int) -> np.ndarray:
     """The two seconds of x before sample `end`, padded with silence where x does not reach."""
-    out = np.zeros(2 * SR, dtype=np.int16)
-    a, b = end - 2 * SR, min(end, len(x))
-    if b > max(a, 0):
-        out[max(a, 0) - a:b - a] = x[max(a, 0):b]
-    return out
+    return window_before(x, end, 2 * SR)
 
 
 def windows_of(rng, x: np.ndarray, segs: list, words: set, per_word: int) -> list:
@@ -122,8 +118,7 @@ def main(argv=None) -> int:
         ap.error("needs Debian's python3-pocketsphinx and pocketsphinx-en-us (apt-get install them)")
     _, commit, utterances, credit = sk.SOURCES[args.source]
     rev = args.rev or commit
-    chosen = (u for u in utterances(args.repo, rev, words) if u[2] == args.split)
-    out = build(chosen, words, args.per_word, args.max_per_word, args.seed)
+    out = build(utterances(args.repo, rev, words, args.split), words, args.per_word, args.max_per_word, args.seed)
     stats, counts = out.pop("stats"), out.pop("counts")
     np.savez(args.out, source=np.array(f"{args.source} {rev} ({credit})"), **out)
     print(f"{stats}; {len(out['labels'])} windows in {args.out}: "

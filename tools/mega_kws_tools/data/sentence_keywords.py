@@ -123,19 +123,23 @@ def heard(dec, clip: np.ndarray) -> str:
     return h.hypstr if h is not None else ""
 
 
-def speechocean(repo: str, rev: str, wanted=KEYWORDS):
+def speechocean(repo: str, rev: str, wanted=KEYWORDS, split=None):
     """(utt, speaker, split, samples, words) of the train/-half sentences that hold a
-    word of `wanted` (a keyword), with speechocean.py's speaker split; a test-half
+    word of `wanted` (a keyword), with speechocean.py's speaker split (only that split's
+    speakers when `split` is given: the others' audio is not read); a test-half
     speaker is refused (speechocean.train_utterances)."""
     for utt, spk, path, text in so.train_utterances(repo, rev):
         words = words_of(text)
-        if set(wanted) & set(words):
+        if set(wanted) & set(words) and split in (None, so.speaker_split(spk)):
             yield utt, spk, so.speaker_split(spk), read_wav(so.git_show(repo, f"{rev}:{path}"), path), words
 
 
-def cathy(repo: str, rev: str, wanted=KEYWORDS):
+def cathy(repo: str, rev: str, wanted=KEYWORDS, split=None):
     """(utt, speaker, split, samples, words) of rhasspy/dataset-voice-cathy's
-    prompts that hold a word of `wanted` (a keyword): one speaker, so all of them training."""
+    prompts that hold a word of `wanted` (a keyword): one speaker, so all of them training
+    (none when `split` names another)."""
+    if split not in (None, "training"):
+        return
     names = so.git_show(repo, f"{rev}:data").decode()  # `git show` of a tree lists it
     for name in sorted(n for n in names.splitlines() if n.endswith(".txt")):
         words = words_of(so.git_show(repo, f"{rev}:data/{name}").decode())

@@ -48,7 +48,7 @@ import sys
 
 import numpy as np
 
-from mega_kws_tools.audio import SR, read_wav, write_wav
+from mega_kws_tools.audio import SR, read_wav, window_before, write_wav
 from mega_kws_tools.data import speechocean as so
 from mega_kws_tools.data.layout import KEYWORDS
 from mega_kws_tools.data import sentence_keywords as sk
@@ -165,9 +165,8 @@ def windows(utterances, align: str, out: str, seed: int, credit: str, others: in
     val, counts, skipped = [], {}, {"homophone": 0, "unplaced": 0, "crowded": 0}
 
     def write(name, x, b, split):
-        a = b - SR
         os.makedirs(os.path.join(out, os.path.dirname(name)), exist_ok=True)
-        write_wav(os.path.join(out, name), np.concatenate([np.zeros(max(0, -a), np.int16), x[max(0, a):b]]))
+        write_wav(os.path.join(out, name), window_before(x, b, SR))
         folder = os.path.dirname(name)
         counts.setdefault(split, {}).setdefault(folder, 0)
         counts[split][folder] += 1

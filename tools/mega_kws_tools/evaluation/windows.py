@@ -64,10 +64,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     model = RuntimeModel(args.model)
     thresholds, smoothing = model.stored_detection()
-    with np.load(args.windows) as z:
-        if "audio" not in z.files or z["audio"].ndim != 2 or z["audio"].dtype != np.int16:
-            ap.error(f"{args.windows}: needs `audio`, [N, samples] int16 (data.near_miss, training.mine_hard)")
-        audio, words = z["audio"], (z["words"] if "words" in z.files else None)
+    with np.load(args.windows) as z:  # each z[name] reads the array again: once each
+        audio = z["audio"] if "audio" in z.files else None
+        words = z["words"] if "words" in z.files else None
+    if audio is None or audio.ndim != 2 or audio.dtype != np.int16:
+        ap.error(f"{args.windows}: needs `audio`, [N, samples] int16 (data.near_miss, training.mine_hard)")
     out = score(model, thresholds, smoothing, audio, words)
     n = max(1, out["windows"])
     print(f"{args.windows}: {out['windows']} windows; a keyword over its stored threshold at the end: "

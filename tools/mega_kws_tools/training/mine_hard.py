@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from mega_kws_tools import model as mt
-from mega_kws_tools.audio import read_wav
+from mega_kws_tools.audio import read_wav, window_before
 from mega_kws_tools.data.layout import split_lists
 from mega_kws_tools.evaluation import streamscore
 from mega_kws_tools.evaluation.tune_detection import stream_posteriors
@@ -120,10 +120,7 @@ def main() -> int:
             if score >= args.positive_max:
                 continue
         end = int(round(t * sr))
-        clip = np.zeros(span, np.int16)
-        src = audio[max(0, end - span):end]
-        clip[span - len(src):] = src
-        keep_audio.append(clip)
+        keep_audio.append(window_before(audio, end, span))
         keep_labels.append(label)
         keep_t.append(t)
         keep_s.append(score)
