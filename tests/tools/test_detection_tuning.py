@@ -57,6 +57,41 @@ def test_per_keyword_thresholds_meet_the_limit_and_beat_one_threshold():
     assert r["recall"] == pytest.approx(1.0) and shared["recall"] <= 0.5 + 1e-9
 
 
+def budget_trap(hops=1200):
+    """Posteriors where the step that gains most uses up the false-alarm budget: 'yes' finds
+    5 words at 0.71 but fires on 2 keyword-free spikes of 0.75; 'no' and 'up' find 4 words
+    each, with one spike each. With 2 false alarms allowed, 'no' and 'up' find 8, 'yes' 5."""
+    labels = ["yes", "no", "up", "_silence_", "_unknown_"]
+    p = np.tile([0.02, 0.02, 0.02, 0.9, 0.04], (hops, 1))
+    keywords, free = [], [(hops // 2 * HOP_S, hops * HOP_S)]
+
+    def event(h, label, level):
+        row = np.full(5, (1 - level) / 4)
+        row[labels.index(label)] = level
+        p[h:h + 3] = row  # three hops: the smoothing treats words and spikes alike
+    words = ["yes"] * 5 + ["no"] * 4 + ["up"] * 4
+    for i, label in enumerate(words):
+        event(40 + 40 * i, label, 0.71)
+        keywords.append(((40 + 40 * i) * HOP_S, (43 + 40 * i) * HOP_S, label))
+    for i, label in enumerate(["yes", "yes", "no", "up"]):
+        event(hops // 2 + 40 + 100 * i, label, 0.75)
+    return labels, p, keywords, free
+
+
+def test_per_keyword_greedy_does_not_spend_the_budget_on_one_step():
+    labels, probs, keywords, free = budget_trap()
+    limit = 2.5 / (sum(b - a for a, b in free) / 3600)  # 2 keyword-free false alarms allowed, not 3
+    th, r = td.tune_per_keyword(probs, STARTS, labels, HOP_S, keywords, free, limit, 1, by="gain")
+    assert r["detected"] == 5 and th[0] <= 0.71 < min(th[1:3]), (th, r)  # 'yes' first: the budget is gone
+    th, r = td.tune_per_keyword(probs, STARTS, labels, HOP_S, keywords, free, limit, 1, by="gain_per_false_alarm")
+    assert r["detected"] == 8 and r["false_alarms_keyword_free"] == 2 and th[0] > 0.75, (th, r)
+    # the tuning takes the better of the two ways
+    key, smoothing, thresholds, r = td.pick_per_keyword(probs, STARTS, labels, HOP_S, keywords, free, limit)
+    assert key[0] == 1 and r["detected"] == 8 and thresholds[0] > 0.75 >= 0.71 >= max(thresholds[1:3])
+    with pytest.raises(ValueError, match="gain_per_false_alarm"):
+        td.tune_per_keyword(probs, STARTS, labels, HOP_S, keywords, free, limit, 1, by="recall")
+
+
 def test_no_default_below_even_odds():
     # 'no' said at 0.45: a threshold of 0.44 would find it without a false alarm, but a
     # default under MIN_DEFAULT would leave --sensitivity no room, so 'no' stays unfound

@@ -27,8 +27,9 @@ warning: never the loudest setting.
 --holdout-check asks whether the tuning carries over to audio it did not see:
 the pooled recording is cut in two halves; on each, one shared threshold is
 tuned as above, and a per-keyword set greedily (lower the one keyword's
-threshold that gains the most recall while false alarms stay under the limit,
-until none does); both are then scored on the other half. It prints the
+threshold that gains the most recall, or the most recall per false alarm
+added, while false alarms stay under the limit, until none does; the better
+of the two); both are then scored on the other half. It prints the
 table and writes nothing (-o is not needed).
 
 --false-alarms lists, at the setting tuned for --max-fa-per-hour, every false
@@ -154,12 +155,21 @@ def tune(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refracto
     return pick(sweep(probs, starts, labels, hop_s, keywords, free, refractory_ms, verbose), max_fa_per_hour)
 
 
-def tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000):
+GREEDY = ("gain", "gain_per_false_alarm")  # tune_per_keyword's two ways to choose its next step
+
+
+def tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000,
+                     by="gain"):
     """Greedy per-keyword thresholds at one smoothing: from every keyword off,
-    repeatedly lower the one keyword's threshold (on THRESHOLDS, not below
-    MIN_DEFAULT) that gains
-    the most recall while the false alarms stay under the limit. Returns
-    (thresholds, score)."""
+    repeatedly lower one keyword's threshold (on THRESHOLDS, not below
+    MIN_DEFAULT) while the false alarms stay under the limit, choosing the step
+    that gains the most recall (by="gain"), or the most recall per keyword-free
+    false alarm it adds (by="gain_per_false_alarm": the steps that cost no
+    false alarm first, so that one step's false alarms do not use up a budget
+    that two cheaper steps would have found more with). Returns (thresholds,
+    score)."""
+    if by not in GREEDY:
+        raise ValueError(f"by: one of {', '.join(GREEDY)}, not {by!r}")
     refr = refractory_in_hops(refractory_ms, hop_s)
     th = np.full(len(labels), 1.01)  # above any posterior: nothing fires
     cur = run_detector(probs, starts, labels, th, smoothing, refr, hop_s, keywords, free)
@@ -174,7 +184,11 @@ def tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_ho
                 r = run_detector(probs, starts, labels, trial, smoothing, refr, hop_s, keywords, free)
                 if r["fa_per_hour_keyword_free"] > max_fa_per_hour or r["recall"] <= cur["recall"]:
                     continue
-                key = (r["recall"], -r["false_alarms"], t)
+                gain = r["recall"] - cur["recall"]
+                if by == "gain_per_false_alarm":
+                    cost = max(0, r["false_alarms_keyword_free"] - cur["false_alarms_keyword_free"])
+                    gain /= 1 + cost
+                key = (gain, -r["false_alarms"], t)
                 if best is None or key > best[0]:
                     best = (key, k, t, r)
         if best is None:
@@ -201,21 +215,23 @@ def trade_off(rows, chosen, setting):
 
 
 def pick_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
-    """tune_per_keyword at every smoothing; the one with the best recall under
-    the limit (ties: fewer false alarms, then less smoothing). Returns (key,
-    smoothing, thresholds as a list for the model file, score); a keyword the
-    greedy search left off gets the highest threshold searched, the labels
-    that never fire ('_...') 1.0."""
+    """tune_per_keyword at every smoothing, both ways (GREEDY); the one with the
+    best recall under the limit (ties: fewer false alarms, then less smoothing,
+    then the first way). Returns (key, smoothing, thresholds as a list for the
+    model file, score); a keyword the greedy search left off gets the highest
+    threshold searched, the labels that never fire ('_...') 1.0."""
     best = None
     for smoothing in SMOOTHINGS:
-        th, r = tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing,
-                                 refractory_ms)
-        ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
-        key = (int(ok), r["recall"], -r["false_alarms"], -smoothing)
-        print(f"smoothing {smoothing}: per-keyword recall {r['recall']:.3f}, {r['false_alarms']} false alarms "
-              f"({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)", flush=True)
-        if best is None or key > best[0]:
-            best = (key, smoothing, th, r)
+        for i, by in enumerate(GREEDY):
+            th, r = tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing,
+                                     refractory_ms, by)
+            ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
+            key = (int(ok), r["recall"], -r["false_alarms"], -smoothing, -i)
+            print(f"smoothing {smoothing}, steps by {by}: per-keyword recall {r['recall']:.3f}, "
+                  f"{r['false_alarms']} false alarms ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)",
+                  flush=True)
+            if best is None or key > best[0]:
+                best = (key, smoothing, th, r)
     key, smoothing, th, r = best
     top = float(THRESHOLDS.max())
     thresholds = [1.0 if l.startswith("_") else round(float(min(t, top)), 4) for l, t in zip(labels, th)]
@@ -251,7 +267,8 @@ def holdout_check(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour,
         (p_a, k_a, f_a, s_a), (p_b, k_b, f_b, s_b) = halves[i], halves[1 - i]
         _, sm, thr, _ = tune(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, refractory_ms)
         one = run_detector(p_b, s_b, labels, np.full(len(labels), thr), sm, refr, hop_s, k_b, f_b)
-        th, _ = tune_per_keyword(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms)
+        th, _ = max((tune_per_keyword(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms, by)
+                     for by in GREEDY), key=lambda tr: (tr[1]["recall"], -tr[1]["false_alarms"]))
         per = run_detector(p_b, s_b, labels, th, sm, refr, hop_s, k_b, f_b)
         setting = " ".join(f"{l} {t:g}" if t <= 1 else f"{l} off" for l, t in zip(labels, th) if not l.startswith("_"))
         print(f"| {names[i]} | {thr:g}, smoothing {sm}; {100 * one['recall']:.1f}%, "
