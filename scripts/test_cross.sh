@@ -12,7 +12,7 @@
 #  3. classifies the sample clips with the demo model, and one clip with the
 #     first layer of the paper's base model (scripts/keep_layers.py), on both
 #     builds, and requires the same labels and logits within the documented
-#     parity tolerance (1e-4);
+#     parity tolerance (1e-4; 1e-6 for that layer's logits of about 0.05);
 #  4. installs the aarch64 build and cross-compiles examples/embed against the
 #     installed package, then runs it under qemu; makes the arm64 Debian
 #     packages (scripts/test_packages.sh --no-install --arch arm64);

@@ -214,24 +214,38 @@ def trade_off(rows, chosen, setting):
                        "smoothing_hops": setting["smoothing_hops"]}}
 
 
-def pick_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
-    """tune_per_keyword at every smoothing, both ways (GREEDY); the one with the
-    best recall under the limit (ties: fewer false alarms, then less smoothing,
-    then the first way). Returns (key, smoothing, thresholds as a list for the
-    model file, score); a keyword the greedy search left off gets the highest
-    threshold searched, the labels that never fire ('_...') 1.0."""
+def best_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing, refractory_ms=1000,
+                     verbose=False):
+    """tune_per_keyword both ways (GREEDY) at one smoothing: the (thresholds,
+    score) with the better recall (ties: fewer false alarms, then the first way)."""
     best = None
-    for smoothing in SMOOTHINGS:
-        for i, by in enumerate(GREEDY):
-            th, r = tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing,
-                                     refractory_ms, by)
-            ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
-            key = (int(ok), r["recall"], -r["false_alarms"], -smoothing, -i)
+    for i, by in enumerate(GREEDY):
+        th, r = tune_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing,
+                                 refractory_ms, by)
+        if verbose:
             print(f"smoothing {smoothing}, steps by {by}: per-keyword recall {r['recall']:.3f}, "
                   f"{r['false_alarms']} false alarms ({r['fa_per_hour_keyword_free']:.2f}/h keyword-free)",
                   flush=True)
-            if best is None or key > best[0]:
-                best = (key, smoothing, th, r)
+        key = (r["recall"], -r["false_alarms"], -i)
+        if best is None or key > best[0]:
+            best = (key, th, r)
+    return best[1], best[2]
+
+
+def pick_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, refractory_ms=1000):
+    """best_per_keyword at every smoothing; the one with the best recall under
+    the limit (ties: fewer false alarms, then less smoothing). Returns (key,
+    smoothing, thresholds as a list for the model file, score); a keyword the
+    greedy search left off gets the highest threshold searched, the labels
+    that never fire ('_...') 1.0."""
+    best = None
+    for smoothing in SMOOTHINGS:
+        th, r = best_per_keyword(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour, smoothing,
+                                 refractory_ms, verbose=True)
+        ok = r["fa_per_hour_keyword_free"] <= max_fa_per_hour
+        key = (int(ok), r["recall"], -r["false_alarms"], -smoothing)
+        if best is None or key > best[0]:
+            best = (key, smoothing, th, r)
     key, smoothing, th, r = best
     top = float(THRESHOLDS.max())
     thresholds = [1.0 if l.startswith("_") else round(float(min(t, top)), 4) for l, t in zip(labels, th)]
@@ -267,8 +281,7 @@ def holdout_check(probs, starts, labels, hop_s, keywords, free, max_fa_per_hour,
         (p_a, k_a, f_a, s_a), (p_b, k_b, f_b, s_b) = halves[i], halves[1 - i]
         _, sm, thr, _ = tune(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, refractory_ms)
         one = run_detector(p_b, s_b, labels, np.full(len(labels), thr), sm, refr, hop_s, k_b, f_b)
-        th, _ = max((tune_per_keyword(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms, by)
-                     for by in GREEDY), key=lambda tr: (tr[1]["recall"], -tr[1]["false_alarms"]))
+        th, _ = best_per_keyword(p_a, s_a, labels, hop_s, k_a, f_a, max_fa_per_hour, sm, refractory_ms)
         per = run_detector(p_b, s_b, labels, th, sm, refr, hop_s, k_b, f_b)
         setting = " ".join(f"{l} {t:g}" if t <= 1 else f"{l} off" for l, t in zip(labels, th) if not l.startswith("_"))
         print(f"| {names[i]} | {thr:g}, smoothing {sm}; {100 * one['recall']:.1f}%, "
