@@ -343,7 +343,7 @@ TEST(CApiDetector, DefaultsAndOverrides) {
   EXPECT_LT(o.refractory_ms, 0);
   EXPECT_LT(o.sensitivity, 0.0f);
 
-  // sensitivity 0.5 keeps the stored thresholds exactly, on's 0.995 included (issue 85 item 6)
+  // sensitivity 0.5 keeps the stored thresholds exactly, the 1.0 of _silence_ and _unknown_ included (issue 85 item 6)
   mega_detector_options half = o;
   half.sensitivity = 0.5f;
   float thr[12];

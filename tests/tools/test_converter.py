@@ -421,3 +421,30 @@ def test_tools_convert_entry_points_run_the_package(name, tmp_path):
     assert module.returncode == 0, module.stderr
     assert script.stdout.startswith("usage: " + name + ".py")
     assert script.stdout == module.stdout
+
+
+# scripts/keep_layers.py: a .mega file cut to its first N layers (scripts/test_cross.sh's base-model check)
+KEEP_LAYERS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(FIX))), "scripts", "keep_layers.py")
+
+
+def test_keep_layers_keeps_the_first_layers_and_refuses_a_bad_count(d):
+    src = os.path.join(FIX, "tiny_logmel.mega")  # two layers
+    full, cut, cut_pt = (os.path.join(d, n) for n in ("full.pt", "cut.mega", "cut.pt"))
+    assert unpack(src, full).returncode == 0
+    r = subprocess.run([sys.executable, KEEP_LAYERS, src, "1", cut], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = unpack(cut, cut_pt)
+    assert r.returncode == 0 and "self-test reproduced" in r.stdout, r.stderr
+    a, b = torch.load(full), torch.load(cut_pt)
+    assert (a["config"]["n_layers"], b["config"]["n_layers"]) == (2, 1)
+    kept = [k for k in a["model"] if not k.startswith("layers.") or k.startswith("layers.0.")]
+    assert any(k.startswith("layers.1.") for k in a["model"]) and sorted(b["model"]) == sorted(kept)
+    for k in kept:
+        torch.testing.assert_close(b["model"][k], a["model"][k], rtol=0, atol=0)
+    with open(cut, "rb") as f:
+        assert b"TEST ONLY: the first 1 layers of tiny_logmel.mega" in f.read()
+    for n in ("0", "3"):
+        bad = os.path.join(d, f"bad{n}.mega")
+        r = subprocess.run([sys.executable, KEEP_LAYERS, src, n, bad], capture_output=True, text=True)
+        assert r.returncode == 2 and f"the model has 2 layers: keep 1 to 2, not {n}" in r.stderr, r.stderr
+        assert not os.path.exists(bad)

@@ -24,10 +24,10 @@ DEMO = os.path.join(ROOT, "models", "sc10-demo.mega")
 
 
 def windows():
-    """[yes, quiet noise, stop]: two seconds each, a sample clip from 0.5 s to 1.5 s."""
+    """[yes, quiet noise, left]: two seconds each, a sample clip from 0.5 s to 1.5 s."""
     rng = np.random.default_rng(4)
     out = []
-    for name in ("yes", None, "stop"):
+    for name in ("yes", None, "left"):
         w = np.round(rng.normal(0, 30, 2 * SR)).astype(np.int16)
         if name:
             x = read_wav(os.path.join(ROOT, "samples", name + ".wav"))[:SR]
@@ -39,11 +39,11 @@ def windows():
 def test_a_keyword_at_the_end_is_over_its_threshold_and_noise_is_not(tmp_path, capsys):
     audio = windows()
     path = str(tmp_path / "w.npz")
-    np.savez(path, audio=audio, words=np.array(["yes", "noise", "stop"]))
+    np.savez(path, audio=audio, words=np.array(["yes", "noise", "left"]))
     assert wc.main(["--model", DEMO, path, "--json-out", str(tmp_path / "o.json")]) == 0
     out = capsys.readouterr().out
     assert "3 windows; a keyword over its stored threshold at the end: 2 (66.7%)" in out
-    assert "yes 1/1, stop 1/1" in out
+    assert "yes 1/1, left 1/1" in out
     m = RuntimeModel(DEMO)
     p, sm = wc.last_hop(m, audio[0], 4)
     want = m.stream_posteriors(audio[0].astype(np.float32) / 32768)
