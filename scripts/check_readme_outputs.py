@@ -106,7 +106,7 @@ def main():
         commands.append((demo[0], "; ".join(demo_commands(root)), demo[1]))
     failed = 0
     for n, cmd, expected in commands:
-        run = cmd.replace("./build/", os.path.join(os.path.abspath(a.build), ""), 1)
+        run = cmd.replace("./build/", os.path.join(os.path.abspath(a.build), ""))
         p = subprocess.run(["bash", "-c", f"{{ {run}\n}} 2>&1"], cwd=root, stdout=subprocess.PIPE, text=True,
                            stdin=subprocess.DEVNULL)
         got = p.stdout.splitlines()

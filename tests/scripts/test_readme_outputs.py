@@ -36,7 +36,7 @@ def test_a_rounding_level_number_with_an_exponent_may_be_any_such():
     assert not same_line("difference 1.91e-06 (tolerance 0.001)", "difference 1.91e-06 (tolerance 0.01)")
 
 
-def test_the_first_commands_output_is_the_demo_scripts(tmp_path):
+def test_the_first_commands_output_is_the_demo_scripts():
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     cmds = demo_commands(root)
     assert cmds and all(c.startswith("./build/keyword_spotter ") and "$MODEL" not in c for c in cmds)
