@@ -4,9 +4,12 @@
 sweep, a beep's timing, a noise's spectral slope, the level drawn), and make_batch's use of
 them (issue 83 item 5)."""
 
+import wave
+
 import numpy as np
 import pytest
 
+from mega_kws_tools.audio import write_wav
 from mega_kws_tools.augment import batch
 from mega_kws_tools.augment import nonspeech as ns
 from mega_kws_tools.data import dataset as dataset_mod
@@ -138,3 +141,97 @@ def test_make_batch_refuses_nonspeech_without_a_silence_class(dataset):
     ds = dataset_mod.Dataset(dataset, "sc10", "training", 0, 1)
     with pytest.raises(ValueError, match="need the _silence_ class"):
         batch.make_batch(ds, np.arange(4), np.random.default_rng(1), True, nonspeech=0.5)
+
+
+def write_recording(path, x):
+    write_wav(str(path), x.astype(np.int16))
+    return str(path)
+
+
+def test_load_recordings_reads_files_and_folders_and_refuses_what_it_cannot_use(tmp_path):
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-9000, 9000, n).astype(np.int16) for n in (SR, 3 * SR))
+    (tmp_path / "music").mkdir()
+    write_recording(tmp_path / "music" / "b.wav", b)
+    write_recording(tmp_path / "music" / "a.wav", a)
+    (tmp_path / "music" / "notes.txt").write_text("not audio")
+    one = write_recording(tmp_path / "one.wav", b)
+    got = ns.load_recordings([str(tmp_path / "music"), one])
+    assert [len(x) for x in got] == [SR, 3 * SR, 3 * SR]  # a folder's .wav files in name order, then the file
+    assert np.array_equal(got[0], a) and np.array_equal(got[2], b)
+    assert ns.load_recordings([]) == []
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no .wav file"):
+        ns.load_recordings([str(tmp_path / "empty")])
+    with wave.open(str(tmp_path / "fast.wav"), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(44100), w.writeframes(a.tobytes())
+    with pytest.raises(ValueError, match="need 16 kHz"):
+        ns.load_recordings([str(tmp_path / "fast.wav")])
+
+
+def test_recorded_slice_is_a_stretch_of_a_recording_at_a_drawn_level():
+    rng = np.random.default_rng(4)
+    music = [(np.sin(np.arange(4 * SR) * 0.01) * 20000 + rng.normal(0, 500, 4 * SR)).astype(np.int16)]
+    levels = []
+    for seed in range(8):
+        x = ns.recorded_slice(music, SR, np.random.default_rng(seed))
+        assert x.dtype == np.float32 and x.shape == (SR,) and np.abs(x).max() <= 1.0
+        src = music[0].astype(np.float64)
+        # where it was cut: the one offset at which the slice is the source times one gain
+        offsets = [o for o in range(len(src) - SR + 1)
+                   if np.allclose(x * (np.dot(src[o:o + SR], src[o:o + SR]) / np.dot(x, src[o:o + SR])),
+                                  src[o:o + SR], atol=2.0)] if seed < 2 else [0]
+        assert len(offsets) == 1, (seed, offsets)
+        levels.append(20 * np.log10(np.sqrt(np.mean(x.astype(np.float64) ** 2))))
+    lo, hi = ns.RMS_DB_RANGE
+    assert all(lo - 0.01 <= v <= hi + 0.01 for v in levels) and max(levels) - min(levels) > 3, levels
+    short = np.array([1000, -1000, 3000], np.int16)  # shorter than asked: repeated
+    x = ns.recorded_slice([short], 10, np.random.default_rng(0)).astype(np.float64)
+    tiled = np.tile(short, 5).astype(np.float64)
+    assert any(np.allclose(x, tiled[o:o + 10] * (x[0] / tiled[o]), rtol=1e-5) for o in range(3))
+    quiet = [np.zeros(2 * SR, np.int16)]  # a pause: kept silent, not amplified noise
+    assert not ns.recorded_slice(quiet, SR, np.random.default_rng(0)).any()
+
+
+def test_nonspeech_window_takes_recordings_half_the_time_and_draws_as_before_without():
+    music = [np.full(4 * SR, 12000, np.int16)]  # a constant: easy to tell from any generated sound
+    for seed in range(10):  # without recordings: the very windows of before
+        assert np.array_equal(ns.nonspeech_window(np.random.default_rng(seed)),
+                              ns.nonspeech_window(np.random.default_rng(seed), []))
+    recorded = 0
+    for seed in range(200):
+        x = ns.nonspeech_window(np.random.default_rng(seed), music)
+        onset = int(np.argmax(np.abs(x) > 0))
+        assert onset <= 3 * SR // 2 and not x[:onset].any()
+        recorded += bool(np.ptp(x[onset:]) == 0)
+    assert 70 <= recorded <= 130, recorded  # RECORDED_SHARE 0.5 of 200
+
+
+def test_make_batch_passes_recordings_to_the_nonspeech_windows(dataset):
+    ds = dataset_mod.Dataset(dataset, "kws12", "training", 0, 1)
+    music = [np.full(4 * SR, 12000, np.int16)]
+    idx = np.nonzero(ds.y < 10)[0][:16]
+    x, y = batch.make_batch(ds, idx, np.random.default_rng(5), True, nonspeech=1.0, recordings=music)
+    rng = np.random.default_rng(5)
+    for row in x.numpy():
+        rng.random()
+        assert np.array_equal(row, np.clip(ns.nonspeech_window(rng, music), -1, 1))
+    assert any(np.ptp(row[np.argmax(row != 0):]) == 0 for row in x.numpy())
+
+
+def test_random_nonspeech_draws_kinds_with_the_weights_given():
+    only_beeps = [1.0 if k == "beeps" else 0.0 for k in ns.KINDS]
+    for seed in range(5):  # every sound a beep train: bursts between silences
+        x = ns.random_nonspeech(2 * SR, np.random.default_rng(seed), weights=only_beeps)
+        silent = np.abs(x) < 1e-7
+        assert silent.mean() > 0.02 and (~silent).mean() > 0.01, seed
+    # with weights, the kind is one draw of rng.choice, then the sound of that kind
+    x = ns.random_nonspeech(SR, np.random.default_rng(3), weights=[0.5, 0, 0, 0, 0.5, 0, 0])
+    first = ns.KINDS[int(np.random.default_rng(3).choice(len(ns.KINDS), p=[0.5, 0, 0, 0, 0.5, 0, 0]))]
+    rng = np.random.default_rng(3)
+    rng.choice(len(ns.KINDS), p=[0.5, 0, 0, 0, 0.5, 0, 0])
+    assert np.array_equal(x, ns.random_nonspeech(SR, rng, first))
+    for seed in range(5):  # no weights: the uniform draw of before
+        rng_a, rng_b = np.random.default_rng(seed), np.random.default_rng(seed)
+        kind = ns.KINDS[int(rng_b.integers(len(ns.KINDS)))]
+        assert np.array_equal(ns.random_nonspeech(SR, rng_a), ns.random_nonspeech(SR, rng_b, kind))

@@ -64,6 +64,12 @@ def train_cmd(dataset, tmp_path):
     ("--nonspeech-negatives 0.2 --consistency 2", "does not combine with --hard-examples, --splice-prob or --nonspeech"),
     ("--nonspeech-negatives 0.2 --voice-adversary 0.5", "--nonspeech-negatives needs --classes kws12"),
     ("--nonspeech-negatives 0.2 --classes sc10", "--nonspeech-negatives needs --classes kws12"),
+    ("--nonspeech-audio x.wav", "--nonspeech-audio needs --nonspeech-negatives F > 0"),
+    ("--nonspeech-weight beeps=3", "--nonspeech-weight needs --nonspeech-negatives F > 0"),
+    ("--nonspeech-negatives 0.2 --nonspeech-weight beep=3", "--nonspeech-weight beep=3: expected KIND=W"),
+    ("--nonspeech-negatives 0.2 --nonspeech-weight beeps=-1", "--nonspeech-weight beeps=-1: expected KIND=W"),
+    ("--nonspeech-negatives 0.2 --nonspeech-weight beeps=nan", "--nonspeech-weight beeps=nan: expected KIND=W"),
+    ("--nonspeech-negatives 0.2 --nonspeech-audio /no/such/music.wav", "--nonspeech-audio: /no/such/music.wav: no such file or folder"),
 ])
 def test_train_refuses(train_cmd, capsys, monkeypatch, bad, message):
     assert message in refused(train.main, train_cmd + bad.split(), capsys, monkeypatch)

@@ -127,6 +127,14 @@ augmentation_run m "--mixup-prob 0.5 --mixup-alpha 0.4" "^mixup: 0.5 of the clip
 augmentation_run b "--babble-prob 0.8" "^babble: 0.8 of the noise"
 # --nonspeech-negatives (issue 83 item 5): generated tones, beeps and noise as _silence_ reach the loss
 augmentation_run ns "--nonspeech-negatives 0.3" "^non-speech negatives: 0.3 of the examples, labelled _silence_"
+# --nonspeech-audio (recorded music, half of the non-speech) and --nonspeech-weight (beeps drawn more often)
+mkdir -p "$T/music"
+"$PY" -c 'import sys, numpy as np; from mega_kws_tools.audio import write_wav
+write_wav(sys.argv[1], (np.sin(np.arange(48000) * 0.05) * 8000).astype(np.int16))' "$T/music/tune.wav"
+augmentation_run nsa "--nonspeech-negatives 0.3 --nonspeech-audio $T/music --nonspeech-weight beeps=4" \
+  "^recorded non-speech: 1 recordings, 0.1 min, 50% of the non-speech negatives"
+grep -q "^non-speech negatives: 0.3 of the examples (tone 10%, square 10%, saw 10%, chirp 10%, beeps 40%" "$T/nsa.log"
+if cmp -s "$T/nswhole/losses.txt" "$T/nsawhole/losses.txt"; then echo "--nonspeech-audio changed no loss"; exit 1; fi
 # --voice-adversary: the run resumes exactly and the adversary reaches the loss; voice_probe.py and
 # voice_norm_check.py read its checkpoints; a run made with it does not resume without it
 augmentation_run va "--voice-adversary 0.5 --voice-adversary-ramp 5 --steps 25" "^voice adversary: weight 0.5 (reached at step 5), [0-9]* voice classes"

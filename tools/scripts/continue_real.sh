@@ -10,7 +10,8 @@
 # WORK (default work/ in the repository) holds the data; every stage skips what
 # is already made, and the training resumes from RUN_DIR/last.pt, so the script
 # can be run again after an interruption. TRAIN_ARGS: more train.py options (split at
-# spaces), e.g. "--nonspeech-negatives 0.05 --teacher-targets T.npz --distill 1". HARD_SHARE > 0 mines hard examples with
+# spaces), e.g. "--nonspeech-negatives 0.05 --teacher-targets T.npz --distill 1" (the music of
+# stage 3b: "--nonspeech-audio work/data/music"). HARD_SHARE > 0 mines hard examples with
 # INIT (stage 4b: the windows of training speakers' running speech it fires on,
 # and training speakers' keywords it misses in a recording) and draws them that
 # share of each batch. Before the first run, clone the public sources into
@@ -57,6 +58,9 @@ done
 # 3. a small synthetic set of training voices, so the continuation keeps hearing on/off/go
 [ -f "$SYN/README.txt" ] || $PY -m mega_kws_tools.data.make_sc10 --out "$SYN" --seed 71 --only-split training \
   --per-word 250 --unknown 1200 --near-miss 800 --silence 300 --babble-words 100 --jobs 2 --festival pipe
+# 3b. recorded music for the non-speech negatives (TRAIN_ARGS="--nonspeech-negatives F --nonspeech-audio $MUSIC"):
+#     two Debian game-data packages' tracks; the music the non-speech check scans stays out
+[ -f "$MUSIC/SOURCES.txt" ] || bash "$HERE/music_negatives.sh" "$MUSIC"
 # 4. real validation recordings: validation-split speakers' words over noise beds
 mkdir -p "$REC"
 [ -f "$REC/realval20.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split validation \

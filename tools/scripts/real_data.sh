@@ -16,4 +16,5 @@ SOSENT=$SO/keyword_sentences_validation  # .wav/.csv: validation speakers' sente
 CATHY=$WORK/data/cathykw      # keywords cut from rhasspy/dataset-voice-cathy
 NEAR=$WORK/data/nearmiss      # -so-training.npz, -so-validation.npz, -cathy.npz: near misses in running speech
 SYN=$WORK/data/syn71          # synthetic training voices
+MUSIC=$WORK/data/music        # recorded music for non-speech negatives (music_negatives.sh)
 REC=$WORK/rec                 # recordings spliced from real clips

@@ -17,7 +17,7 @@ from mega_kws_tools.data.layout import KEYWORDS, SILENCE, UNKNOWN
 def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bool, noise_prob: float = 0.0,
                speed_prob: float = 0.0, splice_prob: float = 0.0, color_prob: float = 0.0,
                vowel_prob: float = 0.0, pitch_prob: float = 0.0, babble_prob: float = 0.0,
-               speed_range=SPEED_RANGE, nonspeech: float = 0.0):
+               speed_range=SPEED_RANGE, nonspeech: float = 0.0, recordings: list = (), nonspeech_weights=None):
     """(B, 2 s) float inputs and labels: context second + target second
     (shifted); in training, with probability splice_prob a keyword's target
     second becomes half of it spliced to half of an _unknown_ word of the same
@@ -30,7 +30,9 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
     with probability noise_prob noise is added to it: with probability babble_prob
     babble of several _unknown_ words (add_babble), else one noise clip (add_noise).
     With probability nonspeech an example becomes, whole, a generated non-speech
-    sound (nonspeech.nonspeech_window: a tone, beeps, a chirp, noise, notes)
+    sound (nonspeech.nonspeech_window: a tone, beeps, a chirp, noise, notes;
+    half of them a slice of recordings where given: nonspeech.load_recordings;
+    the kinds drawn with the probabilities nonspeech_weights where given)
     labelled _silence_; needs the _silence_ class."""
     b = len(idx)
     x = np.zeros((b, 2 * SR), dtype=np.float32)
@@ -44,7 +46,7 @@ def make_batch(ds: Dataset, idx: np.ndarray, rng: np.random.Generator, train: bo
         raise ValueError(f"non-speech negatives need the {SILENCE} class (labels {ds.labels})")
     for i, j in enumerate(idx):
         if train and nonspeech > 0 and rng.random() < nonspeech:
-            x[i], y[i] = nonspeech_window(rng), ds.labels.index(SILENCE)
+            x[i], y[i] = nonspeech_window(rng, recordings, nonspeech_weights), ds.labels.index(SILENCE)
             continue
         target = ds.audio[j].astype(np.float32) / 32768.0
         if splice and ds.y[j] in keyword_ids and rng.random() < splice_prob:

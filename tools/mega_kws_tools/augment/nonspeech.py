@@ -2,13 +2,18 @@
 """Non-speech sounds: tones, chirps, beeps, square and sawtooth waves, coloured
 noise and note sequences (a crude stand-in for music), made from numpy alone.
 
-Training mixes them in as _silence_ examples (--nonspeech-negatives), and
-tests/test_nonspeech.py scans fixed ones with the runtime: beeps and a chirp
-fired the demo model (issue 83 item 5), and nothing in its data was a tone."""
+Training mixes them in as _silence_ examples (--nonspeech-negatives), with
+slices of recorded non-speech (music: --nonspeech-audio) for half of them where
+such recordings are given, and tests/apps/test_nonspeech.py scans fixed ones
+with the runtime: beeps and a chirp fired the demo model (issue 83 item 5), and
+nothing in its data was a tone."""
+
+import glob
+import os
 
 import numpy as np
 
-from mega_kws_tools.audio import SR
+from mega_kws_tools.audio import read_wav, SR
 
 KINDS = ("tone", "square", "saw", "chirp", "beeps", "noise", "notes")
 FREQ_RANGE = (100.0, 4000.0)    # Hz: the tones' and chirps' fundamentals, drawn log-uniformly
@@ -17,6 +22,8 @@ NOISE_EXPONENT_RANGE = (0.0, 2.0)  # power ~ 1 / f^e: 0 white, 1 pink, 2 brown
 BEEP_ON_S = (0.03, 0.6)
 BEEP_OFF_S = (0.05, 1.2)
 RAMP_S = (0.0, 0.01)            # a beep's or note's onset and offset ramp: abrupt clicks included
+RECORDED_SHARE = 0.5            # of the non-speech windows, where recordings are given: a slice of one
+SILENT_RMS = 1e-4               # a recorded slice quieter than this (a pause in the music) is kept as it is
 
 
 def _times(n: int) -> np.ndarray:
@@ -102,11 +109,13 @@ def _periodic(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     return {"tone": tone, "square": square, "saw": sawtooth}[kind](freq, n, float(rng.uniform(0, 2 * np.pi)))
 
 
-def random_nonspeech(n: int, rng: np.random.Generator, kind: str = None) -> np.ndarray:
-    """n float32 samples of one non-speech sound of `kind` (one of KINDS; drawn
-    uniformly if None) with random settings, at an RMS drawn from RMS_DB_RANGE
+def random_nonspeech(n: int, rng: np.random.Generator, kind: str = None, weights=None) -> np.ndarray:
+    """n float32 samples of one non-speech sound of `kind` (one of KINDS; if
+    None drawn uniformly, or with the probabilities `weights`, one per kind of
+    KINDS, where given) with random settings, at an RMS drawn from RMS_DB_RANGE
     (dB re 1.0), clipped to [-1, 1]."""
-    kind = kind or KINDS[int(rng.integers(len(KINDS)))]
+    if kind is None:
+        kind = KINDS[int(rng.integers(len(KINDS)) if weights is None else rng.choice(len(KINDS), p=weights))]
     if kind == "noise":
         x = coloured_noise(n, float(rng.uniform(*NOISE_EXPONENT_RANGE)), rng)
     elif kind == "notes":
@@ -120,13 +129,53 @@ def random_nonspeech(n: int, rng: np.random.Generator, kind: str = None) -> np.n
     return np.clip(_at_level(x, float(rng.uniform(*RMS_DB_RANGE))), -1.0, 1.0).astype(np.float32)
 
 
-def nonspeech_window(rng: np.random.Generator) -> np.ndarray:
+def load_recordings(paths) -> list:
+    """The int16 samples of every 16 kHz WAV named in paths (a file, or a
+    folder: its *.wav files in name order), each at least a sample long.
+    Raises ValueError for a path that gives none, or a file that is not
+    16 kHz audio."""
+    recordings = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise ValueError(f"{path}: no such file or folder")
+        files = sorted(glob.glob(os.path.join(path, "*.wav"))) if os.path.isdir(path) else [path]
+        if not files:
+            raise ValueError(f"{path}: a folder with no .wav file")
+        for f in files:
+            x = read_wav(f)
+            if len(x) == 0:
+                raise ValueError(f"{f}: no samples")
+            recordings.append(x)
+    return recordings
+
+
+def recorded_slice(recordings: list, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n float32 samples from a random point of one of recordings (load_recordings;
+    a shorter one repeated), at an RMS drawn from RMS_DB_RANGE, clipped to
+    [-1, 1]; a slice quieter than SILENT_RMS is kept at its own level."""
+    rec = recordings[int(rng.integers(len(recordings)))]
+    if len(rec) < n:
+        rec = np.tile(rec, n // len(rec) + 1)
+    start = int(rng.integers(0, len(rec) - n + 1))
+    x = rec[start:start + n].astype(np.float64) / 32768.0
+    level = float(rng.uniform(*RMS_DB_RANGE))
+    if np.sqrt(np.mean(x * x)) >= SILENT_RMS:
+        x = _at_level(x, level)
+    return np.clip(x, -1.0, 1.0).astype(np.float32)
+
+
+def nonspeech_window(rng: np.random.Generator, recordings: list = (), weights=None) -> np.ndarray:
     """A training input of make_batch's shape (the context second, then the
     target second) holding one random non-speech sound that starts at a random
     point of the first 1.5 s: a sound already under way and one that begins
     inside the window both teach _silence_ (the beeps that fired did so at an
-    onset and later)."""
+    onset and later). Where recordings are given (load_recordings), the sound
+    is a slice of one of them RECORDED_SHARE of the time; weights: as
+    random_nonspeech's."""
     x = np.zeros(2 * SR, np.float32)
     start = int(rng.integers(0, 3 * SR // 2))
-    x[start:] = random_nonspeech(2 * SR - start, rng)
+    if len(recordings) and rng.random() < RECORDED_SHARE:
+        x[start:] = recorded_slice(recordings, 2 * SR - start, rng)
+    else:
+        x[start:] = random_nonspeech(2 * SR - start, rng, weights=weights)
     return x

@@ -119,6 +119,15 @@ class TrainConfig:
         help=f"replace this fraction of the training examples, whole, with a generated non-speech sound "
              f"({', '.join(NONSPEECH_KINDS)}: random frequencies, beep timings and levels) labelled _silence_, "
              "so that tones, beeps and music stop firing (needs --classes kws12; default 0)")
+    nonspeech_weight: list = option(
+        [], action="append", metavar="KIND=W",
+        help=f"draw the generated non-speech sounds of KIND ({', '.join(NONSPEECH_KINDS)}) W times as often "
+             "as a kind not named (default: every kind equally often); repeatable, e.g. beeps=6")
+    nonspeech_audio: list = option(
+        [], action="append", metavar="PATH",
+        help="recorded non-speech (music) for --nonspeech-negatives: a 16 kHz WAV or a folder of them; half "
+             "of the non-speech examples become a random slice of one, at a random level; repeatable "
+             "(tools/scripts/music_negatives.sh makes a folder from Debian's game music)")
     unknown_share: float = option(
         0.0, type=float, metavar="S",
         help="draw _unknown_ clips this share of the time (the other classes equally often in "
@@ -225,6 +234,29 @@ class TrainConfig:
         """--class-boost as {word: factor} (checked by problem())."""
         return {item.partition("=")[0]: float(item.partition("=")[2]) for item in self.class_boost}
 
+    def nonspeech_kind_weights(self):
+        """--nonspeech-weight as the probability of each of NONSPEECH_KINDS, or
+        None when not given (checked by problem())."""
+        if not self.nonspeech_weight:
+            return None
+        named = {item.partition("=")[0]: float(item.partition("=")[2]) for item in self.nonspeech_weight}
+        w = [named.get(kind, 1.0) for kind in NONSPEECH_KINDS]
+        return [v / sum(w) for v in w] if sum(w) > 0 else w
+
+    def _nonspeech_weight_problems(self):
+        for item in self.nonspeech_weight:
+            kind, _, weight = item.partition("=")
+            try:
+                ok = kind in NONSPEECH_KINDS and 0 <= float(weight) < math.inf
+            except ValueError:
+                ok = False
+            if not ok:
+                yield (f"--nonspeech-weight {item}: expected KIND=W with KIND one of {', '.join(NONSPEECH_KINDS)} "
+                       "and W a number of at least 0")
+                return
+        if self.nonspeech_weight and (self.nonspeech_negatives <= 0 or sum(self.nonspeech_kind_weights()) == 0):
+            yield "--nonspeech-weight needs --nonspeech-negatives F > 0 and a kind of weight above 0"
+
     def problem(self) -> Optional[str]:
         """The first setting that is out of range or does not combine with another,
         as the command line reports it, or None."""
@@ -275,6 +307,8 @@ class TrainConfig:
         if self.consistency > 0 and (self.hard_examples or self.splice_prob > 0 or self.nonspeech_negatives > 0):
             yield ("--consistency does not combine with --hard-examples, --splice-prob or --nonspeech-negatives "
                    "(each changes a clip's label in one view only)")
+        if self.nonspeech_audio and self.nonspeech_negatives <= 0:
+            yield "--nonspeech-audio needs --nonspeech-negatives F > 0 (the share of examples its slices replace)"
         if self.nonspeech_negatives > 0 and (self.classes != "kws12" or self.voice_adversary > 0):
             yield ("--nonspeech-negatives needs --classes kws12 (its sounds are _silence_) and does not combine "
                    "with --voice-adversary (a generated sound has no voice)")
@@ -288,6 +322,7 @@ class TrainConfig:
                 continue
             if not factor > 0 or not math.isfinite(factor):
                 yield f"--class-boost {item}: the factor must be a positive number"
+        yield from self._nonspeech_weight_problems()
         if not 0.0 <= self.label_smoothing < 1.0:
             yield f"--label-smoothing {self.label_smoothing}: must be at least 0 and below 1"
         if self.babble_prob > 0 and self.noise_prob <= 0:

@@ -19,10 +19,11 @@ import torch
 import torch.nn.functional as F
 
 from mega_kws_tools import model as mt
-from mega_kws_tools.audio import read_wav
+from mega_kws_tools.audio import read_wav, SR
 from mega_kws_tools.augment.batch import make_batch
 from mega_kws_tools.augment.features import SpeakerAugment
 from mega_kws_tools.augment.noise import BABBLE_SNR_DB, BABBLE_WORDS
+from mega_kws_tools.augment.nonspeech import KINDS as NONSPEECH_KINDS, load_recordings, RECORDED_SHARE
 from mega_kws_tools.convert.loading import load_init
 from mega_kws_tools.data.dataset import Dataset, voice_targets
 from mega_kws_tools.data.layout import KEYWORDS
@@ -57,6 +58,7 @@ class Data:
     voice_class: np.ndarray
     teacher: Optional[TeacherTargets] = None  # --teacher-targets
     unlabeled: Optional[UnlabeledWindows] = None  # --unlabeled
+    recordings: list = dataclasses.field(default_factory=list)  # --nonspeech-audio: int16 arrays
 
 
 @dataclasses.dataclass
@@ -142,7 +144,16 @@ def load_data(cfg: TrainConfig, t0: float) -> Data:
             raise RunError(f"--teacher-targets {cfg.teacher_targets}: none of the {len(train)} training clips is in it")
         print(f"distillation: the teacher's logits for {teacher.found} of {len(train)} training clips, weight "
               f"{cfg.distill:g}, temperature {cfg.distill_temperature:g}", flush=True)
-    return Data(train, val, hard, stream, p_sample, voice_names, voice_class, teacher, load_unlabeled(cfg, train))
+    try:
+        recordings = load_recordings(cfg.nonspeech_audio)
+    except (OSError, ValueError) as e:
+        raise RunError(f"--nonspeech-audio: {e}") from None
+    if recordings:
+        minutes = sum(map(len, recordings)) / SR / 60
+        print(f"recorded non-speech: {len(recordings)} recordings, {minutes:.1f} min, "
+              f"{RECORDED_SHARE:.0%} of the non-speech negatives", flush=True)
+    return Data(train, val, hard, stream, p_sample, voice_names, voice_class, teacher, load_unlabeled(cfg, train),
+                recordings)
 
 
 def load_unlabeled(cfg: TrainConfig, train: Dataset) -> Optional[UnlabeledWindows]:
@@ -174,7 +185,9 @@ def make_drawer(cfg: TrainConfig, data: Data):
                                   speed_prob=cfg.speed_prob, splice_prob=cfg.splice_prob,
                                   color_prob=cfg.color_prob, vowel_prob=cfg.vowel_prob,
                                   pitch_prob=cfg.pitch_prob, babble_prob=cfg.babble_prob,
-                                  speed_range=tuple(cfg.speed_range), nonspeech=cfg.nonspeech_negatives)
+                                  speed_range=tuple(cfg.speed_range), nonspeech=cfg.nonspeech_negatives,
+                                  recordings=data.recordings,
+                                  nonspeech_weights=cfg.nonspeech_kind_weights())
                          for _ in range(n_views)))
         x, y = torch.cat(xs), torch.cat(ys)
         drawn_y = torch.from_numpy(np.tile(data.train.y[idx], n_views))
@@ -298,7 +311,11 @@ def describe(cfg: TrainConfig, run: Run):
         print(f"babble: {cfg.babble_prob:g} of the noise, {BABBLE_WORDS[0]}-{BABBLE_WORDS[1]} _unknown_ words at "
               f"{BABBLE_SNR_DB[0]:g}..{BABBLE_SNR_DB[1]:g} dB", flush=True)
     if cfg.nonspeech_negatives > 0:
-        print(f"non-speech negatives: {cfg.nonspeech_negatives:g} of the examples, labelled _silence_", flush=True)
+        weights = cfg.nonspeech_kind_weights()
+        kinds = "" if weights is None else \
+            " (" + ", ".join(f"{k} {w:.0%}" for k, w in zip(NONSPEECH_KINDS, weights)) + ")"
+        print(f"non-speech negatives: {cfg.nonspeech_negatives:g} of the examples{kinds}, labelled _silence_",
+              flush=True)
     if cfg.speed_prob > 0 or cfg.warp_prob > 0:
         print(f"speed factors {cfg.speed_range[0]:g}-{cfg.speed_range[1]:g} (p {cfg.speed_prob:g}), "
               f"warp factors {cfg.warp_range[0]:g}-{cfg.warp_range[1]:g} (p {cfg.warp_prob:g})", flush=True)
