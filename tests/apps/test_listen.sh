@@ -249,8 +249,10 @@ else
     fi
     printf 'pcm.ks_feed { type plug; slave.pcm { type jack; playback_ports { 0 "PortAudio:in_0" } } }\n' >"$T/feed.conf"
     sox "$T/padded.wav" -r 48000 "$T/padded48.wav"
-    ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$T/feed.conf aplay -q -D ks_feed "$T/padded48.wav" 2>"$T/aplay.err" ||
-      { fail "b: aplay into JACK failed"; tail -3 "$T/aplay.err"; }
+    # bounded: on a loaded machine a stalled JACK graph once left aplay (or jackd's exit below) waiting
+    # until ctest's 300 s timeout, with no word of where; the WAV is 15 s
+    ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$T/feed.conf timeout 60 aplay -q -D ks_feed "$T/padded48.wav" \
+      2>"$T/aplay.err" || { fail "b: aplay into JACK failed or did not end within 60 s"; tail -3 "$T/aplay.err"; }
     sleep 1
     kill -TERM "$KSPID" 2>/dev/null
     wait_exit "$KSPID" 10
@@ -264,7 +266,7 @@ else
     check_output b "$T/b.out" "$T/b.err" "$rc"
   fi
   kill "$JPID" 2>/dev/null
-  wait "$JPID" 2>/dev/null
+  wait_exit "$JPID" 10 >/dev/null 2>&1 || true  # killed after 10 s if it hangs on its way out
   JPID=
 fi
 
