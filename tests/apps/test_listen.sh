@@ -142,7 +142,7 @@ PA
 }
 stop_pulse() {
   [ -n "$PAPID" ] || return 0
-  pactl exit 2>/dev/null
+  timeout 5 pactl exit 2>/dev/null
   local i
   for i in $(seq 40); do kill -0 "$PAPID" 2>/dev/null || break; sleep 0.05; done
   kill -9 "$PAPID" 2>/dev/null
@@ -184,7 +184,7 @@ else
     fail "a: keyword_spotter's stream never showed up in PulseAudio"
     grep -v "^ALSA lib\|^Cannot\|^jack\|^Jack" "$T/a.err"
   fi
-  paplay "$T/padded.wav" || fail "a: paplay failed"
+  timeout 60 paplay "$T/padded.wav" || fail "a: paplay failed or did not end within 60 s"
   sleep 1.5  # the last words still travel through the server and the model
   kill -TERM "$KSPID" 2>/dev/null
   wait_exit "$KSPID" 10
