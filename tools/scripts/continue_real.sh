@@ -59,8 +59,11 @@ done
 [ -f "$SYN/README.txt" ] || $PY -m mega_kws_tools.data.make_sc10 --out "$SYN" --seed 71 --only-split training \
   --per-word 250 --unknown 1200 --near-miss 800 --silence 300 --babble-words 100 --jobs 2 --festival pipe
 # 3b. recorded music for the non-speech negatives (TRAIN_ARGS="--nonspeech-negatives F --nonspeech-audio $MUSIC"):
-#     two Debian game-data packages' tracks; the music the non-speech check scans stays out
-[ -f "$MUSIC/SOURCES.txt" ] || bash "$HERE/music_negatives.sh" "$MUSIC"
+#     two Debian game-data packages' tracks; the music the non-speech check scans stays out. Only for a run
+#     whose TRAIN_ARGS use it: the others need no download from Debian's archive
+if [[ " ${EXTRA_ARGS[*]} " == *" --nonspeech-audio "* ]] && [ ! -f "$MUSIC/SOURCES.txt" ]; then
+  bash "$HERE/music_negatives.sh" "$MUSIC"
+fi
 # 4. real validation recordings: validation-split speakers' words over noise beds
 mkdir -p "$REC"
 [ -f "$REC/realval20.csv" ] || $PY -m mega_kws_tools.data.make_stream --data "$REAL" --split validation \

@@ -178,6 +178,7 @@ def views(cfg: TrainConfig) -> int:
 def make_drawer(cfg: TrainConfig, data: Data):
     """draw(rng): the next training batch (x, y, voice class per clip), drawn from rng."""
     n_views = views(cfg)
+    nonspeech_weights = cfg.nonspeech_kind_weights()  # parsed once, not per batch
 
     def draw(rng: np.random.Generator):
         idx = rng.choice(len(data.train), size=cfg.batch // n_views, p=data.p_sample)
@@ -187,7 +188,7 @@ def make_drawer(cfg: TrainConfig, data: Data):
                                   pitch_prob=cfg.pitch_prob, babble_prob=cfg.babble_prob,
                                   speed_range=tuple(cfg.speed_range), nonspeech=cfg.nonspeech_negatives,
                                   recordings=data.recordings,
-                                  nonspeech_weights=cfg.nonspeech_kind_weights())
+                                  nonspeech_weights=nonspeech_weights)
                          for _ in range(n_views)))
         x, y = torch.cat(xs), torch.cat(ys)
         drawn_y = torch.from_numpy(np.tile(data.train.y[idx], n_views))
