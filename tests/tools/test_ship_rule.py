@@ -22,6 +22,7 @@ FEW = {"on", "off", "go"}  # 2-3 real validation clips each, as in Speech Comman
 BASE = {
     "recall": 54.1, "limit_met": True, "keywords": 90.7, "rejected": 99.0, "speech": 88.9,
     "per": {k: 90.0 for k in KWS},
+    "found": {k: [20, 33] for k in KWS},  # the recordings: [found at the defaults, said]
 }
 
 
@@ -29,8 +30,10 @@ def write_run(root, name, fig):
     d = os.path.join(root, name)
     os.makedirs(d)
     with open(os.path.join(d, "detection.json"), "w") as f:
-        json.dump({"tuned_on": {"recall": fig["recall"] / 100, "limit_met": fig["limit_met"],
-                                "fa_per_hour_keyword_free": 1.9}}, f)
+        tuned = {"recall": fig["recall"] / 100, "limit_met": fig["limit_met"], "fa_per_hour_keyword_free": 1.9}
+        if fig["found"] is not None:
+            tuned["found_per_keyword"] = fig["found"]
+        json.dump({"tuned_on": tuned}, f)
     per = {k: v / 100 for k, v in fig["per"].items()}
     per.update({"_silence_": 0.0, "_unknown_": fig["rejected"] / 100})
     confusion = [[0] * len(LABELS) for _ in LABELS]
@@ -48,7 +51,7 @@ def write_run(root, name, fig):
 def variant(**changes):
     fig = copy.deepcopy(BASE)
     for key, value in changes.items():
-        if key == "per":
+        if key in ("per", "found") and value is not None:
             fig[key].update(value)
         else:
             fig[key] = value
@@ -87,6 +90,11 @@ CASES = {
     "e_edge": (variant(recall=BETTER, speech=86.9), "PASS"),
     "e_fail": (variant(recall=BETTER, speech=86.8), "(e) running speech"),
     "e_absent": (variant(recall=BETTER, speech=None), "PASS"),
+    # (f): a keyword the shipped model finds at its defaults must be found once; fewer finds are (a)'s
+    # business; a keyword the shipped model never finds is not judged; not judged when a run lacks the counts
+    "f_edge": (variant(recall=BETTER, found={"on": [1, 33]}), "PASS"),
+    "f_fail": (variant(recall=BETTER, found={"on": [0, 33]}), "(f) shut out at the defaults: on 0 of 33"),
+    "f_absent": (variant(recall=BETTER, found=None), "PASS"),
     "best": (variant(recall=60.0), "PASS"),
 }
 
@@ -121,3 +129,11 @@ def test_a_run_never_validated_is_an_error_not_a_verdict(runs, capsys, tmp_path)
     shipped, _ = runs
     rc, _, err = run_rule(capsys, shipped, [str(tmp_path / "missing")])
     assert rc == 2 and "ship_rule:" in err, err
+
+
+def test_a_keyword_the_shipped_model_never_finds_is_not_judged(tmp_path, capsys):
+    shut = {**BASE["found"], "on": [0, 33]}
+    shipped = write_run(str(tmp_path), "shipped", variant(found=shut))
+    cand = write_run(str(tmp_path), "cand", variant(recall=BETTER, found=shut))
+    rc, text, _ = run_rule(capsys, shipped, [cand])
+    assert rc == 0 and verdicts(text)[cand] == "PASS", text

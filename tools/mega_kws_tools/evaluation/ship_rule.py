@@ -18,7 +18,12 @@ keyword-free read sentences). A candidate passes against the shipped model when
   (b) its keyword accuracy on the real validation clips is at most 1 point lower;
   (c) its rejection of the real validation clips' other words is at most 1 point lower;
   (d) no keyword with at least 20 real validation clips is more than 5 points lower;
-  (e) its rejection of real running speech is at most 2 points lower.
+  (e) its rejection of real running speech is at most 2 points lower;
+  (f) every keyword the shipped model finds in the real validation recordings at
+      its stored defaults, the candidate finds at least once at its own (issue 83
+      item 7: a keyword shut out at the defaults is a keyword the user cannot say).
+      Judged where both runs' detection.json count the finds per keyword
+      (tune_detection writes them since 2026-12-07).
 
 Of the candidates that pass, the one with the best recall (a) ships. Synthetic
 test voices (RUN/eval-syntest.json, if there) are printed, never judged.
@@ -61,9 +66,19 @@ def read_run(run):
     }
     speech = read_json(run, "eval-speech.json", required=False)
     fig["speech_rejected"] = 100 * speech["clips"]["rejected"]["_unknown_"] if speech else None
+    fig["found"] = tuned.get("found_per_keyword")  # {keyword: [found, said]}, absent in older runs
     syn = read_json(run, "eval-syntest.json", required=False)
     fig["synthetic"] = 100 * syn["clips"]["keyword_accuracy"] if syn else None
     return fig
+
+
+def shut_out(shipped, cand):
+    """[(keyword, times said, found by the shipped model)] for each keyword the shipped model
+    finds in the recordings and the candidate never does; [] when either run lacks the counts."""
+    if not shipped or not cand:
+        return []
+    return [(k, n, shipped[k][0]) for k, (found, n) in sorted(cand.items())
+            if found == 0 and shipped.get(k, [0])[0] > 0]
 
 
 def verdict(shipped, cand):
@@ -82,6 +97,10 @@ def verdict(shipped, cand):
     s, c = shipped["speech_rejected"], cand["speech_rejected"]
     if s is not None and c is not None and not c >= s - SPEECH_SLACK:
         fails.append(f"(e) running speech rejected {c:.1f} against {s:.1f}")
+    shut = shut_out(shipped["found"], cand["found"])
+    if shut:
+        fails.append("(f) shut out at the defaults: " + ", ".join(
+            f"{k} 0 of {n}, the shipped model {m}" for k, n, m in shut))
     return fails, (worst, falls.get(worst, 0.0))
 
 

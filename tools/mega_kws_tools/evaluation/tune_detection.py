@@ -325,9 +325,16 @@ def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
     return lines
 
 
+def found_per_keyword(keywords, missed) -> dict:
+    """{keyword: [found, said]} in the recordings at a setting (the score's keywords and missed)."""
+    said = collections.Counter(label for _, _, label in keywords)
+    lost = collections.Counter(label for _, _, label in missed)
+    return {k: [n - lost[k], n] for k, n in sorted(said.items())}
+
+
 def detection_file(thresholds, smoothing: int, refractory_ms: int, tuned_on: dict) -> dict:
     """What -o writes: the detector's settings, which mega_convert --detection
-    stores, and where they were tuned (tuned_on: read by the ship rule, not stored)."""
+    stores, and where they were tuned (tuned_on, with the finds per keyword: read by the ship rule, not stored)."""
     return {"thresholds": thresholds, "smoothing_hops": smoothing, "refractory_ms": refractory_ms,
             "tuned_on": tuned_on}
 
@@ -410,7 +417,8 @@ def main() -> int:
     tuned_on = {"stream": " + ".join(os.path.basename(w) for w in args.stream),
                 "max_fa_per_hour": args.max_fa_per_hour,
                 "limit_met": bool(key[0]), "recall": r["recall"],
-                "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"]}
+                "false_alarms": r["false_alarms"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"],
+                "found_per_keyword": found_per_keyword(keywords, r["missed"])}
     out = detection_file(thresholds, smoothing, args.refractory_ms, tuned_on)
     with open(args.output, "w") as f:
         json.dump(out, f, indent=1)
