@@ -57,7 +57,6 @@ def test_per_keyword_thresholds_meet_the_limit_and_beat_one_threshold():
     assert r["recall"] == pytest.approx(1.0) and shared["recall"] <= 0.5 + 1e-9
 
 
-
 def test_the_finds_per_keyword_count_what_a_setting_finds_and_misses():
     probs, keywords, free = recording()
     refr = td.refractory_in_hops(1000, HOP_S)
@@ -67,6 +66,7 @@ def test_the_finds_per_keyword_count_what_a_setting_finds_and_misses():
     assert td.found_per_keyword(keywords, r["missed"]) == {"no": [0, said["no"]], "yes": [said["yes"]] * 2}
     r = td.run_detector(probs, STARTS, LABELS, np.array([0.95, 0.5, 1.0, 1.0]), 1, refr, HOP_S, keywords, free)
     assert td.found_per_keyword(keywords, r["missed"]) == {"no": [said["no"]] * 2, "yes": [said["yes"]] * 2}
+
 
 def budget_trap(hops=1200):
     """Posteriors where the step that gains most uses up the false-alarm budget: 'yes' finds

@@ -326,10 +326,11 @@ def false_alarm_report(false_alarms, streams, hop_s, chunk_samples, free):
 
 
 def found_per_keyword(keywords, missed) -> dict:
-    """{keyword: [found, said]} in the recordings at a setting (the score's keywords and missed)."""
+    """{keyword: [found, said]} in the recordings at a setting (the score's keywords and missed),
+    in the order the keywords are first said."""
     said = collections.Counter(label for _, _, label in keywords)
     lost = collections.Counter(label for _, _, label in missed)
-    return {k: [n - lost[k], n] for k, n in sorted(said.items())}
+    return {k: [n - lost[k], n] for k, n in said.items()}
 
 
 def detection_file(thresholds, smoothing: int, refractory_ms: int, tuned_on: dict) -> dict:

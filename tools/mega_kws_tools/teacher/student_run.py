@@ -144,22 +144,11 @@ def at_defaults(recordings, hop_s, warmup, defaults):
     return out
 
 
-def per_keyword(r, keywords):
-    """{keyword: [found, said]} of a score."""
-    said = {}
-    for _, _, l in keywords:
-        said[l] = said.get(l, 0) + 1
-    missed = {}
-    for _, _, l in r["missed"]:
-        missed[l] = missed.get(l, 0) + 1
-    return {l: [n - missed.get(l, 0), n] for l, n in said.items()}
-
-
 def summary(r, keywords):
     return {"recall": r["recall"], "detected": r["detected"], "keywords": r["keywords"],
             "false_alarms_keyword_free": r["false_alarms_keyword_free"],
             "keyword_free_hours": r["keyword_free_hours"], "fa_per_hour_keyword_free": r["fa_per_hour_keyword_free"],
-            "per_keyword": per_keyword(r, keywords)}
+            "per_keyword": tune_detection.found_per_keyword(keywords, r["missed"])}
 
 
 def stream_figures(model, streams, max_fa_per_hour=2.0, refractory_ms=1000):
