@@ -246,3 +246,72 @@ def test_random_nonspeech_draws_kinds_with_the_weights_given():
         rng_a, rng_b = np.random.default_rng(seed), np.random.default_rng(seed)
         kind = ns.KINDS[int(rng_b.integers(len(ns.KINDS)))]
         assert np.array_equal(ns.random_nonspeech(SR, rng_a), ns.random_nonspeech(SR, rng_b, kind))
+
+
+# mine_nonspeech.py: the windows of non-speech a checkpoint reads as a keyword, as hard _silence_ examples
+
+
+def test_hard_hops_skip_the_warm_up_keep_their_spacing_and_take_the_highest_keyword():
+    from mega_kws_tools.training import mine_nonspeech as mn
+    probs = np.zeros((12, 4))  # classes: two keywords, _silence_, _unknown_
+    probs[:, 2] = 1.0
+    probs[1, 0] = 0.9   # inside the warm-up (3 hops): skipped
+    probs[4, 1] = 0.5   # kept (0.5 >= 0.4)
+    probs[5, 0] = 0.8   # within SPACING_HOPS of hop 4: skipped
+    probs[6, 0] = 0.7   # kept
+    probs[8, 1] = 0.39  # below the minimum
+    probs[9, 3] = 0.95  # _unknown_ is no keyword
+    probs[11, 0], probs[11, 1] = 0.45, 0.6  # kept, with the higher keyword's score
+    assert mn.SPACING_HOPS == 2
+    assert mn.hard_hops(probs, [0, 1], 3, 0.4) == [(4, 0.5), (6, 0.7), (11, 0.6)]
+    assert mn.hard_hops(probs, [0, 1], 0, 0.4)[0] == (1, 0.9)
+    assert mn.hard_hops(probs, [0, 1], 3, 0.99) == []
+
+
+def test_mine_keeps_the_two_seconds_ending_at_each_hard_hop():
+    from mega_kws_tools.training import mine_nonspeech as mn
+    chunk = 4000
+    x = (np.arange(10 * SR) % 30000).astype(np.int16)  # each sample tells where it was
+    def posteriors(samples):
+        assert samples.dtype == np.float32 and abs(samples[1] * 32768.0 - 1) < 1e-6
+        p = np.zeros((len(samples) // chunk, 3))
+        p[:, 1] = 1.0
+        for hop, score in ((7, 0.9), (30, 0.6)):
+            if hop < len(p):
+                p[hop, 0] = score
+        return p
+    audio, times, scores, names = mn.mine(posteriors, [("a.wav", x), ("b.wav", x[:20 * chunk])], [0], 4, chunk, 0.5)
+    assert names.tolist() == ["a.wav", "a.wav", "b.wav"]  # b ends before hop 30
+    assert times.tolist() == [8 * chunk / SR, 31 * chunk / SR, 8 * chunk / SR]
+    assert scores.tolist() == [0.9, 0.6, 0.9]
+    assert audio.shape == (3, 2 * SR) and audio.dtype == np.int16
+    assert (audio[1] == x[31 * chunk - 2 * SR:31 * chunk]).all()
+    assert (audio[0][:2 * SR - 8 * chunk] == 0).all() and (audio[0][2 * SR - 8 * chunk:] == x[:8 * chunk]).all()
+    empty = mn.mine(posteriors, [("c.wav", x[:7 * chunk])], [0], 4, chunk, 0.5)[0]  # ends before hop 7
+    assert empty.shape == (0, 2 * SR)
+
+
+def test_generated_sources_alternate_beeps_with_every_kind_and_repeat_with_their_seed():
+    from mega_kws_tools.training import mine_nonspeech as mn
+    a = list(mn.generated_sources(2 * len(ns.KINDS), 5))
+    kinds = [name.split("-", 1)[1] for name, _ in a]
+    assert kinds[0::2] == ["beeps"] * len(ns.KINDS) and kinds[1::2] == list(ns.KINDS)
+    assert all(x.dtype == np.int16 and len(x) == mn.GENERATED_S * SR and np.abs(x).max() > 0 for _, x in a)
+    b = list(mn.generated_sources(3, 5))
+    c = list(mn.generated_sources(3, 6))
+    assert all((x == y).all() for (_, x), (_, y) in zip(a[:3], b))
+    assert not (b[0][1] == c[0][1]).all()
+
+
+def test_mine_nonspeech_refuses_the_music_the_check_scans(tmp_path):
+    import subprocess
+    import sys
+    for held in ("/usr/share/games/frozen-bubble/snd", "/usr/share/games/chromium-bsu/wav/music_game.wav"):
+        run = subprocess.run([sys.executable, "-m", "mega_kws_tools.training.mine_nonspeech", "--checkpoint",
+                              str(tmp_path / "none.pt"), "--audio", held, "-o", str(tmp_path / "o.npz")],
+                             capture_output=True, text=True)
+        assert run.returncode == 1 and "the non-speech check scans" in run.stderr, run.stderr
+    run = subprocess.run([sys.executable, "-m", "mega_kws_tools.training.mine_nonspeech", "--checkpoint",
+                          str(tmp_path / "none.pt"), "-o", str(tmp_path / "o.npz")], capture_output=True, text=True)
+    assert run.returncode == 2 and "--audio or --generated" in run.stderr
+    assert not (tmp_path / "o.npz").exists()

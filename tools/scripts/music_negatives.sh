@@ -1,21 +1,39 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Recorded music for training's non-speech negatives (issue 83 item 5;
-# train.py --nonspeech-audio OUT): the music tracks of two Debian game-data
+# train.py --nonspeech-audio OUT): the music tracks of Debian game-data
 # packages, downloaded with apt-get download (nothing is installed), decoded
 # to 16 kHz mono WAV files in OUT, with OUT/SOURCES.txt naming each track's
 # package, version and license.
 #
-#   music_negatives.sh OUT
+#   music_negatives.sh OUT [PACKAGE ...]
 #
-# xmoto-data (7 tracks) and lincity-ng-data (3), both GPL-2+, about 21 minutes.
+# A track is an Ogg file in a folder named *usic*, or any Ogg file of at least
+# MIN_TRACK_S seconds (some games keep their music beside their sounds).
+# The packages: by default xmoto-data (7 tracks) and lincity-ng-data (3), both
+# GPL-2+, about 21 minutes, the music the bundled model trained with. The
+# model card's runs of 2026-12-07 (q83) add six of Kenta Cho's games,
+# BSD-style, 24 tracks, about 24 minutes: a7xpg-data tumiki-fighters-data
+# rrootage-data parsec47-data torus-trooper-data mu-cade-data.
 # The music that tests/apps/test_nonspeech.py scans (chromium-bsu-data,
-# frozen-bubble-data) is kept out of training: it judges what training learned.
+# frozen-bubble-data) is kept out of training: it judges what training
+# learned; the script refuses those packages. So is gunroar-data, a seventh
+# of Kenta Cho's games: the model card's held-out music beside the check's.
 # Needs apt-get, dpkg-deb and sox (scripts/setup.sh installs sox).
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: music_negatives.sh OUT" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: music_negatives.sh OUT [PACKAGE ...]" >&2; exit 2; }
 OUT=$1
-PACKAGES=(xmoto-data lincity-ng-data)
+shift
+PACKAGES=("$@")
+[ $# -gt 0 ] || PACKAGES=(xmoto-data lincity-ng-data)
+for pkg in "${PACKAGES[@]}"; do
+  case $pkg in
+    chromium-bsu-data|frozen-bubble-data|gunroar-data)
+      echo "music_negatives.sh: $pkg is held out (tests/apps/test_nonspeech.py, the model card): not for training" >&2
+      exit 2 ;;
+  esac
+done
+MIN_TRACK_S=20
 for tool in apt-get dpkg-deb sox; do
   command -v "$tool" > /dev/null \
     || { echo "music_negatives.sh: $tool not found (a Debian machine's tools)" >&2; exit 1; }
@@ -30,19 +48,24 @@ SANDBOX=()
 mkdir -p "$OUT.part"
 {
   echo "Music for non-speech negatives (tools/scripts/music_negatives.sh): 16 kHz mono, decoded by sox."
-  echo "Used in training only; not part of the product. Held out for the check: chromium-bsu-data, frozen-bubble-data."
+  echo "Used in training only; not part of the product. Held out for the check: chromium-bsu-data, frozen-bubble-data; for the model card: gunroar-data."
 } > "$OUT.part/SOURCES.txt"
 for deb in "$TMP"/*.deb; do
   pkg=$(dpkg-deb -f "$deb" Package) version=$(dpkg-deb -f "$deb" Version)
   dpkg-deb -x "$deb" "$TMP/$pkg"
-  license=$(grep -m1 '^License:' "$TMP/$pkg/usr/share/doc/$pkg/copyright" | cut -d' ' -f2-)
+  license=$(grep -m1 '^License:' "$TMP/$pkg/usr/share/doc/$pkg/copyright" | cut -s -d' ' -f2-)
+  [ -n "$license" ] || license="its /usr/share/doc/$pkg/copyright"  # a license given as text, unnamed
   n=0
   while IFS= read -r -d '' track; do
+    if [[ "${track#"$TMP/$pkg"}" != *usic* ]]; then
+      long=$(soxi -D "$track" | awk -v min="$MIN_TRACK_S" '{ print ($1 >= min) }')
+      [ "$long" = 1 ] || continue  # a sound, not music
+    fi
     name=$pkg-$(basename "$track" .ogg | tr -c 'A-Za-z0-9_\n-' '_').wav
     sox -V1 -G "$track" -r 16000 -c 1 -b 16 "$OUT.part/$name"
     echo "$name: $pkg $version, $license, ${track#"$TMP/$pkg"}" >> "$OUT.part/SOURCES.txt"
     n=$((n + 1))
-  done < <(find "$TMP/$pkg/usr/share/games" -path '*usic*' -name '*.ogg' -print0 | sort -z)
+  done < <(find "$TMP/$pkg/usr/share/games" -name '*.ogg' -print0 | sort -z)
   [ "$n" -gt 0 ] || { echo "music_negatives.sh: no music found in $pkg $version" >&2; exit 1; }
 done
 rm -rf "$OUT" && mv "$OUT.part" "$OUT"

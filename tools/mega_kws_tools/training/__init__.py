@@ -2,7 +2,8 @@
 """Training: train (the command) and what a run is made of: presets, sampling,
 losses, mining (hard examples), the batch worker, the voice adversary, weight
 averaging (average; soup for finished runs), checkpoints, the front end's
-starting values; mine_hard, voice_probe and voice_norm_check (analyses).
+starting values; mine_hard and mine_nonspeech (hard examples to train on), voice_probe and
+voice_norm_check (analyses).
 
 Importing this package sets up the process for training, before numpy or torch
 load: one OpenBLAS thread unless the caller says otherwise, and glibc's malloc
