@@ -129,23 +129,31 @@ def random_nonspeech(n: int, rng: np.random.Generator, kind: str = None, weights
     return np.clip(_at_level(x, float(rng.uniform(*RMS_DB_RANGE))), -1.0, 1.0).astype(np.float32)
 
 
-def load_recordings(paths) -> list:
-    """The int16 samples of every 16 kHz WAV named in paths (a file, or a
-    folder: its *.wav files in name order), each at least a sample long.
-    Raises ValueError for a path that gives none, or a file that is not
-    16 kHz audio."""
-    recordings = []
+def recording_files(paths) -> list:
+    """The files paths name (a file, or a folder: its *.wav files in name
+    order), in the order load_recordings reads them. Raises ValueError for a
+    path that gives none."""
+    out = []
     for path in paths:
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or folder")
         files = sorted(glob.glob(os.path.join(path, "*.wav"))) if os.path.isdir(path) else [path]
         if not files:
             raise ValueError(f"{path}: a folder with no .wav file")
-        for f in files:
-            x = read_wav(f)
-            if len(x) == 0:
-                raise ValueError(f"{f}: no samples")
-            recordings.append(x)
+        out += files
+    return out
+
+
+def load_recordings(paths) -> list:
+    """The int16 samples of every 16 kHz WAV named in paths (recording_files),
+    each at least a sample long. Raises ValueError for a path that gives none,
+    or a file that is not 16 kHz audio."""
+    recordings = []
+    for f in recording_files(paths):
+        x = read_wav(f)
+        if len(x) == 0:
+            raise ValueError(f"{f}: no samples")
+        recordings.append(x)
     return recordings
 
 

@@ -29,6 +29,7 @@ file's name, or gen<i>-<kind>), and source (a line naming what was mined).
 """
 import argparse
 import collections
+import itertools
 import os
 import sys
 
@@ -109,14 +110,11 @@ def main() -> int:
               f"({', '.join(HELD_OUT_MUSIC)}): mine training music only", file=sys.stderr)
         return 1
     try:
-        recordings = nonspeech.load_recordings(args.audio)
+        files = nonspeech.recording_files(args.audio)
+        recordings = nonspeech.load_recordings(files)
     except ValueError as e:
         print(f"mine_nonspeech.py: {e}", file=sys.stderr)
         return 1
-    files = []
-    for path in args.audio:  # the names load_recordings read, in its order
-        files += (sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".wav"))
-                  if os.path.isdir(path) else [path])
     torch.set_num_threads(args.threads)
     model, _, extra = mt.load_checkpoint(args.checkpoint)
     labels = extra["labels"]
@@ -124,8 +122,9 @@ def main() -> int:
         print("mine_nonspeech.py: the checkpoint has no _silence_ class", file=sys.stderr)
         return 1
     keyword_ids = [i for i, l in enumerate(labels) if not l.startswith("_")]
-    sources = list(zip((os.path.basename(f) for f in files), recordings))
-    sources += list(generated_sources(args.generated, args.seed))
+    # the generated sounds one at a time, as mine() reaches them (2,000 of them are 640 MB)
+    sources = itertools.chain(zip((os.path.basename(f) for f in files), recordings),
+                              generated_sources(args.generated, args.seed))
     audio, times, scores, names = mine(lambda x: stream_posteriors(model, x), sources, keyword_ids,
                                        model.cfg.window_chunks, model.cfg.chunk_samples, args.min)
     np.savez_compressed(args.output, audio=audio, labels=np.array(["_silence_"] * len(audio)), times_s=times,
@@ -133,7 +132,7 @@ def main() -> int:
                         source=f"non-speech: {' '.join(args.audio) or 'no recordings'} + {args.generated} "
                                f"generated (seed {args.seed}), keyword >= {args.min}")
     kinds = collections.Counter("generated" if n.startswith("gen") else "recorded" for n in names)
-    print(f"{len(sources)} sources: {len(audio)} windows with a keyword >= {args.min} "
+    print(f"{len(files) + args.generated} sources: {len(audio)} windows with a keyword >= {args.min} "
           f"({kinds['recorded']} recorded, {kinds['generated']} generated) from {len(set(names))} sources "
           f"-> {args.output}")
     return 0
