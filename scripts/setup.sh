@@ -9,6 +9,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       python3-pocketsphinx pocketsphinx-en-us python3-onnx
       wamerican   # mega_kws_tools.custom: near misses drawn from ordinary words
       sox espeak-ng flite time
+      opus-tools   # tools/scripts/music_negatives.sh: Opus music (warzone2100-music)
       festival festvox-kallpc16k festvox-ca-ona-hts festvox-czech-dita festvox-czech-krb festvox-czech-machac
       festvox-czech-ph festvox-italp16k festvox-itapc16k festvox-suopuhe-lj festvox-suopuhe-mv festvox-ru
       festvox-hi-nsk festvox-mr-nsk festvox-te-nsk festival-hi festival-mr festival-te
