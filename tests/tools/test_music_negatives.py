@@ -52,15 +52,20 @@ def build_deb(tmp_path, name, version, track, long_sound="", license_line="Licen
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(out)], check=True, capture_output=True)
 
 
-def run_script(tmp_path, out, *packages):
-    """music_negatives.sh OUT [PACKAGE ...] with apt-get replaced by a copy of tmp_path/debs' packages"""
+def run_script(tmp_path, out, *packages, only_tools=()):
+    """music_negatives.sh OUT [PACKAGE ...] with apt-get replaced by a copy of tmp_path/debs' packages;
+    with only_tools, the script finds those commands and no others"""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     fake = bin_dir / "apt-get"
     fake.write_text(f"#!/bin/sh\n[ \"$1\" = download ] || exit 9\ncp {tmp_path}/debs/*.deb .\n")
     fake.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
-    return subprocess.run(["bash", SCRIPT, str(out), *packages], capture_output=True, text=True, env=env, timeout=120)
+    for tool in only_tools:
+        if not (bin_dir / tool).exists():
+            os.symlink(shutil.which(tool), bin_dir / tool)
+    path = str(bin_dir) if only_tools else f"{bin_dir}:{os.environ['PATH']}"
+    return subprocess.run([shutil.which("bash"), SCRIPT, str(out), *packages], capture_output=True, text=True,
+                          env=dict(os.environ, PATH=path), timeout=120)
 
 
 def assert_tracks(folder, names, seconds, tolerance):
@@ -117,6 +122,16 @@ def test_opus_tracks_are_decoded_and_two_tracks_of_one_name_refused(tmp_path):
     r = run_script(tmp_path, tmp_path / "music2", "warzone2100-music")
     assert r.returncode == 1 and "would both be warzone2100-music-track1.wav" in r.stderr, r.stderr
     assert not (tmp_path / "music2").exists()
+
+
+@pytest.mark.skipif(not shutil.which("opusenc"), reason="needs opus-tools")
+def test_opus_music_without_opusdec_is_refused_and_nothing_is_left(tmp_path):
+    build_deb(tmp_path, "warzone2100-music", "4.3.3-3", "", opus_tracks=("menu",))
+    tools = ("dpkg-deb", "tar", "sox", "soxi", "mktemp", "rm", "mkdir", "mv", "grep", "cut", "find", "sort",
+             "basename", "dirname", "tr", "awk", "ls", "wc", "id", "cp")  # the script's, and apt-get's stand-in's
+    r = run_script(tmp_path, tmp_path / "music", "warzone2100-music", only_tools=tools)  # no opusdec
+    assert r.returncode == 1 and "has Opus music; opusdec not found" in r.stderr, r.stderr
+    assert not (tmp_path / "music").exists() and not (tmp_path / "music.part").exists()
 
 
 def test_a_package_without_music_is_refused_and_nothing_is_left(tmp_path):
